@@ -1,0 +1,110 @@
+"""The Python API: `SelfRAG(index, config).answer(question)`, `await aanswer()`, `astream()` events.
+
+`answer()` is the one sync door (it runs the async engine with `asyncio.run`); everything inside is async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+from .config import Config, EndpointConfig, resolve_endpoint
+from .engine.context import Deps, Retriever, Run
+from .engine.controller import search
+from .errors import ConfigError, InputError
+from .llm.base import ChatModel
+from .llm.openai_chat import OpenAIChatModel
+from .prompts import PromptBook
+from .result import DoneEvent, Event, Result
+from .schema import Meter
+
+MAX_QUESTION_CHARS = 8_000
+
+
+class SelfRAG:
+    """A Self-RAG engine over one index and one chat endpoint (plus, optionally, a critic endpoint)."""
+
+    def __init__(
+        self,
+        index: Retriever,
+        config: Config | None = None,
+        *,
+        chat: ChatModel | None = None,
+        critic_chat: ChatModel | None = None,
+        prompts: PromptBook | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config or Config()
+        env = os.environ if environ is None else environ
+        self.chat = chat or default_chat(self.config.endpoint, env)
+        if critic_chat is None and self.config.critic_endpoint is not None:
+            critic_chat = OpenAIChatModel(resolve_endpoint(self.config.critic_endpoint, env))
+        self.deps = Deps(chat=self.chat, index=index, prompts=prompts or PromptBook(), critic_chat=critic_chat)
+        seed = self.config.nonce_seed
+        self._secret = seed.encode() if seed is not None else os.urandom(16)
+
+    @classmethod
+    def from_index(cls, path: str | Path, config: Config | None = None, **kwargs: object) -> SelfRAG:
+        from .index import Index  # bm25s is imported only when an index is actually opened
+
+        return cls(Index.load(Path(path)), config, **kwargs)  # type: ignore[arg-type]
+
+    async def astream(self, question: str, *, conversation: str = "", config: Config | None = None) -> AsyncIterator[Event]:
+        """Events of one answer: a StepEvent per step, a SegmentEvent per settled sentence, then a DoneEvent."""
+        question = check_question(question)
+        run = Run(self.deps, config or self.config, question, conversation, Meter(), self._secret)
+        capabilities = await self.chat.capabilities(run.meter)
+        extras = {
+            "prompts": self.deps.prompts.versions(),
+            "capabilities": capabilities.describe(),
+            "model": self.chat.name,
+        }
+        async for event in search(run, extras):
+            yield event
+
+    async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:
+        async for event in self.astream(question, conversation=conversation, config=config):
+            if isinstance(event, DoneEvent):
+                return event.result
+        raise AssertionError("the engine ended without a result")  # pragma: no cover
+
+    def answer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:
+        """The sync door: one answer, from code that is not already inside an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._answer_then_close(question, conversation, config))
+        raise ConfigError("answer() was called inside a running event loop: use `await aanswer(...)` there")
+
+    async def _answer_then_close(self, question: str, conversation: str, config: Config | None) -> Result:
+        try:
+            return await self.aanswer(question, conversation=conversation, config=config)
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close HTTP clients this engine opened in the running loop."""
+        for model in (self.deps.chat, self.deps.critic_chat):
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
+
+
+def check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("the question is empty: ask something")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return question.strip()
+
+
+def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:
+    """The configured endpoint. With nothing configured at all, say how to configure one."""
+    resolved = resolve_endpoint(endpoint, environ)
+    if resolved.base_url is None and resolved.key_source == "placeholder":
+        raise ConfigError(
+            "no endpoint configured: pass --base-url (e.g. http://127.0.0.1:8000/v1) or set OPENAI_API_KEY"
+        )
+    return OpenAIChatModel(resolved)

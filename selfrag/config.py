@@ -1,0 +1,147 @@
+"""Configuration: the paper's knobs under the paper's names, the endpoint, and the per-answer budgets.
+
+Frozen dataclasses with range checks; `ConfigError` names the field and its allowed range. Which value wins
+when a knob is set in several places (flag > SELFRAG_* environment > TOML file > default) is decided in
+`selfrag.settings`; this module only holds and checks values, and resolves which key goes to which endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+from .labels import CriticMode, Mode
+
+OPENAI_HOSTS = ("api.openai.com",)
+PLACEHOLDER_KEY = "sk-no-key-needed"  # local servers want some key; this one is never a secret
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointConfig:
+    """One OpenAI-compatible chat endpoint."""
+
+    base_url: str | None = None  # None: OPENAI_BASE_URL, else the SDK's default (OpenAI)
+    model: str | None = None  # None: the endpoint's first listed model
+    api_key: str | None = field(default=None, repr=False)  # never printed; see resolve_endpoint
+    send_openai_key: bool = False  # allow OPENAI_API_KEY to go to a base URL that is not OpenAI's
+    max_concurrency: int = 16  # requests in flight at once to this endpoint
+    timeout: float = 60.0  # seconds per HTTP request (the SDK retries timeouts)
+    max_retries: int = 2  # the SDK's transport retries per request
+    top_logprobs: int = 10  # alternatives per token when logprobs are available
+
+    def __post_init__(self) -> None:
+        _check_range("max_concurrency", self.max_concurrency, 1, 1024)
+        _check_range("timeout", self.timeout, 0.1, 3600)
+        _check_range("max_retries", self.max_retries, 0, 10)
+        _check_range("top_logprobs", self.top_logprobs, 1, 20)
+        if self.base_url is not None and urlsplit(self.base_url).scheme not in ("http", "https"):
+            raise ConfigError(f"base_url must start with http:// or https://, got {redact_url(self.base_url)!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Every knob of one answer. Names follow the paper (and its reference code) on purpose."""
+
+    mode: Mode = Mode.ADAPTIVE  # when to retrieve: adaptive (soft rule), always, never
+    threshold: float = 0.2  # adaptive: retrieve when P(yes or continue) / P(any) > threshold
+    beam_width: int = 1  # partial answers kept per step (1 = greedy)
+    max_depth: int = 7  # most segments (sentences) in an answer
+    ndocs: int = 5  # chunks retrieved per step = candidates per beam
+    w_rel: float = 1.0  # weight of ISREL in a candidate's score
+    w_sup: float = 1.0  # weight of ISSUP
+    w_use: float = 0.5  # weight of ISUSE
+    use_seqscore: bool = False  # add the sentence's geometric-mean token probability when logprobs exist
+    critic: CriticMode = CriticMode.FUSED  # fused: one call writes and judges; separate: a second call judges
+    gate_irrelevant: bool = False  # hard gate: drop candidates judged irrelevant
+    gate_unsupported: bool = False  # hard gate: drop candidates with no support
+    reasks: int = 1  # corrective re-asks after an invalid structured reply
+    max_chunk_chars: int = 2000  # longest chunk text put in one prompt
+    max_llm_calls: int = 400  # per-answer budget of HTTP requests
+    max_total_tokens: int = 400_000  # per-answer budget of prompt + completion tokens
+    deadline: float = 600.0  # seconds per answer
+    nonce_seed: str | None = None  # fixes the document delimiters (reproducible prompts for caching)
+    endpoint: EndpointConfig = field(default_factory=EndpointConfig)
+    critic_endpoint: EndpointConfig | None = None  # separate critic on another model (None: same endpoint)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", _enum(Mode, "mode", self.mode))
+        object.__setattr__(self, "critic", _enum(CriticMode, "critic", self.critic))
+        _check_range("threshold", self.threshold, 0.0, 1.0)
+        _check_range("beam_width", self.beam_width, 1, 16)
+        _check_range("max_depth", self.max_depth, 1, 50)
+        _check_range("ndocs", self.ndocs, 1, 20)
+        for name in ("w_rel", "w_sup", "w_use"):
+            _check_range(name, getattr(self, name), -10.0, 10.0)
+        _check_range("reasks", self.reasks, 0, 5)
+        _check_range("max_chunk_chars", self.max_chunk_chars, 100, 100_000)
+        _check_range("max_llm_calls", self.max_llm_calls, 1, 1_000_000)
+        _check_range("max_total_tokens", self.max_total_tokens, 1, 1_000_000_000)
+        _check_range("deadline", self.deadline, 0.01, 86_400)
+
+    def with_values(self, **values: object) -> Config:
+        """A copy with some knobs changed (checked again); unknown names raise ConfigError."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return replace(self, **values)  # type: ignore[arg-type]
+
+
+def _enum(kind: type, name: str, value: object) -> object:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in kind)  # type: ignore[attr-defined]
+        raise ConfigError(f"{name} must be one of {allowed}, got {value!r}") from None
+
+
+def _check_range(name: str, value: float, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(f"{name} must be a number from {low} to {high}, got {value!r}")
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password@ (safe to print or log)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedEndpoint:
+    """Where requests go and with which key; `key_source` says why (for doctor and config show)."""
+
+    base_url: str | None
+    api_key: str = field(repr=False)
+    key_source: str
+    settings: EndpointConfig
+
+
+def is_openai(base_url: str | None) -> bool:
+    return base_url is None or (urlsplit(base_url).hostname or "") in OPENAI_HOSTS
+
+
+def resolve_endpoint(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ResolvedEndpoint:
+    """Pick the base URL and the key for one endpoint.
+
+    The SDK would send OPENAI_API_KEY to any base URL; we do not. OPENAI_API_KEY goes only to OpenAI, to the
+    URL in OPENAI_BASE_URL (the SDK's own pair, set together by the user), or anywhere when send_openai_key is on.
+    A key configured for this endpoint (api_key, or SELFRAG_API_KEY) always wins. Otherwise a placeholder.
+    """
+    base_url = endpoint.base_url
+    paired = False
+    if base_url is None and environ.get("OPENAI_BASE_URL"):
+        base_url, paired = environ["OPENAI_BASE_URL"], True
+    if endpoint.api_key:
+        return ResolvedEndpoint(base_url, endpoint.api_key, "config", endpoint)
+    if environ.get("SELFRAG_API_KEY"):
+        return ResolvedEndpoint(base_url, environ["SELFRAG_API_KEY"], "SELFRAG_API_KEY", endpoint)
+    openai_key = environ.get("OPENAI_API_KEY")
+    if openai_key and (paired or is_openai(base_url) or endpoint.send_openai_key):
+        return ResolvedEndpoint(base_url, openai_key, "OPENAI_API_KEY", endpoint)
+    return ResolvedEndpoint(base_url, PLACEHOLDER_KEY, "placeholder", endpoint)

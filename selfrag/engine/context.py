@@ -1,0 +1,104 @@
+"""What every stage of one answer shares: the dependencies, the question, the config, the meter.
+
+`Run.ask` is the stages' only way to call a model: it renders the prompt, checks the per-answer budgets,
+and hands over to the structured layer (parse, re-ask). Nothing here is global: a Run lives for one answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from ..config import Config
+from ..errors import BudgetError
+from ..llm.base import ChatModel, ChatRequest
+from ..llm.structured import Parsed, ask
+from ..prompts import PromptBook
+from ..schema import Chunk, Hit, Meter
+from ..text import neutralise_document
+
+T = TypeVar("T")
+NO_DRAFT = "(nothing yet)"
+NO_CONVERSATION = "(none)"
+MAX_TOKENS = {"retrieve_decide": 120, "generate_segment": 200}
+DEFAULT_MAX_TOKENS = 400
+
+
+class Retriever(Protocol):
+    def find_relevant_chunks(self, question: str, k: int) -> list[Hit]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The outside world of the engine; tests build it from fakes."""
+
+    chat: ChatModel
+    index: Retriever
+    prompts: PromptBook
+    critic_chat: ChatModel | None = None  # separate critic on another model; None: the same as chat
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    deps: Deps
+    config: Config
+    question: str
+    conversation: str
+    meter: Meter
+    secret: bytes  # keys the per-call document delimiters
+
+    async def ask(self, prompt_name: str, *, critic: bool = False, logprobs: bool = True, **values: str) -> Parsed[BaseModel]:
+        self.check_budget()
+        prompt = self.deps.prompts[prompt_name]
+        model = (self.deps.critic_chat or self.deps.chat) if critic else self.deps.chat
+        request = ChatRequest(
+            prompt=prompt_name,
+            messages=prompt.render(**values),
+            schema=prompt.reply_model,
+            max_tokens=MAX_TOKENS.get(prompt_name, DEFAULT_MAX_TOKENS),
+            logprobs=logprobs,
+        )
+        return await ask(model, request, self.meter, reasks=self.config.reasks)
+
+    def check_budget(self) -> None:
+        meter, config = self.meter, self.config
+        if meter.llm_calls >= config.max_llm_calls:
+            raise BudgetError(f"the answer used its budget of {config.max_llm_calls} LLM calls")
+        if meter.prompt_tokens + meter.completion_tokens >= config.max_total_tokens:
+            raise BudgetError(f"the answer used its budget of {config.max_total_tokens} tokens")
+
+    def draft(self, text: str) -> str:
+        return text or NO_DRAFT
+
+    def history(self) -> str:
+        return self.conversation or NO_CONVERSATION
+
+    def document_values(self, beam_id: str, chunk: Chunk) -> dict[str, str]:
+        """The delimiter nonce, id and text of one chunk, ready for a prompt (the text cannot close the block)."""
+        nonce = hmac.new(self.secret, f"{beam_id}|{chunk.key}".encode(), hashlib.sha256).hexdigest()[:16]
+        body = f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+        return {
+            "nonce": nonce,
+            "doc_id": neutralise_document(chunk.key, nonce)[:200].replace('"', "'"),
+            "document": neutralise_document(body[: self.config.max_chunk_chars], nonce),
+        }
+
+
+async def run_all(jobs: Iterable[Awaitable[T]]) -> list[T]:
+    """Run jobs concurrently, results in input order. Jobs catch their own expected failures; the first
+    unexpected one (a fatal endpoint error, an exhausted budget) cancels the rest and is raised as itself."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(job) for job in jobs]  # type: ignore[arg-type]
+    except BaseExceptionGroup as failed:
+        first: BaseException = failed
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+    return [task.result() for task in tasks]

@@ -1,0 +1,92 @@
+"""① The segment loop: retrieve → generate → critique → prune, one sentence per step, streaming events.
+
+Each step: every live beam decides (②), fetches chunks (②), writes one candidate per chunk with its critique
+(③ ④, all beams' candidates in flight at once), and the best `beam_width` drafts survive (⑤). The loop stops when
+every kept beam is final or has `max_depth` sentences, or a budget or the deadline runs out; then it returns
+the best beam's answer. Sentences that every kept beam shares are streamed as soon as they are settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+
+from ..errors import BudgetError, LLMError
+from ..result import DoneEvent, Event, StepEvent
+from ..schema import Beam, Candidate, Chunk, Plan
+from . import beam, critic, generator, report, retriever
+from .context import Run
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    live: tuple[Beam, ...]
+    plans: tuple[Plan, ...]
+    evidence: tuple[tuple[Chunk, ...], ...]
+    outcomes: tuple[tuple[Candidate, Beam | None], ...]  # each candidate and the child beam it became
+
+
+async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]:
+    """Segment-level beam search for one question; yields StepEvent, SegmentEvent, ..., DoneEvent."""
+    started, loop = time.monotonic(), asyncio.get_running_loop()
+    deadline = loop.time() + run.config.deadline
+    frontier: tuple[Beam, ...] = (Beam("0"),)
+    steps, citations, streamed, stop = [], report.Citations(), 0, "max_depth"
+    for depth in range(run.config.max_depth):
+        try:
+            async with asyncio.timeout_at(deadline):
+                step = await _step(frontier, run)
+        except BudgetError:
+            stop = "budget"
+            break
+        except TimeoutError:
+            stop = "deadline"
+            break
+        children = [child for _, child in step.outcomes if child is not None]
+        if not children:
+            stop = "llm_failure"
+            break
+        frontier = beam.prune([*(b for b in frontier if b.final), *children], run.config.beam_width)  # ⑤
+        steps.append(report.trace_step(depth, *_fields(step), frontier, run.meter, time.monotonic() - started))
+        yield StepEvent(step=steps[-1])
+        settled = report.committed_prefix(frontier)
+        for index in range(streamed, settled):
+            event = citations.event(index, frontier[0].segments[index])
+            if event is not None:
+                yield event
+        streamed = settled
+        if beam.is_finished(frontier, run.config.max_depth):
+            stop = "final" if all(b.final for b in frontier) else "max_depth"
+            break
+    best = beam.best(frontier)
+    if not best.segments and stop == "llm_failure":
+        raise LLMError("every call to the endpoint failed; nothing could be written (see the trace with --debug)")
+    for index in range(streamed, len(best.segments)):
+        event = citations.event(index, best.segments[index])
+        if event is not None:
+            yield event
+    wall = time.monotonic() - started
+    yield DoneEvent(result=report.build_result(run.question, best, stop, steps, run.meter, wall, run.config, extras))
+
+
+async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
+    live = tuple(b for b in frontier if not b.final)
+    plans = await retriever.plan(live, run)  # ②
+    evidence = retriever.gather(live, plans, run)  # ②
+    candidates = await generator.expand(live, plans, evidence, run)  # ③
+    candidates = await critic.assess(candidates, run)  # ④
+    candidates += await generator.fallback(live, candidates, run)  # ③ only for beams left with nothing
+    return StepOutcome(live, plans, evidence, tuple(_grow(candidates, run)))
+
+
+def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
+    weights = beam.Weights(run.config.w_rel, run.config.w_sup, run.config.w_use, run.config.use_seqscore)
+    return [
+        (c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)
+    ]
+
+
+def _fields(step: StepOutcome) -> tuple:
+    return step.live, step.plans, step.evidence, step.outcomes

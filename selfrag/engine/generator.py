@@ -1,0 +1,112 @@
+"""③ Fan-out: one candidate next sentence per (live beam, chunk), all in flight at once.
+
+- With chunks, `fused` mode asks `generate_fused` (sentence + labels + next decision in one call);
+  `separate` mode asks `generate_segment` (sentence only) and leaves judging to the critic stage.
+- Without chunks, one `generate_plain` sentence per beam.
+- A failed call becomes a Candidate with `error` set (recorded, then dropped); only fatal endpoint errors and
+  exhausted budgets escape, cancelling the siblings.
+- `fallback`: a beam left with no usable candidate (all failed, or all gated) gets one sentence written
+  without evidence that asserts no corpus facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..errors import FatalLLMError, LLMError
+from ..labels import CriticMode
+from ..replies import FusedReply, PlainReply, WriteReply
+from ..schema import Beam, Candidate, Chunk, Plan
+from .context import Run, run_all
+from .critic import check_quote, critique_from
+from .retriever import plan_from
+
+FALLBACK_NOTE = (
+    "No retrieved document supported a sentence here. Write a sentence that asserts no facts you would need "
+    "documents for: say briefly what could not be found."
+)
+
+
+async def expand(
+    live: Sequence[Beam], plans: Sequence[Plan], evidence: Sequence[tuple[Chunk, ...]], run: Run
+) -> tuple[Candidate, ...]:
+    """Every candidate of every live beam for this step, in beam then chunk-rank order."""
+    jobs = []
+    for beam, chunks in zip(live, evidence, strict=True):
+        if chunks:
+            jobs += [_from_chunk(Candidate(beam, rank, chunk, chunks), run) for rank, chunk in enumerate(chunks)]
+        else:
+            jobs.append(_plain(Candidate(beam, 0), run, note=""))
+    if not jobs:
+        return ()
+    run.meter.rounds += 1
+    return tuple(await run_all(jobs))
+
+
+async def _guard(candidate: Candidate, job) -> Candidate:  # type: ignore[no-untyped-def]
+    try:
+        return await job
+    except FatalLLMError:
+        raise
+    except LLMError as error:  # CritiqueError included
+        return replace(candidate, error=f"{type(error).__name__}: {error}")
+
+
+async def _from_chunk(candidate: Candidate, run: Run) -> Candidate:
+    return await _guard(candidate, _write_from_chunk(candidate, run))
+
+
+async def _write_from_chunk(candidate: Candidate, run: Run) -> Candidate:
+    beam, chunk = candidate.parent, candidate.chunk
+    assert chunk is not None
+    values = dict(
+        conversation=run.history(),
+        question=run.question,
+        draft=run.draft(beam.text),
+        **run.document_values(beam.id, chunk),
+    )
+    if run.config.critic is CriticMode.SEPARATE:
+        parsed = await run.ask("generate_segment", logprobs=run.config.use_seqscore, **values)
+        assert isinstance(parsed.value, WriteReply)
+        return replace(candidate, text=parsed.value.sentence)
+    parsed = await run.ask("generate_fused", **values)
+    reply = parsed.value
+    assert isinstance(reply, FusedReply)
+    critique = critique_from(parsed, with_evidence=True, sentence_field="sentence")
+    critique = check_quote(critique, reply.evidence, chunk.text)
+    plan = plan_from(parsed, "retrieve_next", "next_query", run, has_cache=True)
+    return replace(candidate, text=reply.sentence, critique=critique, plan=plan)
+
+
+async def _plain(candidate: Candidate, run: Run, *, note: str) -> Candidate:
+    return await _guard(candidate, _write_plain(candidate, run, note))
+
+
+async def _write_plain(candidate: Candidate, run: Run, note: str) -> Candidate:
+    beam = candidate.parent
+    parsed = await run.ask(
+        "generate_plain", conversation=run.history(), question=run.question, draft=run.draft(beam.text), note=note
+    )
+    assert isinstance(parsed.value, PlainReply)
+    critique = critique_from(parsed, with_evidence=False, sentence_field="sentence")
+    plan = plan_from(parsed, "retrieve_next", "next_query", run, has_cache=False)
+    return replace(candidate, text=parsed.value.sentence, critique=critique, plan=plan)
+
+
+def usable(candidate: Candidate) -> bool:
+    return candidate.error is None and candidate.critique is not None and not candidate.gated
+
+
+async def fallback(live: Sequence[Beam], candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
+    """One evidence-free sentence for each live beam that was left with no usable candidate."""
+    stranded = [b for b in live if not any(usable(c) for c in candidates if c.parent.id == b.id)]
+    if not stranded:
+        return ()
+    had_chunks = {c.parent.id for c in candidates if c.chunk is not None}
+    run.meter.rounds += 1
+    return tuple(
+        await run_all(
+            _plain(Candidate(b, -1), run, note=FALLBACK_NOTE if b.id in had_chunks else "") for b in stranded
+        )
+    )

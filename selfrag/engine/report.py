@@ -1,0 +1,238 @@
+"""Turns the engine's frozen values into the typed output: trace steps, citations, the final Result.
+Pure functions; the controller calls them after each step and at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..config import Config
+from ..labels import Decision
+from ..result import (
+    CritiqueOut,
+    Result,
+    SegmentEvent,
+    SegmentOut,
+    Source,
+    Trace,
+    TraceBeam,
+    TraceCandidate,
+    TraceStep,
+    Usage,
+)
+from ..schema import Beam, Candidate, Chunk, Critique, Meter, Plan, Segment
+from .beam import s_sup
+
+
+def critique_out(critique: Critique) -> CritiqueOut:
+    def plain(dist: Mapping | None) -> dict[str, float]:
+        return {str(label.value): round(p, 6) for label, p in dist.items()} if dist else {}
+
+    probs = {"utility": plain(critique.utility)}
+    if critique.relevance is not None:
+        probs["relevance"] = plain(critique.relevance)
+    if critique.support is not None:
+        probs["support"] = plain(critique.support)
+    top = Critique.top
+    return CritiqueOut(
+        relevance=top(critique.relevance).value if critique.relevance else None,  # type: ignore[union-attr]
+        support=top(critique.support).value if critique.support else None,  # type: ignore[union-attr]
+        utility=int(top(critique.utility)),  # type: ignore[arg-type]
+        is_final=critique.is_final,
+        probs=probs,
+        estimator=critique.estimator,
+        truncated=critique.truncated,
+        quote_ok=critique.quote_ok,
+        seq_prob=critique.seq_prob,
+        status=critique.status,
+    )
+
+
+def trace_step(
+    step: int,
+    live: Sequence[Beam],
+    plans: Sequence[Plan],
+    evidence: Sequence[tuple[Chunk, ...]],
+    outcomes: Sequence[tuple[Candidate, Beam | None]],
+    frontier: Sequence[Beam],
+    meter: Meter,
+    elapsed: float,
+) -> TraceStep:
+    kept = {beam.id for beam in frontier}
+    beams = [
+        TraceBeam(
+            beam=beam.id,
+            decision=plan.decision.value,
+            p_retrieve=plan.p_retrieve,
+            raw_label=plan.raw_label,
+            query=plan.query,
+            chunks=[chunk.key for chunk in chunks],
+        )
+        for beam, plan, chunks in zip(live, plans, evidence, strict=True)
+    ]
+    candidates = [_trace_candidate(candidate, child, kept) for candidate, child in outcomes]
+    return TraceStep(
+        step=step, beams=beams, candidates=candidates, kept=sorted(kept), llm_calls=meter.llm_calls, elapsed=elapsed
+    )
+
+
+def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -> TraceCandidate:
+    if candidate.error is not None:
+        status = "failed"
+    elif candidate.gated:
+        status = "gated"
+    else:
+        status = "kept" if child is not None and child.id in kept else "pruned"
+    return TraceCandidate(
+        parent=candidate.parent.id,
+        child=child.id if child else None,
+        chunk=candidate.chunk.key if candidate.chunk else None,
+        text=candidate.text,
+        critique=critique_out(candidate.critique) if candidate.critique else None,
+        score=child.segments[-1].score if child else None,
+        aggregate=child.aggregate if child else None,
+        status=status,
+        fallback=candidate.index < 0,
+        error=candidate.error,
+    )
+
+
+class Citations:
+    """Numbers sources in order of first citation; a sentence repeated in one answer is shown once."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.chunks: dict[str, Chunk] = {}
+        self.seen_texts: set[str] = set()
+
+    def cite(self, segment: Segment) -> int | None:
+        if segment.chunk is None:
+            return None
+        key = segment.chunk.key
+        if key not in self.numbers:
+            self.numbers[key] = len(self.numbers) + 1
+            self.chunks[key] = segment.chunk
+        return self.numbers[key]
+
+    def event(self, index: int, segment: Segment) -> SegmentEvent | None:
+        folded = " ".join(segment.text.lower().split())
+        if folded in self.seen_texts:
+            return None
+        self.seen_texts.add(folded)
+        n = self.cite(segment)
+        source = self.source(segment.chunk.key) if segment.chunk and n else None
+        return SegmentEvent(index=index, text=segment.text, citation=n, source=source)
+
+    def source(self, key: str) -> Source:
+        chunk = self.chunks[key]
+        return Source(
+            n=self.numbers[key],
+            doc_id=chunk.doc_id,
+            chunk_id=chunk.chunk_id,
+            title=chunk.title,
+            source=chunk.source,
+            text=chunk.text,
+        )
+
+    def sources(self) -> list[Source]:
+        return [self.source(key) for key in self.numbers]
+
+
+def with_marker(text: str, n: int | None) -> str:
+    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'"""
+    if n is None:
+        return text
+    stripped = text.rstrip()
+    end = len(stripped)
+    while end > 0 and stripped[end - 1] in ".!?…\"'”’)":
+        end -= 1
+    return f"{stripped[:end]} [{n}]{stripped[end:]}"
+
+
+def committed_prefix(frontier: Sequence[Beam]) -> int:
+    """How many leading segments every kept beam shares (they will be in the final answer)."""
+    if not frontier:
+        return 0
+    shortest = min(len(beam.segments) for beam in frontier)
+    first = frontier[0].segments
+    for i in range(shortest):
+        if any(beam.segments[i] is not first[i] for beam in frontier):
+            return i
+    return shortest
+
+
+def build_result(
+    question: str,
+    best: Beam,
+    stop_reason: str,
+    steps: list[TraceStep],
+    meter: Meter,
+    wall_time: float,
+    config: Config,
+    extras: Mapping[str, object],
+) -> Result:
+    citations = Citations()
+    segments, parts = [], []
+    for index, segment in enumerate(best.segments):
+        event = citations.event(index, segment)
+        if event is None:
+            continue
+        segments.append(
+            SegmentOut(
+                text=segment.text,
+                citation=event.citation,
+                chunk=segment.chunk.key if segment.chunk else None,
+                critique=critique_out(segment.critique),
+                score=segment.score,
+            )
+        )
+        parts.append(with_marker(segment.text, event.citation))
+    beam_steps = [b for s in steps for b in s.beams]
+    retrieved = sum(1 for b in beam_steps if b.decision != Decision.NO.value and b.chunks)
+    supports = [s_sup(s.critique.support) if s.critique.support else 0.0 for s in best.segments]
+    usage = Usage(
+        llm_calls=meter.llm_calls,
+        prompt_tokens=meter.prompt_tokens,
+        completion_tokens=meter.completion_tokens,
+        cached_tokens=meter.cached_tokens,
+        total_tokens=meter.prompt_tokens + meter.completion_tokens,
+        rounds=meter.rounds,
+        steps=len(steps),
+        retrieval_steps=retrieved,
+        retrieval_frequency=retrieved / len(beam_steps) if beam_steps else 0.0,
+        reasks=meter.reasks,
+        parse_failures=meter.parse_failures,
+        failed_calls=meter.failed_calls,
+        wall_time=round(wall_time, 4),
+        estimated=meter.estimated_usage,
+    )
+    path = best.id.split(".")
+    trace = Trace(
+        steps=steps,
+        prompts=dict(extras.get("prompts", {})),  # type: ignore[arg-type]
+        capabilities=dict(extras.get("capabilities", {})),  # type: ignore[arg-type]
+        final_path=[".".join(path[: i + 1]) for i in range(len(path))],
+    )
+    return Result(
+        question=question,
+        answer=" ".join(parts),
+        segments=segments,
+        sources=citations.sources(),
+        confidence=round(sum(supports) / len(supports), 6) if supports else 0.0,
+        stop_reason=stop_reason,
+        usage=usage,
+        trace=trace,
+        model=str(extras.get("model", "")),
+        config=config_dict(config),
+    )
+
+
+def config_dict(config: Config) -> dict[str, object]:
+    """The knobs of the answer, for results and `config show`; no endpoint secrets."""
+    out: dict[str, object] = {}
+    for name in Config.__dataclass_fields__:
+        value = getattr(config, name)
+        if name in ("endpoint", "critic_endpoint"):
+            continue
+        out[name] = value.value if hasattr(value, "value") else value
+    return out

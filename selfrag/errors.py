@@ -1,0 +1,58 @@
+"""The one error tree of selfrag.
+
+    SelfRagError            catch this to catch everything selfrag raises on purpose
+    ├── ConfigError         a knob out of range, an unknown prompt, a prompt variable missing or undeclared
+    ├── InputError          bad user input: an empty question, an unreadable path, a malformed file
+    ├── RetrievalError      the index is missing, corrupt, from another format, or the corpus is empty
+    ├── LLMError            a call failed after the SDK's own transport retries (keeps status and request id)
+    │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted
+    │   └── CritiqueError   structured output still invalid after the last re-ask (keeps raw text and reason)
+    └── BudgetError         a per-answer budget (calls, tokens, deadline) ran out
+
+One candidate's failure never raises out of a step: the stage records it and the beam drops it. Only when
+nothing can go on does the controller raise. Only the command line turns these into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+
+class SelfRagError(Exception):
+    """Base of every error selfrag raises on purpose."""
+
+
+class ConfigError(SelfRagError):
+    """A configuration value or prompt file is invalid; the message names the field and the allowed values."""
+
+
+class InputError(SelfRagError):
+    """User input cannot be used as given (empty question, unreadable file, malformed line)."""
+
+
+class RetrievalError(SelfRagError):
+    """The index cannot be used; the message says how to rebuild it."""
+
+
+class LLMError(SelfRagError):
+    """A call to the chat endpoint failed after the SDK's transport retries."""
+
+    def __init__(self, message: str, *, status: int | None = None, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.request_id = request_id
+
+
+class FatalLLMError(LLMError):
+    """The endpoint refused in a way retrying cannot fix (401, 403, 404, exhausted quota)."""
+
+
+class CritiqueError(LLMError):
+    """The model's structured output stayed invalid after the last re-ask."""
+
+    def __init__(self, message: str, *, raw_text: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.reason = reason
+
+
+class BudgetError(SelfRagError):
+    """A per-answer budget (LLM calls, tokens, deadline) ran out."""

@@ -1,0 +1,58 @@
+"""Reflection labels of Self-RAG as enums, with the paper's token for each.
+
+The spelling of every value is chosen so the first tokens of one label set differ
+(yes / no / continue; relevant / irrelevant; fully / partially / no; digits 1-5),
+which lets label probabilities be read off the first token of the value.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, IntEnum
+
+
+class Decision(str, Enum):
+    """[Retrieval] / [No Retrieval] / [Continue to Use Evidence]: retrieve before writing the next segment?"""
+
+    YES = "yes"
+    NO = "no"
+    CONTINUE = "continue"
+
+
+class Relevance(str, Enum):
+    """[Relevant] / [Irrelevant] (ISREL): does the chunk help answer the question?"""
+
+    RELEVANT = "relevant"
+    IRRELEVANT = "irrelevant"
+
+
+class Support(str, Enum):
+    """[Fully supported] / [Partially supported] / [No support / Contradictory] (ISSUP)."""
+
+    FULLY = "fully"
+    PARTIALLY = "partially"
+    NO = "no"
+
+
+class Utility(IntEnum):
+    """[Utility:1] ... [Utility:5] (ISUSE): how useful the draft is as an answer, whatever its truth."""
+
+    U1 = 1
+    U2 = 2
+    U3 = 3
+    U4 = 4
+    U5 = 5
+
+
+class Mode(str, Enum):
+    """When to retrieve: the soft rule (adaptive), at every step (always), or never."""
+
+    ADAPTIVE = "adaptive"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+class CriticMode(str, Enum):
+    """fused: one call writes the sentence and its labels; separate: a second call judges each sentence."""
+
+    FUSED = "fused"
+    SEPARATE = "separate"

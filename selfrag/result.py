@@ -1,0 +1,134 @@
+"""What an answer returns and streams, as pydantic models: `Result` serialised is the CLI's `--json`,
+and the events serialised are its `--jsonl`. Built from the engine's frozen values at the edge.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class CritiqueOut(_Out):
+    relevance: str | None  # relevant | irrelevant; None for a sentence written without evidence
+    support: str | None  # fully | partially | no
+    utility: int  # 1..5
+    is_final: bool
+    probs: dict[str, dict[str, float]]  # label set -> label -> probability
+    estimator: str  # logprobs | labels
+    truncated: bool = False
+    quote_ok: bool | None = None
+    seq_prob: float | None = None
+    status: str = "ok"
+
+
+class SegmentOut(_Out):
+    text: str
+    citation: int | None  # the [n] of its source in `sources`; None when written without evidence
+    chunk: str | None  # the chunk key (doc_id#chunk_id)
+    critique: CritiqueOut
+    score: float | None  # the paper's f(y_t, d)
+
+
+class Source(_Out):
+    n: int
+    doc_id: str
+    chunk_id: int
+    title: str
+    source: str
+    text: str
+
+
+class Usage(_Out):
+    llm_calls: int  # HTTP requests sent to the endpoint(s), retries and capability probes included
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    total_tokens: int
+    rounds: int  # sequential rounds of LLM calls
+    steps: int
+    retrieval_steps: int  # beam-steps that retrieved (or reused) evidence
+    retrieval_frequency: float  # retrieval_steps / beam-steps
+    reasks: int
+    parse_failures: int
+    failed_calls: int
+    wall_time: float
+    estimated: bool = False  # some reply lacked usage and its tokens were estimated
+
+
+class TraceCandidate(_Out):
+    parent: str  # beam id it extends
+    child: str | None  # beam id it became (None when it failed or was gated)
+    chunk: str | None
+    text: str
+    critique: CritiqueOut | None
+    score: float | None
+    aggregate: float | None
+    status: Literal["kept", "pruned", "failed", "gated"]
+    fallback: bool = False
+    error: str | None = None
+
+
+class TraceBeam(_Out):
+    beam: str
+    decision: str  # yes | no | continue
+    p_retrieve: float | None
+    raw_label: str
+    query: str
+    chunks: list[str]
+
+
+class TraceStep(_Out):
+    step: int
+    beams: list[TraceBeam]
+    candidates: list[TraceCandidate]
+    kept: list[str]
+    llm_calls: int  # cumulative after this step
+    elapsed: float
+
+
+class Trace(_Out):
+    steps: list[TraceStep] = Field(default_factory=list)
+    prompts: dict[str, int] = Field(default_factory=dict)  # prompt name -> version
+    capabilities: dict[str, object] = Field(default_factory=dict)
+    final_path: list[str] = Field(default_factory=list)  # beam ids from the root to the returned beam
+
+
+class Result(_Out):
+    question: str
+    answer: str  # sentences with inline [n] citations
+    segments: list[SegmentOut]
+    sources: list[Source]
+    confidence: float  # from the critique: mean support of the answer's sentences (0 when none is backed)
+    stop_reason: str  # final | max_depth | budget | deadline | llm_failure
+    usage: Usage
+    trace: Trace
+    model: str
+    config: dict[str, object]
+
+
+class StepEvent(_Out):
+    type: Literal["step"] = "step"
+    step: TraceStep
+
+
+class SegmentEvent(_Out):
+    """A sentence every kept beam agrees on: it will be in the final answer."""
+
+    type: Literal["segment"] = "segment"
+    index: int
+    text: str
+    citation: int | None
+    source: Source | None
+
+
+class DoneEvent(_Out):
+    type: Literal["done"] = "done"
+    result: Result
+
+
+Event = StepEvent | SegmentEvent | DoneEvent

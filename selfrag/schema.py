@@ -1,0 +1,126 @@
+"""Internal values of the search: chunks, critiques, plans, segments, beams. All frozen.
+
+A beam branches by `dataclasses.replace`, so a child never shares mutable state with its parent.
+Outside text (model replies, files) is parsed with pydantic at the boundary and arrives here typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .labels import Decision, Relevance, Support, Utility
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrievable piece of a document; `key` (document id + chunk number) is stable across rebuilds."""
+
+    doc_id: str  # the document's own id (file path relative to the indexed folder, or the jsonl `id`)
+    chunk_id: int  # position of the chunk inside its document, from 0
+    text: str
+    title: str = ""
+    source: str = ""  # where the document came from (path, URL, dataset name)
+    date: str | None = None  # ISO date of the document when known (used by the freshness bonus)
+
+    @property
+    def key(self) -> str:
+        return f"{self.doc_id}#{self.chunk_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A chunk returned for a query, with the retriever's score (higher is better)."""
+
+    chunk: Chunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Critique:
+    """The reflection labels of one candidate, as probability distributions over each label set.
+
+    With discrete labels each distribution is one-hot. `relevance` and `support` are None for a segment written
+    without evidence. `estimator` says where the numbers came from: "logprobs" or "labels".
+    """
+
+    utility: Mapping[Utility, float]
+    is_final: bool
+    relevance: Mapping[Relevance, float] | None = None
+    support: Mapping[Support, float] | None = None
+    estimator: str = "labels"
+    truncated: bool = False  # some label fell outside the endpoint's top-k logprobs and got a floor
+    quote_ok: bool | None = None  # did the evidence quote occur in the chunk (None: no quote needed)
+    seq_prob: float | None = None  # geometric-mean token probability of the sentence, when logprobs exist
+    status: str = "ok"  # ok | defaulted (the critic failed and conservative labels stand in)
+
+    @staticmethod
+    def top(dist: Mapping[object, float] | None) -> object | None:
+        return max(dist, key=lambda label: dist[label]) if dist else None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The retrieval decision for a beam's next step and the query to retrieve with."""
+
+    decision: Decision
+    query: str
+    p_retrieve: float | None = None  # (P(yes) + P(continue)) / total, when logprobs exist
+    raw_label: str = ""  # what the model said, before the rules turned it into `decision`
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One committed sentence of a draft, with the chunk it was written from (None: written without evidence)."""
+
+    text: str
+    critique: Critique
+    chunk: Chunk | None = None
+    score: float | None = None  # the paper's f(y_t, d); None for segments written without evidence
+
+
+@dataclass(frozen=True, slots=True)
+class Beam:
+    """A partial answer: its segments, the evidence of its last retrieval, and the plan for its next step."""
+
+    id: str  # path in the search tree, e.g. "0.3.1": child 1 of child 3 of the root
+    segments: tuple[Segment, ...] = ()
+    evidence: tuple[Chunk, ...] = ()  # chunks of the last retrieval, reused on `continue`
+    plan: Plan | None = None
+    final: bool = False
+    aggregate: float = 0.0  # length-aware score of the whole draft (see engine.beam.aggregate)
+
+    @property
+    def text(self) -> str:
+        return " ".join(segment.text for segment in self.segments)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One proposed next segment of a beam, before pruning. `error` set means it failed and carries no text."""
+
+    parent: Beam
+    index: int  # position among the parent's candidates this step (the chunk's rank, or 0)
+    chunk: Chunk | None = None
+    evidence: tuple[Chunk, ...] = ()  # every chunk this step gave the parent (kept for `continue`)
+    text: str = ""
+    critique: Critique | None = None
+    plan: Plan | None = None
+    error: str | None = None
+    gated: bool = False  # dropped by an optional hard gate
+
+
+@dataclass(slots=True)
+class Meter:
+    """Accounting for one answer; the only mutable value of a run, owned by that run."""
+
+    llm_calls: int = 0  # HTTP requests sent, retries and capability probes included
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasks: int = 0
+    parse_failures: int = 0
+    failed_calls: int = 0
+    rounds: int = 0  # sequential rounds of LLM calls
+    estimated_usage: bool = False  # some reply carried no usage and its tokens were estimated
+    notes: list[str] = field(default_factory=list)
