@@ -1,0 +1,56 @@
+"""Reply builders and the tiny corpus shared by the engine tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from selfrag import Chunk
+from selfrag.llm.base import ChatRequest
+
+CHUNKS = [
+    Chunk("policy-2024.md", 0, "Refunds are accepted within 14 days of purchase.", title="Refund policy 2024"),
+    Chunk("policy-2026.md", 0, "Since April 2026 refunds are accepted within 30 days of purchase.", title="Refund policy 2026"),
+    Chunk("shipping.md", 0, "Orders ship within two business days from the Lyon warehouse.", title="Shipping"),
+    Chunk("warranty.md", 0, "The warranty covers manufacturing defects for two years.", title="Warranty"),
+    Chunk("contact.md", 0, "Support answers email within one business day.", title="Contact"),
+]
+
+
+def document_of(request: ChatRequest) -> str:
+    """The document block of a rendered prompt (what the model was shown)."""
+    text = request.messages[1].content  # the user message (re-asks append more messages after it)
+    start = text.find("<document")
+    return text[start:] if start >= 0 else ""
+
+
+def fused(sentence: str, *, relevance: str = "relevant", support: str = "fully", utility: int = 5,
+          is_final: bool = True, evidence: str | None = None, retrieve_next: str = "no", next_query: str = "") -> dict[str, Any]:
+    return {
+        "relevance": relevance,
+        "sentence": sentence,
+        "evidence": sentence if evidence is None else evidence,
+        "support": support,
+        "utility": utility,
+        "is_final": is_final,
+        "retrieve_next": retrieve_next,
+        "next_query": next_query,
+    }
+
+
+def plain(sentence: str, *, utility: int = 3, is_final: bool = True, retrieve_next: str = "no") -> dict[str, Any]:
+    return {"sentence": sentence, "utility": utility, "is_final": is_final, "retrieve_next": retrieve_next,
+            "next_query": ""}
+
+
+def by_document(table: dict[str, dict[str, Any]]) -> Callable[[ChatRequest], dict[str, Any]]:
+    """A reply chosen by which chunk (doc id) the prompt shows."""
+
+    def reply(request: ChatRequest) -> dict[str, Any]:
+        doc = document_of(request)
+        for doc_id, value in table.items():
+            if f'id="{doc_id}' in doc:
+                return value
+        raise AssertionError(f"no scripted reply for document {doc[:80]!r}")
+
+    return reply
