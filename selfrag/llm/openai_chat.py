@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
+import httpx2
 import openai
 from openai import AsyncOpenAI
 
@@ -34,9 +36,18 @@ PROBE_SCHEMA = {
 class OpenAIChatModel:
     """A ChatModel backed by one OpenAI-compatible endpoint."""
 
-    def __init__(self, endpoint: ResolvedEndpoint, *, client: AsyncOpenAI | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: ResolvedEndpoint,
+        *,
+        client: AsyncOpenAI | None = None,
+        http_client_factory: Callable[[], httpx2.AsyncClient] | None = None,
+    ) -> None:
+        """`client`: use this AsyncOpenAI as it is (the caller owns it). `http_client_factory`: build our own
+        client per event loop over this transport (an ASGI app, a test's mock transport)."""
         self._endpoint = endpoint
         self._own_client = client is None
+        self._http_client_factory = http_client_factory
         self._clients: dict[int, tuple[AsyncOpenAI, asyncio.Semaphore, asyncio.Lock]] = {}
         if client is not None:
             self._given = client
@@ -59,6 +70,7 @@ class OpenAIChatModel:
                     base_url=self._endpoint.base_url,
                     timeout=settings.timeout,
                     max_retries=settings.max_retries,
+                    http_client=self._http_client_factory() if self._http_client_factory else None,
                 )
             )
             self._clients = {loop_id: (client, asyncio.Semaphore(settings.max_concurrency), asyncio.Lock())}
@@ -133,7 +145,10 @@ class OpenAIChatModel:
                 return None
             except openai.APIConnectionError as error:
                 raise _translate(error, self._endpoint.api_key) from None
-        return reply if getattr(reply, "choices", None) else None
+        if not getattr(reply, "choices", None):
+            return None
+        _add_usage(meter, reply.usage, "")
+        return reply
 
     # -- calls ----------------------------------------------------------------------------------------
     async def chat(self, request: ChatRequest, meter: Meter) -> ChatResponse:
@@ -203,18 +218,23 @@ def _response(completion: Any, meter: Meter) -> ChatResponse:
             TokenLogprob(t.token, t.logprob, tuple((alt.token, alt.logprob) for alt in (t.top_logprobs or ())))
             for t in choice.logprobs.content
         )
-    usage = completion.usage
     text = message.content or ""
+    prompt_tokens, completion_tokens, cached = _add_usage(meter, completion.usage, text)
+    return ChatResponse(text, tokens, choice.finish_reason or "stop", prompt_tokens, completion_tokens, cached)
+
+
+def _add_usage(meter: Meter, usage: Any, text: str) -> tuple[int, int, int]:
+    """Count a reply's tokens; without usage, estimate the completion from its length and say so."""
     if usage is None:
         meter.estimated_usage = True
-    prompt_tokens = usage.prompt_tokens if usage else 0
-    completion_tokens = usage.completion_tokens if usage else max(1, len(text) // 4)
+    prompt_tokens = (usage.prompt_tokens or 0) if usage else 0
+    completion_tokens = (usage.completion_tokens or 0) if usage else max(1, len(text) // 4)
     details = getattr(usage, "prompt_tokens_details", None) if usage else None
     cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
     meter.prompt_tokens += prompt_tokens
     meter.completion_tokens += completion_tokens
     meter.cached_tokens += cached
-    return ChatResponse(text, tokens, choice.finish_reason or "stop", prompt_tokens, completion_tokens, cached)
+    return prompt_tokens, completion_tokens, cached
 
 
 def _attempts_spent(error: openai.APIError, max_retries: int) -> int:

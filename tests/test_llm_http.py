@@ -1,0 +1,189 @@
+"""HTTP-level tests: the real AsyncOpenAI client over a mocked transport (respx routes behind httpx2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import respx
+from httpmock import BASE, completion, openai_client, respx_transport
+
+import httpx2
+from selfrag.config import EndpointConfig, ResolvedEndpoint, resolve_endpoint
+from selfrag.errors import FatalLLMError, LLMError
+from selfrag.llm.base import ChatRequest, Message
+from selfrag.llm.openai_chat import OpenAIChatModel
+from selfrag.llm.structured import ask
+from selfrag.replies import DecideReply
+from selfrag.schema import Meter
+
+GOOD = '{"retrieve": "yes", "query": "refunds"}'
+REQUEST = ChatRequest("retrieve_decide", (Message("system", "Decide."), Message("user", "Q?")), DecideReply,
+                      logprobs=True)
+
+
+def model(router, *, settings=EndpointConfig(model="m"), max_retries=0, api_key="sk-test"):
+    endpoint = ResolvedEndpoint(BASE, api_key, "test", settings)
+    return OpenAIChatModel(endpoint, client=openai_client(router, api_key=api_key, max_retries=max_retries))
+
+
+def bodies(route):
+    return [json.loads(call.request.content) for call in route.calls]
+
+
+async def test_full_featured_endpoint_is_probed_once_and_gets_json_schema_and_logprobs():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").respond(json=completion(GOOD, logprobs=[
+        {"token": GOOD, "logprob": 0.0, "top_logprobs": []}], choices=2))
+    chat = model(router)
+    meter = Meter()
+    await ask(chat, REQUEST, meter)
+    await ask(chat, REQUEST, meter)
+    sent = bodies(route)
+    assert len(sent) == 3  # one combined probe, then two calls: the probe is cached
+    probe, call = sent[0], sent[1]
+    assert probe["n"] == 2 and probe["logprobs"] is True
+    assert call["response_format"]["type"] == "json_schema"
+    assert call["response_format"]["json_schema"]["strict"] is True
+    assert call["response_format"]["json_schema"]["schema"]["additionalProperties"] is False
+    assert call["logprobs"] is True and call["top_logprobs"] == 10 and call["temperature"] == 0.0
+    assert meter.llm_calls == 3
+    caps = await chat.capabilities(meter)
+    assert (caps.structured, caps.logprobs, caps.n) == ("json_schema", True, True)
+
+
+async def test_server_without_json_schema_falls_back_to_json_object_with_schema():
+    """llama-cpp-python answers json_schema with HTTP 500 and accepts {"type": "json_object", "schema": ...}."""
+    router = respx.MockRouter(base_url=BASE)
+
+    def handler(request):
+        body = json.loads(request.content)
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return respx.MockResponse(500, json={"error": {"message": "Input should be 'text' or 'json_object'"}})
+        return respx.MockResponse(200, json=completion(GOOD))
+
+    route = router.post("/chat/completions").mock(side_effect=handler)
+    chat = model(router)
+    meter = Meter()
+    parsed = await ask(chat, REQUEST, meter)
+    assert parsed.value.query == "refunds"
+    caps = await chat.capabilities(meter)
+    assert caps.structured == "json_object_schema" and caps.logprobs is False and caps.n is False
+    last = bodies(route)[-1]
+    assert last["response_format"]["type"] == "json_object" and "properties" in last["response_format"]["schema"]
+    assert "logprobs" not in last  # not asked where not offered
+    assert meter.llm_calls == len(route.calls)  # every HTTP request counted, probes included
+
+
+async def test_unset_model_is_taken_from_the_models_list():
+    router = respx.MockRouter(base_url=BASE)
+    router.get("/models").respond(json={"object": "list", "data": [{"id": "qwen-7b", "object": "model",
+                                                                      "created": 0, "owned_by": "me"}]})
+    route = router.post("/chat/completions").respond(json=completion(GOOD))
+    chat = model(router, settings=EndpointConfig())
+    await ask(chat, REQUEST, Meter())
+    assert {body["model"] for body in bodies(route)} == {"qwen-7b"}
+
+
+async def test_invalid_json_is_reasked_over_http():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD)),  # probe
+                         respx.MockResponse(200, json=completion('{"retrieve": ')),
+                         respx.MockResponse(200, json=completion(GOOD))]
+    parsed = await ask(model(router), REQUEST, meter := Meter())
+    assert parsed.value.retrieve == "yes" and meter.reasks == 1
+    reask = bodies(route)[2]["messages"]
+    assert reask[-2] == {"role": "assistant", "content": '{"retrieve": '}
+
+
+async def test_429_with_retry_after_is_retried_by_the_sdk_and_counted():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD)),
+                         respx.MockResponse(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "slow"}}),
+                         respx.MockResponse(200, json=completion(GOOD))]
+    parsed = await ask(model(router, max_retries=2), REQUEST, meter := Meter())
+    assert parsed.value.query == "refunds"
+    assert meter.llm_calls == 3 and len(route.calls) == 3  # probe + 429 + retry
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+async def test_auth_and_not_found_are_fatal_at_once_and_never_show_the_key(status):
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").respond(status, json={"error": {"message": "nope sk-canary-123"}})
+    with pytest.raises(FatalLLMError) as caught:
+        await ask(model(router, max_retries=2, api_key="sk-canary-123"), REQUEST, Meter())
+    assert "sk-canary-123" not in str(caught.value)
+    assert len(route.calls) == 1  # no retry
+
+
+async def test_quota_exhaustion_is_fatal():
+    router = respx.MockRouter(base_url=BASE)
+    router.post("/chat/completions").respond(
+        429, json={"error": {"message": "quota", "code": "insufficient_quota", "type": "insufficient_quota"}})
+    with pytest.raises(FatalLLMError, match="quota"):
+        await ask(model(router), REQUEST, Meter())
+
+
+@pytest.mark.parametrize("body", [
+    {"content": b"<html><body>Bad gateway</body></html>", "headers": {"content-type": "text/html"}},
+    {"json": {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}},
+    {"json": {"error": {"message": "overloaded"}}},
+])
+async def test_200_that_is_not_a_completion_becomes_a_clean_error(body):
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD)), respx.MockResponse(200, **body)]
+    with pytest.raises(LLMError):
+        await ask(model(router), REQUEST, Meter())
+
+
+async def test_usage_and_cached_tokens_are_accounted():
+    router = respx.MockRouter(base_url=BASE)
+    usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127,
+             "prompt_tokens_details": {"cached_tokens": 64}}
+    router.post("/chat/completions").respond(json=completion(GOOD, usage=usage))
+    await ask(model(router), REQUEST, meter := Meter())
+    assert (meter.prompt_tokens, meter.completion_tokens, meter.cached_tokens) == (240, 14, 128)  # probe + call
+
+
+async def test_label_probabilities_arrive_from_real_logprobs():
+    tokens = [('{"', 0.0), ("retrieve", 0.0), ('":"', 0.0), ("no", -0.2877), ('","', 0.0), ("query", 0.0),
+              ('":"', 0.0), ("x", 0.0), ('"}', 0.0)]
+    text = "".join(t for t, _ in tokens)
+    content = [{"token": t, "logprob": lp, "bytes": None,
+                "top_logprobs": ([{"token": "no", "logprob": -0.2877, "bytes": None},
+                                  {"token": "yes", "logprob": -1.3863, "bytes": None}] if t == "no" else [])}
+               for t, lp in tokens]
+    router = respx.MockRouter(base_url=BASE)
+    router.post("/chat/completions").respond(json=completion(text, logprobs=content))
+    parsed = await ask(model(router), REQUEST, Meter())
+    from selfrag.llm.logprobs import label_distribution
+
+    dist = label_distribution(parsed.response.text, parsed.response.tokens, "retrieve", ["yes", "no", "continue"])
+    assert dist.probs["yes"] == pytest.approx(0.25 / 1.0, abs=1e-3)  # exp(-1.386)=0.25, exp(-0.288)=0.75
+
+
+def test_openai_key_goes_only_where_it_belongs():
+    env = {"OPENAI_API_KEY": "sk-real"}
+    local = resolve_endpoint(EndpointConfig(base_url="http://127.0.0.1:8000/v1"), env)
+    assert local.api_key != "sk-real" and local.key_source == "placeholder"
+    assert resolve_endpoint(EndpointConfig(), env).api_key == "sk-real"  # OpenAI itself
+    assert resolve_endpoint(EndpointConfig(base_url="https://api.openai.com/v1"), env).api_key == "sk-real"
+    paired = resolve_endpoint(EndpointConfig(), {**env, "OPENAI_BASE_URL": "http://vllm:8000/v1"})
+    assert paired.api_key == "sk-real" and paired.base_url == "http://vllm:8000/v1"  # the SDK's own pair
+    asked = resolve_endpoint(EndpointConfig(base_url="http://other/v1", send_openai_key=True), env)
+    assert asked.api_key == "sk-real"
+    own = resolve_endpoint(EndpointConfig(base_url="http://other/v1"), {**env, "SELFRAG_API_KEY": "sk-own"})
+    assert own.api_key == "sk-own"
+
+
+async def test_the_placeholder_not_the_openai_key_is_sent_to_a_local_server():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").respond(json=completion(GOOD))
+    endpoint = resolve_endpoint(EndpointConfig(base_url=BASE, model="m"), {"OPENAI_API_KEY": "sk-real-secret"})
+    chat = OpenAIChatModel(endpoint, http_client_factory=lambda: httpx2.AsyncClient(transport=respx_transport(router)))
+    await ask(chat, REQUEST, Meter())
+    await chat.aclose()
+    assert all("sk-real-secret" not in call.request.headers.get("authorization", "") for call in route.calls)
