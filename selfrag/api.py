@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
@@ -42,6 +43,8 @@ class SelfRAG:
         if critic_chat is None and self.config.critic_endpoint is not None:
             critic_chat = OpenAIChatModel(resolve_endpoint(self.config.critic_endpoint, env))
         self.deps = Deps(chat=self.chat, index=index, prompts=prompts or PromptBook(), critic_chat=critic_chat)
+        self._runner: asyncio.Runner | None = None
+        self._finalizer: weakref.finalize | None = None
         seed = self.config.nonce_seed
         self._secret = seed.encode() if seed is not None else os.urandom(16)
 
@@ -71,18 +74,33 @@ class SelfRAG:
         raise AssertionError("the engine ended without a result")  # pragma: no cover
 
     def answer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:
-        """The sync door: one answer, from code that is not already inside an event loop."""
+        """The sync door: one answer, from code that is not already inside an event loop.
+
+        Successive calls share one private event loop, so HTTP connections and the probed capabilities are
+        reused; `close()` (or a `with` block) releases them.
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._answer_then_close(question, conversation, config))
+            if self._runner is None:
+                self._runner = asyncio.Runner()
+                self._finalizer = weakref.finalize(self, _close_runner, self._runner)
+            return self._runner.run(self.aanswer(question, conversation=conversation, config=config))
         raise ConfigError("answer() was called inside a running event loop: use `await aanswer(...)` there")
 
-    async def _answer_then_close(self, question: str, conversation: str, config: Config | None) -> Result:
-        try:
-            return await self.aanswer(question, conversation=conversation, config=config)
-        finally:
-            await self.aclose()
+    def close(self) -> None:
+        """Close the HTTP clients and the private loop of the sync door."""
+        if self._runner is not None:
+            self._runner.run(self.aclose())
+            self._finalizer.detach()
+            self._runner.close()
+            self._runner = None
+
+    def __enter__(self) -> SelfRAG:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def aclose(self) -> None:
         """Close HTTP clients this engine opened in the running loop."""
@@ -90,6 +108,14 @@ class SelfRAG:
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
+
+
+def _close_runner(runner: asyncio.Runner) -> None:
+    """Finalizer of a forgotten sync door: close its loop unless another loop is running in this thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        runner.close()
 
 
 def check_question(question: str) -> str:

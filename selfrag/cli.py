@@ -45,7 +45,7 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
     endpoint.add_argument("--model", "-m", help="model name (default: the endpoint's first model)")
     endpoint.add_argument("--critic-base-url", help="separate critic: its base URL (default: the same endpoint)")
     endpoint.add_argument("--critic-model", help="separate critic: its model")
-    endpoint.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 16)")
+    endpoint.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
     endpoint.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
     endpoint.add_argument(
         "--send-openai-key", action="store_const", const=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,11 +18,17 @@ def chunks() -> list[Chunk]:
 
 
 @pytest.fixture
-def engine() -> Callable[..., SelfRAG]:
+def engine() -> Iterator[Callable[..., SelfRAG]]:
+    made: list[SelfRAG] = []
+
     def make(script: dict[str, Any], *, logprobs: bool = False, latency: float = 0.0,
              chunks: list[Chunk] | None = None, critic_chat: ScriptedChatModel | None = None, **knobs: Any) -> SelfRAG:
         chat = ScriptedChatModel(script, logprobs=logprobs, latency=latency)
         config = Config(nonce_seed="test", **knobs)
-        return SelfRAG(ListRetriever(chunks or CHUNKS), config, chat=chat, critic_chat=critic_chat, environ={})
+        rag = SelfRAG(ListRetriever(chunks or CHUNKS), config, chat=chat, critic_chat=critic_chat, environ={})
+        made.append(rag)
+        return rag
 
-    return make
+    yield make
+    for rag in made:
+        rag.close()

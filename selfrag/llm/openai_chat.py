@@ -11,13 +11,16 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+from pydantic import BaseModel
 
 from ..config import ResolvedEndpoint, redact_url
 from ..errors import FatalLLMError, LLMError
@@ -52,6 +55,7 @@ class OpenAIChatModel:
         if client is not None:
             self._given = client
         self._caps: Capabilities | None = None
+        self._ssl: ssl.SSLContext | None = None
 
     @property
     def name(self) -> str:
@@ -70,11 +74,19 @@ class OpenAIChatModel:
                     base_url=self._endpoint.base_url,
                     timeout=settings.timeout,
                     max_retries=settings.max_retries,
-                    http_client=self._http_client_factory() if self._http_client_factory else None,
+                    http_client=self._http_client(),
                 )
             )
             self._clients = {loop_id: (client, asyncio.Semaphore(settings.max_concurrency), asyncio.Lock())}
         return self._clients[loop_id]
+
+    def _http_client(self) -> httpx2.AsyncClient:
+        """A fresh HTTP client for this loop; the TLS context (costly to build) is made once and shared."""
+        if self._http_client_factory is not None:
+            return self._http_client_factory()
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return DefaultAsyncHttpxClient(verify=self._ssl)
 
     async def aclose(self) -> None:
         """Close the clients this instance created (a client passed in stays the caller's)."""
@@ -152,27 +164,29 @@ class OpenAIChatModel:
 
     # -- calls ----------------------------------------------------------------------------------------
     async def chat(self, request: ChatRequest, meter: Meter) -> ChatResponse:
+        """One chat completion through the SDK's generic `post` (its retries, auth and errors), read by our own
+        contract check rather than the SDK's models: OpenAI-compatible servers vary in what they send."""
         caps = await self.capabilities(meter)
         params = self._params(request, caps)
         client, semaphore, _ = self._loop_state()
         async with semaphore:
             try:
-                raw = await client.chat.completions.with_raw_response.create(**params)
+                raw = await client.post("/chat/completions", body=params, cast_to=httpx2.Response)
             except openai.APIError as error:
                 meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
                 raise _translate(error, self._endpoint.api_key) from None
-            meter.llm_calls += 1 + raw.retries_taken
+        meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
         try:
-            completion = raw.parse()
-        except (json.JSONDecodeError, ValueError) as error:
+            data = raw.json()
+        except ValueError:
             meter.failed_calls += 1
-            raise LLMError(f"the endpoint sent a body that is not a chat completion ({type(error).__name__})") from None
-        return _response(completion, meter)
+            raise LLMError("the endpoint answered 200 with a body that is not JSON (an error page?)") from None
+        return read_completion(data, meter)
 
     def _params(self, request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        schema = request.schema.model_json_schema()
+        schema = json_schema(request.schema)
         params: dict[str, Any] = {
             "model": caps.model,
             "messages": messages,
@@ -197,40 +211,65 @@ class OpenAIChatModel:
         return params
 
 
+@functools.cache
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The reply model's JSON schema, built once per model (pydantic rebuilds it on every call otherwise)."""
+    return model.model_json_schema()
+
+
 def _has_logprobs(completion: Any) -> bool:
     choice = (completion.choices or [None])[0]
     return bool(choice and choice.logprobs and choice.logprobs.content)
 
 
-def _response(completion: Any, meter: Meter) -> ChatResponse:
-    """Check the response contract and turn a completion into a ChatResponse."""
-    if isinstance(completion, str) or not getattr(completion, "choices", None):
+def read_completion(data: Any, meter: Meter) -> ChatResponse:
+    """A chat completion body (JSON) as a ChatResponse, or LLMError when it breaks the contract: no choices,
+    an error object instead of a completion, a choice without a message."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         meter.failed_calls += 1
-        raise LLMError("the endpoint answered without choices (an error page or an empty completion)")
-    choice = completion.choices[0]
-    message = getattr(choice, "message", None)
-    if message is None:
+        error = data.get("error") if isinstance(data, dict) else None
+        detail = f": {str(error.get('message', ''))[:200]}" if isinstance(error, dict) else ""
+        raise LLMError(f"the endpoint answered without choices{detail}")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
         meter.failed_calls += 1
         raise LLMError("the endpoint answered a choice without a message")
-    tokens = None
-    if choice.logprobs is not None and choice.logprobs.content:
-        tokens = tuple(
-            TokenLogprob(t.token, t.logprob, tuple((alt.token, alt.logprob) for alt in (t.top_logprobs or ())))
-            for t in choice.logprobs.content
+    text = message.get("content") or ""
+    if not isinstance(text, str):
+        meter.failed_calls += 1
+        raise LLMError("the endpoint answered a message whose content is not text")
+    prompt_tokens, completion_tokens, cached = _add_usage(meter, data.get("usage"), text)
+    finish = choice.get("finish_reason") or "stop"
+    return ChatResponse(text, _tokens(choice.get("logprobs")), str(finish), prompt_tokens, completion_tokens, cached)
+
+
+def _tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    try:
+        return tuple(
+            TokenLogprob(str(t["token"]), float(t["logprob"]),
+                         tuple((str(a["token"]), float(a["logprob"])) for a in (t.get("top_logprobs") or ())))
+            for t in content
         )
-    text = message.content or ""
-    prompt_tokens, completion_tokens, cached = _add_usage(meter, completion.usage, text)
-    return ChatResponse(text, tokens, choice.finish_reason or "stop", prompt_tokens, completion_tokens, cached)
+    except (KeyError, TypeError, ValueError):
+        return None  # malformed logprobs: fall back to the labels
 
 
 def _add_usage(meter: Meter, usage: Any, text: str) -> tuple[int, int, int]:
     """Count a reply's tokens; without usage, estimate the completion from its length and say so."""
-    if usage is None:
+    if not isinstance(usage, dict):
+        usage = usage.model_dump() if hasattr(usage, "model_dump") else None
+    if not usage:
         meter.estimated_usage = True
-    prompt_tokens = (usage.prompt_tokens or 0) if usage else 0
-    completion_tokens = (usage.completion_tokens or 0) if usage else max(1, len(text) // 4)
-    details = getattr(usage, "prompt_tokens_details", None) if usage else None
-    cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+    usage = usage or {}
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    completion_tokens = int(usage.get("completion_tokens") or 0) if usage else max(1, len(text) // 4)
+    details = usage.get("prompt_tokens_details") or {}
+    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
     meter.prompt_tokens += prompt_tokens
     meter.completion_tokens += completion_tokens
     meter.cached_tokens += cached

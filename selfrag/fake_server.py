@@ -1,0 +1,232 @@
+"""A loopback OpenAI-compatible server for tests and benchmarks: stdlib asyncio, no model.
+
+It answers `GET /v1/models` and `POST /v1/chat/completions` after a fixed latency, with replies that fit the
+requested JSON schema (`echo_responder`: sentences copied from the document in the prompt, so answers are
+grounded and citations checkable). It records every request's start and end time, the peak number in flight,
+and can misbehave on purpose (`fault`: "500", "hang", "reset", "html"). It runs in a background thread with
+its own event loop and binds only to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], str]
+MAX_BODY = 8 * 1024 * 1024
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    spans: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, schema name)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+
+    def rounds(self, gap: float) -> int:
+        """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
+        count, first = 0, None
+        for start, _, _ in sorted(self.spans):
+            if first is None or start - first > gap:
+                count, first = count + 1, start
+        return count
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 3]
+
+
+def echo_responder(body: dict[str, Any], final_after: int = 2) -> str:
+    """A valid reply for the engine's prompts: copies a sentence of the document block, judges it supported,
+    asks to retrieve again, and says the answer is final once it holds `final_after` sentences."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
+    props = schema.get("properties", {})
+    user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    question = re.search(r"Question: (.*)", user)
+    question_text = question.group(1) if question else "the question"
+    doc = re.search(r"<document[^>]*>\n(.*?)\n</document", user, re.S)
+    doc_body = doc.group(1).split("\n", 1)[-1] if doc else ""  # the first line is the title when there is one
+    doc_sentences = _sentences(doc_body)
+    draft = user.split("Answer written so far:\n", 1)[-1].split("\n\n<document", 1)[0]
+    done = 0 if "(nothing yet)" in draft else len(_sentences(draft))
+    sentence = doc_sentences[done % len(doc_sentences)] if doc_sentences else "I cannot say more."
+    values: dict[str, Any] = {
+        "retrieve": "yes", "query": question_text, "relevance": "relevant", "sentence": sentence,
+        "evidence": sentence, "support": "fully", "utility": 4, "is_final": done + 1 >= final_after,
+        "retrieve_next": "yes", "next_query": question_text,
+    }
+    if not props:
+        return json.dumps({"answer": "yes"})
+    return json.dumps({name: values.get(name, "") for name in props})
+
+
+class FakeOpenAIServer:
+    def __init__(self, *, latency: float = 0.0, responder: Responder = echo_responder, model: str = "fake-model",
+                 fault: str | None = None) -> None:
+        self.latency, self.responder, self.model, self.fault = latency, responder, model, fault
+        self.stats = Stats()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> str:
+        ready = threading.Event()
+
+        def serve() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+        self._thread.start()
+        ready.wait(5)
+        return self.base_url
+
+    def stop(self) -> None:
+        if self._loop is None or self._server is None:
+            return
+
+        async def shutdown() -> None:
+            assert self._server is not None
+            self._server.close()
+            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+                task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread:
+            self._thread.join(5)
+        self._loop.close()
+        self._loop = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                method, path, body = request
+                if not await self._respond(method, path, body, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
+        if method == "GET" and path.endswith("/models"):
+            data = {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "me"}]}
+            await _write(writer, 200, json.dumps(data).encode())
+            return True
+        if not (method == "POST" and path.endswith("/chat/completions")):
+            await _write(writer, 404, b'{"error": {"message": "not found"}}')
+            return True
+        payload = json.loads(body or b"{}")
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        stats.bodies.append(payload)
+        started = time.monotonic()
+        try:
+            await asyncio.sleep(self.latency)
+            if self.fault == "hang":
+                await asyncio.sleep(3600)
+            if self.fault == "reset":
+                return False
+            if self.fault == "500":
+                await _write(writer, 500, b'{"error": {"message": "server exploded"}}')
+                return True
+            if self.fault == "html":
+                await _write(writer, 200, b"<html>Bad gateway</html>", "text/html")
+                return True
+            await _write(writer, 200, json.dumps(self._completion(payload)).encode())
+            return True
+        finally:
+            stats.in_flight -= 1
+            fmt = payload.get("response_format") or {}
+            stats.spans.append((started, time.monotonic(), (fmt.get("json_schema") or {}).get("name", "")))
+
+    def _completion(self, payload: dict[str, Any]) -> dict[str, Any]:
+        content = self.responder(payload)
+        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
+                  "logprobs": None}
+        prompt = sum(len(str(m.get("content", ""))) for m in payload.get("messages", [])) // 4
+        return {"id": f"chatcmpl-{self.stats.requests}", "object": "chat.completion", "created": 0,
+                "model": self.model, "choices": [choice],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": len(content) // 4,
+                          "total_tokens": prompt + len(content) // 4}}
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
+    line = await reader.readline()
+    if not line:
+        return None
+    method, path, _ = line.decode("latin-1").split(" ", 2)
+    length = 0
+    while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = header.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    if length > MAX_BODY:
+        raise ValueError("body too large")
+    return method, path, await reader.readexactly(length) if length else b""
+
+
+async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, kind: str = "application/json") -> None:
+    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "Error")
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n\r\n"
+    writer.write(head.encode() + body)
+    await writer.drain()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the fake server in its own process: prints its base URL, serves until stdin closes."""
+    import argparse
+    import sys
+    from functools import partial
+
+    parser = argparse.ArgumentParser(prog="python -m selfrag.fake_server", description=main.__doc__)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--final-after", type=int, default=2)
+    parser.add_argument("--fault", choices=["500", "hang", "reset", "html"])
+    args = parser.parse_args(argv)
+    server = FakeOpenAIServer(latency=args.latency, fault=args.fault,
+                              responder=partial(echo_responder, final_after=args.final_after))
+    print(server.start(), flush=True)
+    try:
+        for line in sys.stdin:
+            if line.strip() == "stats":
+                stats = server.stats
+                print(json.dumps({"requests": stats.requests, "max_in_flight": stats.max_in_flight,
+                                  "spans": stats.spans}), flush=True)
+    except KeyboardInterrupt:
+        pass
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

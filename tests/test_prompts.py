@@ -1,0 +1,67 @@
+"""Prompt files: every file loads, declares exactly its placeholders, names a known reply model, is used by
+the engine, and ships inside the wheel."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from selfrag.errors import ConfigError
+from selfrag.prompts import PromptBook, load_prompt, prompts_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_prompt_loads_and_declares_its_inputs():
+    book = PromptBook()
+    assert book.names() == ["critique_candidate", "generate_fused", "generate_plain", "generate_segment",
+                            "retrieve_decide"]
+    for name in book.names():
+        prompt = book[name]
+        used = set(prompt.system.get_identifiers()) | set(prompt.user.get_identifiers())
+        assert used == set(prompt.spec.inputs)
+
+
+def test_every_prompt_is_used_by_the_engine_and_every_reference_exists():
+    source = "\n".join(p.read_text() for p in (ROOT / "selfrag" / "engine").glob("*.py"))
+    referenced = set(re.findall(r'\.ask\(\s*"([a-z_]+)"', source))
+    assert referenced == set(PromptBook().names())
+
+
+def test_rendering_needs_every_declared_input_and_nothing_else():
+    prompt = PromptBook()["retrieve_decide"]
+    messages = prompt.render(conversation="(none)", question="Q?", draft="(nothing yet)")
+    assert "Question: Q?" in messages[1].content
+    with pytest.raises(ConfigError, match="missing inputs"):
+        prompt.render(question="Q?", draft="")
+    with pytest.raises(ConfigError, match="undeclared"):
+        prompt.render(conversation="", question="Q?", draft="", extra="x")
+
+
+def test_a_prompt_whose_placeholders_differ_from_its_inputs_is_refused(tmp_path):
+    bad = tmp_path / "generate_plain.toml"
+    text = (prompts_dir() / "generate_plain.toml").read_text().replace('"note"]', '"note", "unused"]')
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match="differ from declared inputs"):
+        load_prompt(bad)
+
+
+def test_a_prompt_named_unlike_its_file_is_refused(tmp_path):
+    bad = tmp_path / "other.toml"
+    bad.write_text((prompts_dir() / "generate_plain.toml").read_text())
+    with pytest.raises(ConfigError, match="file stem"):
+        load_prompt(bad)
+
+
+def test_prompts_ship_inside_the_wheel(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    wheel = next(tmp_path.glob("selfrag-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {Path(n).name for n in names if n.startswith("selfrag/prompts/")}
+    assert shipped == {p.name for p in (ROOT / "prompts").glob("*.toml")}
