@@ -47,8 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     responder = partial(echo_responder, final_after=args.max_depth + 1)
     rows = []
     with FakeOpenAIServer(latency=args.latency, responder=responder) as server:
-        config = Config(beam_width=args.beam_width, ndocs=args.ndocs, max_depth=args.max_depth, critic=args.critic,
-                        endpoint=EndpointConfig(base_url=server.base_url, model="fake-model", max_concurrency=64))
+        config = Config(
+            beam_width=args.beam_width,
+            ndocs=args.ndocs,
+            max_depth=args.max_depth,
+            critic=args.critic,
+            endpoint=EndpointConfig(base_url=server.base_url, model="fake-model", max_concurrency=64),
+        )
         rag = SelfRAG(index, config, environ={})
         for q in range(args.questions):
             topic = TOPICS[q % len(TOPICS)]
@@ -59,16 +64,32 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.monotonic() - started
             spans = server.stats.spans[before_spans:]
             observed = _rounds(spans, args.latency / 2)
-            rows.append((q, wall, result.usage.llm_calls, result.usage.rounds, observed, server.stats.max_in_flight,
-                         result.usage.steps, wall / (observed * args.latency)))
-    print(f"# overhead: latency L={args.latency}s, beam_width={args.beam_width}, ndocs={args.ndocs}, "
-          f"max_depth={args.max_depth}, critic={args.critic}, python {sys.version.split()[0]}")
-    print("| question | wall s | LLM calls | rounds (engine) | rounds (server) | peak in flight | steps "
-          "| rounds/step | wall/(rounds x L) |")
+            rows.append(
+                (
+                    q,
+                    wall,
+                    result.usage.llm_calls,
+                    result.usage.rounds,
+                    observed,
+                    server.stats.max_in_flight,
+                    result.usage.steps,
+                    wall / (observed * args.latency),
+                )
+            )
+    print(
+        f"# overhead: latency L={args.latency}s, beam_width={args.beam_width}, ndocs={args.ndocs}, "
+        f"max_depth={args.max_depth}, critic={args.critic}, python {sys.version.split()[0]}"
+    )
+    print(
+        "| question | wall s | LLM calls | rounds (engine) | rounds (server) | peak in flight | steps "
+        "| rounds/step | wall/(rounds x L) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for q, wall, calls, rounds, observed, peak, steps, ratio in rows:
-        print(f"| {q} | {wall:.3f} | {calls} | {rounds} | {observed} | {peak} | {steps} "
-              f"| {rounds / steps:.2f} | {ratio:.3f} |")
+        print(
+            f"| {q} | {wall:.3f} | {calls} | {rounds} | {observed} | {peak} | {steps} "
+            f"| {rounds / steps:.2f} | {ratio:.3f} |"
+        )
     ratios = [row[-1] for row in rows]
     print(f"\nmedian wall/(rounds x L) = {statistics.median(ratios):.3f} (target <= 1.15)")
     return 0

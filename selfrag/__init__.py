@@ -1,9 +1,9 @@
 """selfrag: Self-RAG segment-level beam search over any OpenAI-compatible chat endpoint, with BM25 retrieval.
 
-    from selfrag import SelfRAG, Config
-    rag = SelfRAG.from_index("my-index", Config(beam_width=2))
-    result = rag.answer("Which policy applies to refunds?")
-    print(result.answer)
+from selfrag import SelfRAG, Config
+rag = SelfRAG.from_index("my-index", Config(beam_width=2))
+result = rag.answer("Which policy applies to refunds?")
+print(result.answer)
 """
 
 from .api import SelfRAG

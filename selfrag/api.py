@@ -54,7 +54,9 @@ class SelfRAG:
 
         return cls(Index.load(Path(path)), config, **kwargs)  # type: ignore[arg-type]
 
-    async def astream(self, question: str, *, conversation: str = "", config: Config | None = None) -> AsyncIterator[Event]:
+    async def astream(
+        self, question: str, *, conversation: str = "", config: Config | None = None
+    ) -> AsyncIterator[Event]:
         """Events of one answer: a StepEvent per step, a SegmentEvent per settled sentence, then a DoneEvent."""
         question = check_question(question)
         run = Run(self.deps, config or self.config, question, conversation, Meter(), self._secret)

@@ -59,9 +59,16 @@ def echo_responder(body: dict[str, Any], final_after: int = 2) -> str:
     done = 0 if "(nothing yet)" in draft else len(_sentences(draft))
     sentence = doc_sentences[done % len(doc_sentences)] if doc_sentences else "I cannot say more."
     values: dict[str, Any] = {
-        "retrieve": "yes", "query": question_text, "relevance": "relevant", "sentence": sentence,
-        "evidence": sentence, "support": "fully", "utility": 4, "is_final": done + 1 >= final_after,
-        "retrieve_next": "yes", "next_query": question_text,
+        "retrieve": "yes",
+        "query": question_text,
+        "relevance": "relevant",
+        "sentence": sentence,
+        "evidence": sentence,
+        "support": "fully",
+        "utility": 4,
+        "is_final": done + 1 >= final_after,
+        "retrieve_next": "yes",
+        "next_query": question_text,
     }
     if not props:
         return json.dumps({"answer": "yes"})
@@ -69,8 +76,14 @@ def echo_responder(body: dict[str, Any], final_after: int = 2) -> str:
 
 
 class FakeOpenAIServer:
-    def __init__(self, *, latency: float = 0.0, responder: Responder = echo_responder, model: str = "fake-model",
-                 fault: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        responder: Responder = echo_responder,
+        model: str = "fake-model",
+        fault: str | None = None,
+    ) -> None:
         self.latency, self.responder, self.model, self.fault = latency, responder, model, fault
         self.stats = Stats()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -171,13 +184,25 @@ class FakeOpenAIServer:
 
     def _completion(self, payload: dict[str, Any]) -> dict[str, Any]:
         content = self.responder(payload)
-        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
-                  "logprobs": None}
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
         prompt = sum(len(str(m.get("content", ""))) for m in payload.get("messages", [])) // 4
-        return {"id": f"chatcmpl-{self.stats.requests}", "object": "chat.completion", "created": 0,
-                "model": self.model, "choices": [choice],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": len(content) // 4,
-                          "total_tokens": prompt + len(content) // 4}}
+        return {
+            "id": f"chatcmpl-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": len(content) // 4,
+                "total_tokens": prompt + len(content) // 4,
+            },
+        }
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
@@ -213,15 +238,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--final-after", type=int, default=2)
     parser.add_argument("--fault", choices=["500", "hang", "reset", "html"])
     args = parser.parse_args(argv)
-    server = FakeOpenAIServer(latency=args.latency, fault=args.fault,
-                              responder=partial(echo_responder, final_after=args.final_after))
+    server = FakeOpenAIServer(
+        latency=args.latency, fault=args.fault, responder=partial(echo_responder, final_after=args.final_after)
+    )
     print(server.start(), flush=True)
     try:
         for line in sys.stdin:
             if line.strip() == "stats":
                 stats = server.stats
-                print(json.dumps({"requests": stats.requests, "max_in_flight": stats.max_in_flight,
-                                  "spans": stats.spans}), flush=True)
+                print(
+                    json.dumps(
+                        {"requests": stats.requests, "max_in_flight": stats.max_in_flight, "spans": stats.spans}
+                    ),
+                    flush=True,
+                )
     except KeyboardInterrupt:
         pass
     server.stop()

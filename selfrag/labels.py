@@ -7,10 +7,10 @@ which lets label probabilities be read off the first token of the value.
 
 from __future__ import annotations
 
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 
 
-class Decision(str, Enum):
+class Decision(StrEnum):
     """[Retrieval] / [No Retrieval] / [Continue to Use Evidence]: retrieve before writing the next segment?"""
 
     YES = "yes"
@@ -18,14 +18,14 @@ class Decision(str, Enum):
     CONTINUE = "continue"
 
 
-class Relevance(str, Enum):
+class Relevance(StrEnum):
     """[Relevant] / [Irrelevant] (ISREL): does the chunk help answer the question?"""
 
     RELEVANT = "relevant"
     IRRELEVANT = "irrelevant"
 
 
-class Support(str, Enum):
+class Support(StrEnum):
     """[Fully supported] / [Partially supported] / [No support / Contradictory] (ISSUP)."""
 
     FULLY = "fully"
@@ -43,7 +43,7 @@ class Utility(IntEnum):
     U5 = 5
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """When to retrieve: the soft rule (adaptive), at every step (always), or never."""
 
     ADAPTIVE = "adaptive"
@@ -51,7 +51,7 @@ class Mode(str, Enum):
     NEVER = "never"
 
 
-class CriticMode(str, Enum):
+class CriticMode(StrEnum):
     """fused: one call writes the sentence and its labels; separate: a second call judges each sentence."""
 
     FUSED = "fused"

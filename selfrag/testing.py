@@ -105,7 +105,7 @@ class ScriptedChatModel:
         return ChatResponse(text, tokens, scripted.finish_reason, prompt_tokens, max(1, len(text) // 4), 0)
 
 
-_PIECES = re.compile(r'\w+|\s+|[^\w\s]')
+_PIECES = re.compile(r"\w+|\s+|[^\w\s]")
 
 
 def fake_logprobs(text: str, probs: Mapping[str, Mapping[str, float]]) -> tuple[TokenLogprob, ...]:
@@ -113,7 +113,7 @@ def fake_logprobs(text: str, probs: Mapping[str, Mapping[str, float]]) -> tuple[
     `probs`; every other token is certain (logprob 0)."""
     starts: dict[int, Mapping[str, float]] = {}
     for name, dist in probs.items():
-        match = re.search(r'"%s"\s*:\s*"?' % re.escape(name), text)
+        match = re.search(rf'"{re.escape(name)}"\s*:\s*"?', text)
         if match:
             starts[match.end()] = dist
     tokens, position = [], 0

@@ -12,6 +12,7 @@ from selfrag import Chunk, Config
 from selfrag.api import SelfRAG
 from selfrag.testing import ListRetriever, ScriptedChatModel
 
+
 @pytest.fixture
 def chunks() -> list[Chunk]:
     return list(CHUNKS)
@@ -21,8 +22,15 @@ def chunks() -> list[Chunk]:
 def engine() -> Iterator[Callable[..., SelfRAG]]:
     made: list[SelfRAG] = []
 
-    def make(script: dict[str, Any], *, logprobs: bool = False, latency: float = 0.0,
-             chunks: list[Chunk] | None = None, critic_chat: ScriptedChatModel | None = None, **knobs: Any) -> SelfRAG:
+    def make(
+        script: dict[str, Any],
+        *,
+        logprobs: bool = False,
+        latency: float = 0.0,
+        chunks: list[Chunk] | None = None,
+        critic_chat: ScriptedChatModel | None = None,
+        **knobs: Any,
+    ) -> SelfRAG:
         chat = ScriptedChatModel(script, logprobs=logprobs, latency=latency)
         config = Config(nonce_seed="test", **knobs)
         rag = SelfRAG(ListRetriever(chunks or CHUNKS), config, chat=chat, critic_chat=critic_chat, environ={})

@@ -10,7 +10,12 @@ from selfrag.llm.base import ChatRequest
 
 CHUNKS = [
     Chunk("policy-2024.md", 0, "Refunds are accepted within 14 days of purchase.", title="Refund policy 2024"),
-    Chunk("policy-2026.md", 0, "Since April 2026 refunds are accepted within 30 days of purchase.", title="Refund policy 2026"),
+    Chunk(
+        "policy-2026.md",
+        0,
+        "Since April 2026 refunds are accepted within 30 days of purchase.",
+        title="Refund policy 2026",
+    ),
     Chunk("shipping.md", 0, "Orders ship within two business days from the Lyon warehouse.", title="Shipping"),
     Chunk("warranty.md", 0, "The warranty covers manufacturing defects for two years.", title="Warranty"),
     Chunk("contact.md", 0, "Support answers email within one business day.", title="Contact"),
@@ -24,8 +29,17 @@ def document_of(request: ChatRequest) -> str:
     return text[start:] if start >= 0 else ""
 
 
-def fused(sentence: str, *, relevance: str = "relevant", support: str = "fully", utility: int = 5,
-          is_final: bool = True, evidence: str | None = None, retrieve_next: str = "no", next_query: str = "") -> dict[str, Any]:
+def fused(
+    sentence: str,
+    *,
+    relevance: str = "relevant",
+    support: str = "fully",
+    utility: int = 5,
+    is_final: bool = True,
+    evidence: str | None = None,
+    retrieve_next: str = "no",
+    next_query: str = "",
+) -> dict[str, Any]:
     return {
         "relevance": relevance,
         "sentence": sentence,
@@ -39,8 +53,13 @@ def fused(sentence: str, *, relevance: str = "relevant", support: str = "fully",
 
 
 def plain(sentence: str, *, utility: int = 3, is_final: bool = True, retrieve_next: str = "no") -> dict[str, Any]:
-    return {"sentence": sentence, "utility": utility, "is_final": is_final, "retrieve_next": retrieve_next,
-            "next_query": ""}
+    return {
+        "sentence": sentence,
+        "utility": utility,
+        "is_final": is_final,
+        "retrieve_next": retrieve_next,
+        "next_query": "",
+    }
 
 
 def by_document(table: dict[str, dict[str, Any]]) -> Callable[[ChatRequest], dict[str, Any]]:

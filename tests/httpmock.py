@@ -17,8 +17,9 @@ BASE = "http://mock.test/v1"
 def respx_transport(router: respx.MockRouter) -> httpx2.MockTransport:
     async def handler(request: httpx2.Request) -> httpx2.Response:
         content = await request.aread()
-        mirrored = httpx.Request(request.method, str(request.url), headers=list(request.headers.multi_items()),
-                                 content=content)
+        mirrored = httpx.Request(
+            request.method, str(request.url), headers=list(request.headers.multi_items()), content=content
+        )
         answer = await router.async_handler(mirrored)
         body = await answer.aread()
         return httpx2.Response(answer.status_code, headers=list(answer.headers.multi_items()), content=body)
@@ -35,8 +36,14 @@ def openai_client(router: respx.MockRouter, *, api_key: str = "sk-test", max_ret
     )
 
 
-def completion(content: str, *, logprobs: list | None = None, finish_reason: str = "stop", choices: int = 1,
-               usage: dict | None = None) -> dict:
+def completion(
+    content: str,
+    *,
+    logprobs: list | None = None,
+    finish_reason: str = "stop",
+    choices: int = 1,
+    usage: dict | None = None,
+) -> dict:
     choice = {
         "index": 0,
         "message": {"role": "assistant", "content": content},

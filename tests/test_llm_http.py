@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+import httpx2
 import pytest
 import respx
 from httpmock import BASE, completion, openai_client, respx_transport
 
-import httpx2
 from selfrag.config import EndpointConfig, ResolvedEndpoint, resolve_endpoint
 from selfrag.errors import FatalLLMError, LLMError
 from selfrag.llm.base import ChatRequest, Message
@@ -18,11 +18,13 @@ from selfrag.replies import DecideReply
 from selfrag.schema import Meter
 
 GOOD = '{"retrieve": "yes", "query": "refunds"}'
-REQUEST = ChatRequest("retrieve_decide", (Message("system", "Decide."), Message("user", "Q?")), DecideReply,
-                      logprobs=True)
+REQUEST = ChatRequest(
+    "retrieve_decide", (Message("system", "Decide."), Message("user", "Q?")), DecideReply, logprobs=True
+)
 
 
-def model(router, *, settings=EndpointConfig(model="m"), max_retries=0, api_key="sk-test"):
+def model(router, *, settings=None, max_retries=0, api_key="sk-test"):
+    settings = settings or EndpointConfig(model="m")
     endpoint = ResolvedEndpoint(BASE, api_key, "test", settings)
     return OpenAIChatModel(endpoint, client=openai_client(router, api_key=api_key, max_retries=max_retries))
 
@@ -33,8 +35,9 @@ def bodies(route):
 
 async def test_full_featured_endpoint_is_probed_once_and_gets_json_schema_and_logprobs():
     router = respx.MockRouter(base_url=BASE)
-    route = router.post("/chat/completions").respond(json=completion(GOOD, logprobs=[
-        {"token": GOOD, "logprob": 0.0, "top_logprobs": []}], choices=2))
+    route = router.post("/chat/completions").respond(
+        json=completion(GOOD, logprobs=[{"token": GOOD, "logprob": 0.0, "top_logprobs": []}], choices=2)
+    )
     chat = model(router)
     meter = Meter()
     await ask(chat, REQUEST, meter)
@@ -77,8 +80,9 @@ async def test_server_without_json_schema_falls_back_to_json_object_with_schema(
 
 async def test_unset_model_is_taken_from_the_models_list():
     router = respx.MockRouter(base_url=BASE)
-    router.get("/models").respond(json={"object": "list", "data": [{"id": "qwen-7b", "object": "model",
-                                                                      "created": 0, "owned_by": "me"}]})
+    router.get("/models").respond(
+        json={"object": "list", "data": [{"id": "qwen-7b", "object": "model", "created": 0, "owned_by": "me"}]}
+    )
     route = router.post("/chat/completions").respond(json=completion(GOOD))
     chat = model(router, settings=EndpointConfig())
     await ask(chat, REQUEST, Meter())
@@ -88,9 +92,11 @@ async def test_unset_model_is_taken_from_the_models_list():
 async def test_invalid_json_is_reasked_over_http():
     router = respx.MockRouter(base_url=BASE)
     route = router.post("/chat/completions")
-    route.side_effect = [respx.MockResponse(200, json=completion(GOOD)),  # probe
-                         respx.MockResponse(200, json=completion('{"retrieve": ')),
-                         respx.MockResponse(200, json=completion(GOOD))]
+    route.side_effect = [
+        respx.MockResponse(200, json=completion(GOOD)),  # probe
+        respx.MockResponse(200, json=completion('{"retrieve": ')),
+        respx.MockResponse(200, json=completion(GOOD)),
+    ]
     parsed = await ask(model(router), REQUEST, meter := Meter())
     assert parsed.value.retrieve == "yes" and meter.reasks == 1
     reask = bodies(route)[2]["messages"]
@@ -100,9 +106,11 @@ async def test_invalid_json_is_reasked_over_http():
 async def test_429_with_retry_after_is_retried_by_the_sdk_and_counted():
     router = respx.MockRouter(base_url=BASE)
     route = router.post("/chat/completions")
-    route.side_effect = [respx.MockResponse(200, json=completion(GOOD)),
-                         respx.MockResponse(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "slow"}}),
-                         respx.MockResponse(200, json=completion(GOOD))]
+    route.side_effect = [
+        respx.MockResponse(200, json=completion(GOOD)),
+        respx.MockResponse(429, headers={"retry-after-ms": "1"}, json={"error": {"message": "slow"}}),
+        respx.MockResponse(200, json=completion(GOOD)),
+    ]
     parsed = await ask(model(router, max_retries=2), REQUEST, meter := Meter())
     assert parsed.value.query == "refunds"
     assert meter.llm_calls == 3 and len(route.calls) == 3  # probe + 429 + retry
@@ -121,16 +129,20 @@ async def test_auth_and_not_found_are_fatal_at_once_and_never_show_the_key(statu
 async def test_quota_exhaustion_is_fatal():
     router = respx.MockRouter(base_url=BASE)
     router.post("/chat/completions").respond(
-        429, json={"error": {"message": "quota", "code": "insufficient_quota", "type": "insufficient_quota"}})
+        429, json={"error": {"message": "quota", "code": "insufficient_quota", "type": "insufficient_quota"}}
+    )
     with pytest.raises(FatalLLMError, match="quota"):
         await ask(model(router), REQUEST, Meter())
 
 
-@pytest.mark.parametrize("body", [
-    {"content": b"<html><body>Bad gateway</body></html>", "headers": {"content-type": "text/html"}},
-    {"json": {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}},
-    {"json": {"error": {"message": "overloaded"}}},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": b"<html><body>Bad gateway</body></html>", "headers": {"content-type": "text/html"}},
+        {"json": {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}},
+        {"json": {"error": {"message": "overloaded"}}},
+    ],
+)
 async def test_200_that_is_not_a_completion_becomes_a_clean_error(body):
     router = respx.MockRouter(base_url=BASE)
     route = router.post("/chat/completions")
@@ -141,21 +153,46 @@ async def test_200_that_is_not_a_completion_becomes_a_clean_error(body):
 
 async def test_usage_and_cached_tokens_are_accounted():
     router = respx.MockRouter(base_url=BASE)
-    usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127,
-             "prompt_tokens_details": {"cached_tokens": 64}}
+    usage = {
+        "prompt_tokens": 120,
+        "completion_tokens": 7,
+        "total_tokens": 127,
+        "prompt_tokens_details": {"cached_tokens": 64},
+    }
     router.post("/chat/completions").respond(json=completion(GOOD, usage=usage))
     await ask(model(router), REQUEST, meter := Meter())
     assert (meter.prompt_tokens, meter.completion_tokens, meter.cached_tokens) == (240, 14, 128)  # probe + call
 
 
 async def test_label_probabilities_arrive_from_real_logprobs():
-    tokens = [('{"', 0.0), ("retrieve", 0.0), ('":"', 0.0), ("no", -0.2877), ('","', 0.0), ("query", 0.0),
-              ('":"', 0.0), ("x", 0.0), ('"}', 0.0)]
+    tokens = [
+        ('{"', 0.0),
+        ("retrieve", 0.0),
+        ('":"', 0.0),
+        ("no", -0.2877),
+        ('","', 0.0),
+        ("query", 0.0),
+        ('":"', 0.0),
+        ("x", 0.0),
+        ('"}', 0.0),
+    ]
     text = "".join(t for t, _ in tokens)
-    content = [{"token": t, "logprob": lp, "bytes": None,
-                "top_logprobs": ([{"token": "no", "logprob": -0.2877, "bytes": None},
-                                  {"token": "yes", "logprob": -1.3863, "bytes": None}] if t == "no" else [])}
-               for t, lp in tokens]
+    content = [
+        {
+            "token": t,
+            "logprob": lp,
+            "bytes": None,
+            "top_logprobs": (
+                [
+                    {"token": "no", "logprob": -0.2877, "bytes": None},
+                    {"token": "yes", "logprob": -1.3863, "bytes": None},
+                ]
+                if t == "no"
+                else []
+            ),
+        }
+        for t, lp in tokens
+    ]
     router = respx.MockRouter(base_url=BASE)
     router.post("/chat/completions").respond(json=completion(text, logprobs=content))
     parsed = await ask(model(router), REQUEST, Meter())

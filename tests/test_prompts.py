@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_prompt_loads_and_declares_its_inputs():
     book = PromptBook()
-    assert book.names() == ["critique_candidate", "generate_fused", "generate_plain", "generate_segment",
-                            "retrieve_decide"]
+    assert book.names() == [
+        "critique_candidate",
+        "generate_fused",
+        "generate_plain",
+        "generate_segment",
+        "retrieve_decide",
+    ]
     for name in book.names():
         prompt = book[name]
         used = set(prompt.system.get_identifiers()) | set(prompt.user.get_identifiers())
@@ -59,8 +64,22 @@ def test_a_prompt_named_unlike_its_file_is_refused(tmp_path):
 
 
 def test_prompts_ship_inside_the_wheel(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(tmp_path.glob("selfrag-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {Path(n).name for n in names if n.startswith("selfrag/prompts/")}

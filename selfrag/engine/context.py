@@ -53,7 +53,9 @@ class Run:
     meter: Meter
     secret: bytes  # keys the per-call document delimiters
 
-    async def ask(self, prompt_name: str, *, critic: bool = False, logprobs: bool = True, **values: str) -> Parsed[BaseModel]:
+    async def ask(
+        self, prompt_name: str, *, critic: bool = False, logprobs: bool = True, **values: str
+    ) -> Parsed[BaseModel]:
         self.check_budget()
         prompt = self.deps.prompts[prompt_name]
         model = (self.deps.critic_chat or self.deps.chat) if critic else self.deps.chat

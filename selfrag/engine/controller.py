@@ -83,9 +83,7 @@ async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
 
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
     weights = beam.Weights(run.config.w_rel, run.config.w_sup, run.config.w_use, run.config.use_seqscore)
-    return [
-        (c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)
-    ]
+    return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
 
 
 def _fields(step: StepOutcome) -> tuple:

@@ -106,7 +106,5 @@ async def fallback(live: Sequence[Beam], candidates: Sequence[Candidate], run: R
     had_chunks = {c.parent.id for c in candidates if c.chunk is not None}
     run.meter.rounds += 1
     return tuple(
-        await run_all(
-            _plain(Candidate(b, -1), run, note=FALLBACK_NOTE if b.id in had_chunks else "") for b in stranded
-        )
+        await run_all(_plain(Candidate(b, -1), run, note=FALLBACK_NOTE if b.id in had_chunks else "") for b in stranded)
     )

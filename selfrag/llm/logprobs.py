@@ -35,7 +35,7 @@ def _offsets(tokens: Sequence[TokenLogprob]) -> list[int]:
 
 def value_start(text: str, field: str) -> int | None:
     """Character offset where the value of `"field":` begins (after an opening quote, if any)."""
-    match = re.search(r'"%s"\s*:\s*"?' % re.escape(field), text)
+    match = re.search(rf'"{re.escape(field)}"\s*:\s*"?', text)
     return match.end() if match else None
 
 
@@ -82,7 +82,7 @@ def label_distribution(
 
 def string_value_span(text: str, field: str) -> tuple[int, int] | None:
     """[start, end) of a JSON string value, without its quotes."""
-    match = re.search(r'"%s"\s*:\s*"((?:[^"\\]|\\.)*)"' % re.escape(field), text)
+    match = re.search(rf'"{re.escape(field)}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
     return (match.start(1), match.end(1)) if match else None
 
 

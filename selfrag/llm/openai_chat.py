@@ -108,9 +108,20 @@ class OpenAIChatModel:
     async def _probe(self, meter: Meter) -> Capabilities:
         model = self._endpoint.settings.model or await self._first_model(meter)
         messages = [{"role": "user", "content": 'Is the sky blue? Reply as JSON: {"answer": "yes"} or "no".'}]
-        schema_format = {"type": "json_schema", "json_schema": {"name": "probe", "schema": PROBE_SCHEMA, "strict": True}}
-        combined = await self._try(meter, model=model, messages=messages, max_tokens=16, response_format=schema_format,
-                                   logprobs=True, top_logprobs=5, n=2)
+        schema_format = {
+            "type": "json_schema",
+            "json_schema": {"name": "probe", "schema": PROBE_SCHEMA, "strict": True},
+        }
+        combined = await self._try(
+            meter,
+            model=model,
+            messages=messages,
+            max_tokens=16,
+            response_format=schema_format,
+            logprobs=True,
+            top_logprobs=5,
+            n=2,
+        )
         if combined is not None:
             return Capabilities(model, "json_schema", _has_logprobs(combined), len(combined.choices or []) == 2)
         structured = "none"
@@ -122,7 +133,9 @@ class OpenAIChatModel:
             if await self._try(meter, model=model, messages=messages, max_tokens=16, response_format=response_format):
                 structured = flavour
                 break
-        logprob_reply = await self._try(meter, model=model, messages=messages, max_tokens=1, logprobs=True, top_logprobs=5)
+        logprob_reply = await self._try(
+            meter, model=model, messages=messages, max_tokens=1, logprobs=True, top_logprobs=5
+        )
         n_reply = await self._try(meter, model=model, messages=messages, max_tokens=1, n=2)
         return Capabilities(
             model,
@@ -251,8 +264,11 @@ def _tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
         return None
     try:
         return tuple(
-            TokenLogprob(str(t["token"]), float(t["logprob"]),
-                         tuple((str(a["token"]), float(a["logprob"])) for a in (t.get("top_logprobs") or ())))
+            TokenLogprob(
+                str(t["token"]),
+                float(t["logprob"]),
+                tuple((str(a["token"]), float(a["logprob"])) for a in (t.get("top_logprobs") or ())),
+            )
             for t in content
         )
     except (KeyError, TypeError, ValueError):
@@ -290,21 +306,27 @@ def _translate(error: openai.APIError, api_key: str) -> LLMError:
     code = getattr(error, "code", None)
     detail = str(getattr(error, "message", "") or error).replace(api_key, "***").splitlines()[0][:300]
     if isinstance(error, openai.AuthenticationError):
-        return FatalLLMError("the endpoint rejected the API key (401): check the key for this endpoint",
-                             status=status, request_id=request_id)
+        return FatalLLMError(
+            "the endpoint rejected the API key (401): check the key for this endpoint",
+            status=status,
+            request_id=request_id,
+        )
     if isinstance(error, openai.PermissionDeniedError):
         return FatalLLMError(f"the endpoint refused access (403): {detail}", status=status, request_id=request_id)
     if isinstance(error, openai.NotFoundError):
-        return FatalLLMError(f"not found (404), unknown model or wrong base URL: {detail}",
-                             status=status, request_id=request_id)
+        return FatalLLMError(
+            f"not found (404), unknown model or wrong base URL: {detail}", status=status, request_id=request_id
+        )
     if isinstance(error, openai.RateLimitError) and code == "insufficient_quota":
-        return FatalLLMError("the account's quota is exhausted (429 insufficient_quota)", status=status,
-                             request_id=request_id)
+        return FatalLLMError(
+            "the account's quota is exhausted (429 insufficient_quota)", status=status, request_id=request_id
+        )
     if isinstance(error, openai.APITimeoutError):
         return LLMError("the endpoint did not answer in time (timeout after retries)")
     if isinstance(error, openai.APIConnectionError):
         return LLMError("cannot reach the endpoint (connection failed after retries): is the server running?")
     if isinstance(error, openai.BadRequestError) and code == "context_length_exceeded":
-        return LLMError(f"the prompt is longer than the model's context: {detail}", status=status,
-                        request_id=request_id)
+        return LLMError(
+            f"the prompt is longer than the model's context: {detail}", status=status, request_id=request_id
+        )
     return LLMError(f"the endpoint answered {status}: {detail}", status=status, request_id=request_id)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from helpers import by_document, fused, plain
 
 from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
 from selfrag.errors import CritiqueError, InputError
 from selfrag.testing import Scripted, ScriptedChatModel
-
-from helpers import by_document, fused, plain
 
 Q = "How many days do I have to ask for a refund?"
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
@@ -19,10 +18,12 @@ DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
 def test_greedy_answer_cites_the_chunk_each_sentence_came_from(engine):
     script = {
         "retrieve_decide": DECIDE_YES,
-        "generate_fused": by_document({
-            "policy-2026.md": fused("Refunds are accepted within 30 days of purchase.", utility=5),
-            "policy-2024.md": fused("Refunds are accepted within 14 days.", support="partially", utility=3),
-        }),
+        "generate_fused": by_document(
+            {
+                "policy-2026.md": fused("Refunds are accepted within 30 days of purchase.", utility=5),
+                "policy-2024.md": fused("Refunds are accepted within 14 days.", support="partially", utility=3),
+            }
+        ),
     }
     result = engine(script).answer(Q)
     assert result.answer == "Refunds are accepted within 30 days of purchase [1]."
@@ -34,8 +35,13 @@ def test_greedy_answer_cites_the_chunk_each_sentence_came_from(engine):
 
 
 def test_candidates_are_written_one_per_chunk_with_the_beams_query(engine):
-    rag = engine({"retrieve_decide": {"retrieve": "yes", "query": "warranty defects"},
-                  "generate_fused": fused("The warranty covers defects for two years.")}, ndocs=3)
+    rag = engine(
+        {
+            "retrieve_decide": {"retrieve": "yes", "query": "warranty defects"},
+            "generate_fused": fused("The warranty covers defects for two years."),
+        },
+        ndocs=3,
+    )
     rag.answer("What does the warranty cover?")
     assert rag.deps.index.queries == ["warranty defects"]
     calls = rag.chat.calls_to("generate_fused")
@@ -44,8 +50,9 @@ def test_candidates_are_written_one_per_chunk_with_the_beams_query(engine):
 
 
 def test_shared_prompt_prefix_comes_before_the_document(engine):
-    rag = engine({"retrieve_decide": {"retrieve": "yes", "query": "refunds purchase"},
-                  "generate_fused": fused("Thirty days.")})
+    rag = engine(
+        {"retrieve_decide": {"retrieve": "yes", "query": "refunds purchase"}, "generate_fused": fused("Thirty days.")}
+    )
     rag.answer(Q)
     first, second = (c.messages for c in rag.chat.calls_to("generate_fused"))
     assert first[0] == second[0]  # same system message
@@ -54,19 +61,32 @@ def test_shared_prompt_prefix_comes_before_the_document(engine):
 
 
 def test_beam_width_two_keeps_two_paths_and_returns_the_best(engine):
-    first = by_document({
-        "policy-2026.md": fused("Since April 2026 refunds are accepted within 30 days.", is_final=False,
-                                retrieve_next="continue"),
-        "policy-2024.md": fused("Refunds are accepted within 14 days.", support="partially", utility=3,
-                                is_final=False, retrieve_next="continue"),
-    })
-    second = by_document({
-        "policy-2026.md": fused("The 30 days count from purchase.", evidence="within 30 days of purchase"),
-        "policy-2024.md": fused("The 14 days count from purchase.", evidence="within 14 days of purchase",
-                                utility=2),
-    })
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": lambda r: first(r) if "(nothing yet)" in r.messages[1].content else second(r)}
+    first = by_document(
+        {
+            "policy-2026.md": fused(
+                "Since April 2026 refunds are accepted within 30 days.", is_final=False, retrieve_next="continue"
+            ),
+            "policy-2024.md": fused(
+                "Refunds are accepted within 14 days.",
+                support="partially",
+                utility=3,
+                is_final=False,
+                retrieve_next="continue",
+            ),
+        }
+    )
+    second = by_document(
+        {
+            "policy-2026.md": fused("The 30 days count from purchase.", evidence="within 30 days of purchase"),
+            "policy-2024.md": fused(
+                "The 14 days count from purchase.", evidence="within 14 days of purchase", utility=2
+            ),
+        }
+    )
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": lambda r: first(r) if "(nothing yet)" in r.messages[1].content else second(r),
+    }
     result = engine(script, beam_width=2, max_depth=3).answer(Q)
     step0 = result.trace.steps[0]
     assert sorted(step0.kept) == sorted(c.child for c in step0.candidates)  # both children kept
@@ -81,9 +101,15 @@ def test_beam_width_two_keeps_two_paths_and_returns_the_best(engine):
 
 
 def test_stop_as_soon_as_every_kept_beam_is_final(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": [fused("One.", is_final=False, retrieve_next="continue"), fused("Two.", is_final=False),
-                                 fused("Three.", is_final=True), fused("Four.", is_final=True)]}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": [
+            fused("One.", is_final=False, retrieve_next="continue"),
+            fused("Two.", is_final=False),
+            fused("Three.", is_final=True),
+            fused("Four.", is_final=True),
+        ],
+    }
     result = engine(script, max_depth=7).answer(Q)
     assert result.stop_reason == "final"
     assert len(result.trace.steps) == 2
@@ -98,8 +124,13 @@ def test_never_mode_writes_without_evidence_and_cites_nothing(engine):
 
 
 def test_always_mode_skips_the_decision_call_and_retrieves_every_step(engine):
-    script = {"generate_fused": lambda r: fused("Some sentence.", is_final=False, next_query="shipping")
-              if "(nothing yet)" in r.messages[1].content else fused("Another sentence.")}
+    script = {
+        "generate_fused": lambda r: (
+            fused("Some sentence.", is_final=False, next_query="shipping")
+            if "(nothing yet)" in r.messages[1].content
+            else fused("Another sentence.")
+        )
+    }
     rag = engine(script, mode="always", max_depth=2)
     result = rag.answer(Q)
     assert rag.chat.calls_to("retrieve_decide") == []
@@ -108,9 +139,11 @@ def test_always_mode_skips_the_decision_call_and_retrieves_every_step(engine):
 
 
 def test_adaptive_no_writes_a_plain_sentence_then_follows_the_next_decision(engine):
-    script = {"retrieve_decide": {"retrieve": "no", "query": ""},
-              "generate_plain": plain("Let me check the policy.", is_final=False, retrieve_next="yes"),
-              "generate_fused": fused("You have 30 days.")}
+    script = {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("Let me check the policy.", is_final=False, retrieve_next="yes"),
+        "generate_fused": fused("You have 30 days."),
+    }
     result = engine(script).answer(Q)
     decisions = [b.decision for s in result.trace.steps for b in s.beams]
     assert decisions == ["no", "yes"]
@@ -119,9 +152,12 @@ def test_adaptive_no_writes_a_plain_sentence_then_follows_the_next_decision(engi
 
 def test_logprob_decision_uses_the_soft_threshold(engine):
     # the model says "no", but P(yes) = 0.25 > 0.2, so the engine retrieves (paper §3.3)
-    script = {"retrieve_decide": Scripted({"retrieve": "no", "query": "refund"},
-                                          probs={"retrieve": {"no": 0.75, "yes": 0.25}}),
-              "generate_fused": fused("Thirty days.")}
+    script = {
+        "retrieve_decide": Scripted(
+            {"retrieve": "no", "query": "refund"}, probs={"retrieve": {"no": 0.75, "yes": 0.25}}
+        ),
+        "generate_fused": fused("Thirty days."),
+    }
     result = engine(script, logprobs=True).answer(Q)
     beam = result.trace.steps[0].beams[0]
     assert beam.decision == "yes" and beam.p_retrieve == pytest.approx(0.25, abs=1e-6)
@@ -131,10 +167,14 @@ def test_logprob_decision_uses_the_soft_threshold(engine):
 
 
 def test_label_probabilities_from_logprobs_feed_the_score(engine):
-    reply = Scripted(fused("Refunds are accepted.", utility=5, evidence="refunds are accepted within"),
-                     probs={"relevance": {"relevant": 0.9, "irrelevant": 0.1},
-                            "support": {"fully": 0.6, "partially": 0.4},
-                            "utility": {"5": 0.5, "4": 0.5}})
+    reply = Scripted(
+        fused("Refunds are accepted.", utility=5, evidence="refunds are accepted within"),
+        probs={
+            "relevance": {"relevant": 0.9, "irrelevant": 0.1},
+            "support": {"fully": 0.6, "partially": 0.4},
+            "utility": {"5": 0.5, "4": 0.5},
+        },
+    )
     result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": reply}, logprobs=True, ndocs=1).answer(Q)
     critique = result.segments[0].critique
     assert critique.estimator == "logprobs"
@@ -143,9 +183,12 @@ def test_label_probabilities_from_logprobs_feed_the_score(engine):
 
 
 def test_one_failed_candidate_is_dropped_and_recorded(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": by_document({"policy-2026.md": LLMError("boom"),
-                                             "policy-2024.md": fused("You have 14 days.")})}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {"policy-2026.md": LLMError("boom"), "policy-2024.md": fused("You have 14 days.")}
+        ),
+    }
     result = engine(script).answer(Q)
     statuses = {c.chunk: c.status for c in result.trace.steps[0].candidates}
     assert statuses == {"policy-2026.md#0": "failed", "policy-2024.md#0": "kept"}
@@ -155,8 +198,10 @@ def test_one_failed_candidate_is_dropped_and_recorded(engine):
 
 def test_malformed_candidate_is_reasked_once_then_dropped(engine):
     bad = '{"relevance": "relevant", "sentence": "x"'
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": by_document({"policy-2026.md": bad, "policy-2024.md": fused("You have 14 days.")})}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document({"policy-2026.md": bad, "policy-2024.md": fused("You have 14 days.")}),
+    }
     rag = engine(script)
     result = rag.answer(Q)
     assert len(rag.chat.calls_to("generate_fused")) == 3  # ask + one re-ask for the bad chunk, one for the good
@@ -166,8 +211,11 @@ def test_malformed_candidate_is_reasked_once_then_dropped(engine):
 
 
 def test_every_candidate_failing_falls_back_to_a_sentence_without_evidence(engine):
-    script = {"retrieve_decide": DECIDE_YES, "generate_fused": CritiqueError("bad"),
-              "generate_plain": plain("I could not find this in the documents.")}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": CritiqueError("bad"),
+        "generate_plain": plain("I could not find this in the documents."),
+    }
     rag = engine(script)
     result = rag.answer(Q)
     assert result.answer == "I could not find this in the documents."
@@ -177,8 +225,9 @@ def test_every_candidate_failing_falls_back_to_a_sentence_without_evidence(engin
 
 
 def test_everything_failing_ends_with_a_clear_error(engine):
-    rag = engine({"retrieve_decide": DECIDE_YES, "generate_fused": LLMError("down"),
-                  "generate_plain": LLMError("down")})
+    rag = engine(
+        {"retrieve_decide": DECIDE_YES, "generate_fused": LLMError("down"), "generate_plain": LLMError("down")}
+    )
     with pytest.raises(LLMError, match="every call"):
         rag.answer(Q)
 
@@ -192,8 +241,9 @@ def test_a_fatal_endpoint_error_aborts_at_once(engine):
 
 def test_one_step_costs_one_round_of_concurrent_calls(engine):
     latency = 0.2
-    rag = engine({"generate_fused": fused("Refunds within thirty days.")}, mode="always", latency=latency, ndocs=5,
-                 chunks=None)
+    rag = engine(
+        {"generate_fused": fused("Refunds within thirty days.")}, mode="always", latency=latency, ndocs=5, chunks=None
+    )
     rag.deps.index.chunks[:] = [Chunk(f"d{i}", 0, "Refunds within thirty days.") for i in range(5)]
     started = time.monotonic()
     result = rag.answer(Q)
@@ -205,12 +255,33 @@ def test_one_step_costs_one_round_of_concurrent_calls(engine):
 
 
 def test_separate_critic_judges_each_candidate_on_the_critic_model(engine):
-    critic = ScriptedChatModel({"critique_candidate": by_document({
-        "policy-2026.md": {"relevance": "relevant", "evidence": "refunds are accepted within 30 days",
-                           "support": "fully", "utility": 5, "is_final": True, "retrieve_next": "no", "next_query": ""},
-        "policy-2024.md": {"relevance": "irrelevant", "evidence": "", "support": "no", "utility": 2,
-                           "is_final": True, "retrieve_next": "no", "next_query": ""},
-    })}, name="critic")
+    critic = ScriptedChatModel(
+        {
+            "critique_candidate": by_document(
+                {
+                    "policy-2026.md": {
+                        "relevance": "relevant",
+                        "evidence": "refunds are accepted within 30 days",
+                        "support": "fully",
+                        "utility": 5,
+                        "is_final": True,
+                        "retrieve_next": "no",
+                        "next_query": "",
+                    },
+                    "policy-2024.md": {
+                        "relevance": "irrelevant",
+                        "evidence": "",
+                        "support": "no",
+                        "utility": 2,
+                        "is_final": True,
+                        "retrieve_next": "no",
+                        "next_query": "",
+                    },
+                }
+            )
+        },
+        name="critic",
+    )
     script = {"retrieve_decide": DECIDE_YES, "generate_segment": {"sentence": "You have 30 days."}}
     rag = engine(script, critic_chat=critic, critic="separate")
     result = rag.answer(Q)
@@ -222,8 +293,10 @@ def test_separate_critic_judges_each_candidate_on_the_critic_model(engine):
 
 
 def test_claimed_support_without_a_quote_from_the_chunk_is_downgraded(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": fused("Refunds take 90 days.", evidence="refunds take 90 days", support="fully")}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Refunds take 90 days.", evidence="refunds take 90 days", support="fully"),
+    }
     result = engine(script, ndocs=1).answer(Q)
     critique = result.segments[0].critique
     assert critique.support == "partially" and critique.quote_ok is False
@@ -231,9 +304,11 @@ def test_claimed_support_without_a_quote_from_the_chunk_is_downgraded(engine):
 
 
 def test_hard_gates_drop_unsupported_candidates_with_a_safe_fallback(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": fused("Unrelated.", relevance="irrelevant", support="no", evidence=""),
-              "generate_plain": plain("The documents do not say.")}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Unrelated.", relevance="irrelevant", support="no", evidence=""),
+        "generate_plain": plain("The documents do not say."),
+    }
     result = engine(script, gate_unsupported=True).answer(Q)
     assert {c.status for c in result.trace.steps[0].candidates if not c.fallback} == {"gated"}
     assert result.answer == "The documents do not say."
@@ -242,8 +317,7 @@ def test_hard_gates_drop_unsupported_candidates_with_a_safe_fallback(engine):
 
 
 def test_budget_ends_the_answer_with_what_is_settled(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": fused("More.", is_final=False, retrieve_next="continue")}
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("More.", is_final=False, retrieve_next="continue")}
     result = engine(script, max_llm_calls=6, max_depth=7).answer(Q)
     assert result.stop_reason == "budget"
     assert result.segments and result.usage.llm_calls <= 6 + 2
@@ -256,10 +330,14 @@ def test_deadline_ends_the_answer(engine):
 
 
 async def test_events_stream_settled_sentences_before_the_result(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": [fused("First.", is_final=False, retrieve_next="continue"),
-                                 fused("Other first.", is_final=False, support="no", evidence="", retrieve_next="continue"),
-                                 fused("Second.")]}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": [
+            fused("First.", is_final=False, retrieve_next="continue"),
+            fused("Other first.", is_final=False, support="no", evidence="", retrieve_next="continue"),
+            fused("Second."),
+        ],
+    }
     rag = engine(script, max_depth=2, ndocs=2)
     rag.chat._script["generate_fused"].append(fused("Second again."))
     events = [event async for event in rag.astream(Q)]
@@ -277,10 +355,14 @@ def test_empty_question_is_refused(engine):
 
 
 def test_sentences_repeated_in_one_answer_are_shown_once_and_numbering_stays_right(engine):
-    script = {"retrieve_decide": DECIDE_YES,
-              "generate_fused": [fused("Same.", is_final=False, retrieve_next="yes", next_query="warranty"),
-                                 fused("Same.", is_final=False, retrieve_next="yes", next_query="warranty"),
-                                 fused("Two years of warranty.")]}
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": [
+            fused("Same.", is_final=False, retrieve_next="yes", next_query="warranty"),
+            fused("Same.", is_final=False, retrieve_next="yes", next_query="warranty"),
+            fused("Two years of warranty."),
+        ],
+    }
     result = engine(script, ndocs=1).answer(Q)
     assert result.answer == "Same [1]. Two years of warranty [2]."
     assert [s.n for s in result.sources] == [1, 2]

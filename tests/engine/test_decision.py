@@ -36,8 +36,10 @@ def test_continue_without_cached_chunks_means_yes():
     assert decide("continue", None, 0.2, has_cache=True)[0] is D.CONTINUE
 
 
-@pytest.mark.parametrize(("label", "expected"), [("yes", D.YES), ("no", D.NO), (" NO ", D.NO),
-                                                 ("maybe", D.YES), ("", D.YES), ("retrieve", D.YES)])
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [("yes", D.YES), ("no", D.NO), (" NO ", D.NO), ("maybe", D.YES), ("", D.YES), ("retrieve", D.YES)],
+)
 def test_without_logprobs_only_a_valid_no_skips_retrieval(label, expected):
     decision, p_ret = decide(label, None, 0.2, has_cache=True)
     assert decision is expected

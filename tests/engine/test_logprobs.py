@@ -23,9 +23,14 @@ def test_value_token_after_a_quote_token():
 def test_quote_fused_into_the_value_token_and_case_variants_summed():
     text = '{"support":"fully"}'
     tokens = (
-        T('{"', 0.0), T("support", 0.0), T('":"', 0.0),
-        T("fully", math.log(0.5), (("fully", math.log(0.5)), ("Fully", math.log(0.1)), ("part", math.log(0.2)),
-                                   ("no", math.log(0.2)))),
+        T('{"', 0.0),
+        T("support", 0.0),
+        T('":"', 0.0),
+        T(
+            "fully",
+            math.log(0.5),
+            (("fully", math.log(0.5)), ("Fully", math.log(0.1)), ("part", math.log(0.2)), ("no", math.log(0.2))),
+        ),
         T('"}', 0.0),
     )
     dist = label_distribution(text, tokens, "support", ["fully", "partially", "no"])
@@ -34,7 +39,11 @@ def test_quote_fused_into_the_value_token_and_case_variants_summed():
 
 def test_token_spanning_the_opening_quote():
     text = '{"retrieve": "yes"}'
-    tokens = (T('{"retrieve":', 0.0), T(' "yes', math.log(0.7), ((' "yes', math.log(0.7)), (' "no', math.log(0.3)))), T('"}', 0.0))
+    tokens = (
+        T('{"retrieve":', 0.0),
+        T(' "yes', math.log(0.7), ((' "yes', math.log(0.7)), (' "no', math.log(0.3)))),
+        T('"}', 0.0),
+    )
     dist = label_distribution(text, tokens, "retrieve", ["yes", "no", "continue"])
     assert dist.probs["yes"] == pytest.approx(0.7, abs=1e-9)
     assert dist.truncated  # "continue" was not listed: floored, and marked
@@ -63,7 +72,9 @@ def test_tokens_that_do_not_spell_the_text_are_ignored():
 def test_sentence_probability_is_the_geometric_mean_over_the_sentence_tokens_only():
     text = '{"sentence": "Paris wins", "x": 1}'
     tokens = list(fake_logprobs(text, {}))
-    tokens = [T(t.token, math.log(0.5) if t.token in ("Paris", "wins") else (math.log(0.01) if t.token == "x" else 0.0))
-              for t in tokens]
+    tokens = [
+        T(t.token, math.log(0.5) if t.token in ("Paris", "wins") else (math.log(0.01) if t.token == "x" else 0.0))
+        for t in tokens
+    ]
     # tokens inside the value: "Paris", " ", "wins" -> mean logprob = (2 log 0.5 + 0) / 3
     assert mean_token_prob(text, tokens, "sentence") == pytest.approx(math.exp(2 * math.log(0.5) / 3))

@@ -56,8 +56,16 @@ async def test_truncated_reply_is_reasked_with_a_larger_token_budget():
 
 
 async def test_empty_and_whitespace_sentences_are_invalid():
-    empty = {"relevance": "relevant", "sentence": "  ", "evidence": "", "support": "no", "utility": 3,
-             "is_final": True, "retrieve_next": "no", "next_query": ""}
+    empty = {
+        "relevance": "relevant",
+        "sentence": "  ",
+        "evidence": "",
+        "support": "no",
+        "utility": 3,
+        "is_final": True,
+        "retrieve_next": "no",
+        "next_query": "",
+    }
     model = ScriptedChatModel({"retrieve_decide": [empty]})
     with pytest.raises(CritiqueError, match="sentence"):
         await ask(model, request(FusedReply), Meter(), reasks=0)

@@ -1,0 +1,55 @@
+"""The command line: `selfrag index`, `ask`, `search`, ... Only this package prints or sets exit codes.
+
+stdout carries the answer (or JSON); stderr carries progress, the trace, warnings and errors. Exit codes:
+0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error, 130 Ctrl-C.
+Each command lives in its own module with a `register(subparsers)` that sets `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import SelfRagError
+from ..text import clean_for_terminal
+from . import ask, index, search
+
+COMMANDS = (index, ask, search)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="selfrag", description="Self-RAG answers with citations from your documents.")
+    parser.add_argument("--version", action="version", version=f"selfrag {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print tracebacks of failures")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        print("selfrag: interrupted", file=sys.stderr)
+        return 130
+    except SelfRagError as error:
+        if args.debug:
+            traceback.print_exc()
+        print(f"selfrag: error: {clean_for_terminal(str(error))}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 1
+    except Exception as error:  # a bug: one line, the traceback with --debug
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"selfrag: internal error: {type(error).__name__}: {clean_for_terminal(str(error))} "
+            "(run with --debug for details)",
+            file=sys.stderr,
+        )
+        return 1

@@ -1,0 +1,65 @@
+"""`selfrag ask`: answer one question with citations; stream settled sentences, then the sources."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from ..result import DoneEvent, Result, SegmentEvent, StepEvent
+from .common import add_engine_options, engine_flags, print_step, read_question, render_segment, render_sources
+
+
+def register(commands: Any) -> None:
+    ask = commands.add_parser("ask", help="answer a question", description="Answer a question with citations.")
+    ask.add_argument("question", help="the question, or - to read it from stdin")
+    ask.add_argument("--index", "-i", required=True, help="index folder (made by `selfrag index`)")
+    out = ask.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
+    out.add_argument("--jsonl", action="store_true", help="stream events as JSON lines")
+    out.add_argument("--trace", action="store_true", help="print each step of the search on stderr")
+    add_engine_options(ask)
+    ask.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import SelfRAG
+    from ..settings import load_config
+
+    question = read_question(args.question, sys.stdin)
+    config = load_config(engine_flags(args), config_file=args.config)
+    rag = SelfRAG.from_index(args.index, config)
+    result = asyncio.run(_ask(rag, question, args))
+    if result.stop_reason in ("budget", "deadline", "llm_failure"):
+        print(
+            f"selfrag: note: the answer stopped early ({result.stop_reason}); it holds what was settled",
+            file=sys.stderr,
+        )
+    return 0
+
+
+async def _ask(rag: Any, question: str, args: argparse.Namespace) -> Result:
+    result = None
+    streamed = False
+    try:
+        async for event in rag.astream(question):
+            if args.jsonl:
+                print(event.model_dump_json(), flush=True)
+            if isinstance(event, StepEvent) and args.trace:
+                print_step(event.step, sys.stderr)
+            elif isinstance(event, SegmentEvent) and not (args.json or args.jsonl):
+                print(render_segment(event), end=" ", flush=True)
+                streamed = True
+            elif isinstance(event, DoneEvent):
+                result = event.result
+    finally:
+        await rag.aclose()
+    assert result is not None
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    elif not args.jsonl:
+        if streamed:
+            print()
+        print(render_sources(result.sources))
+    return result

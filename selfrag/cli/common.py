@@ -1,0 +1,111 @@
+"""What the commands share: engine flags, turning flags into a Config, rendering answers and traces.
+
+Everything printed by selfrag goes through the `selfrag.cli` package; the library itself never prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from ..engine.report import with_marker
+from ..errors import InputError
+from ..result import SegmentEvent, Source, TraceStep
+from ..text import clean_for_terminal, inert_markdown
+
+KNOB_FLAGS = ("mode", "threshold", "beam_width", "max_depth", "ndocs", "w_rel", "w_sup", "w_use", "critic")
+ENGINE_FLAGS = (
+    *KNOB_FLAGS,
+    "use_seqscore",
+    "gate_irrelevant",
+    "gate_unsupported",
+    "deadline",
+    "max_llm_calls",
+    "base_url",
+    "model",
+    "critic_base_url",
+    "critic_model",
+    "max_concurrency",
+    "timeout",
+    "send_openai_key",
+)
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    search = parser.add_argument_group("search (the paper's knobs)")
+    search.add_argument("--mode", choices=["adaptive", "always", "never"], help="when to retrieve (default adaptive)")
+    search.add_argument("--threshold", type=float, help="adaptive: retrieve when P(retrieve) > this (default 0.2)")
+    search.add_argument("--beam-width", type=int, help="partial answers kept per step (default 1, greedy)")
+    search.add_argument("--max-depth", type=int, help="most sentences in an answer (default 7)")
+    search.add_argument("--ndocs", type=int, help="chunks per retrieval = candidates per beam (default 5)")
+    search.add_argument("--w-rel", type=float, help="weight of ISREL (default 1.0)")
+    search.add_argument("--w-sup", type=float, help="weight of ISSUP (default 1.0)")
+    search.add_argument("--w-use", type=float, help="weight of ISUSE (default 0.5)")
+    search.add_argument("--critic", choices=["fused", "separate"], help="who judges candidates (default fused)")
+    search.add_argument("--use-seqscore", action="store_const", const=True, help="add the sentence probability term")
+    search.add_argument("--gate-irrelevant", action="store_const", const=True, help="drop irrelevant candidates")
+    search.add_argument("--gate-unsupported", action="store_const", const=True, help="drop unsupported candidates")
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--deadline", type=float, help="seconds per answer (default 600)")
+    limits.add_argument("--max-llm-calls", type=int, help="HTTP requests per answer (default 400)")
+    endpoint = parser.add_argument_group("endpoint (keys come from SELFRAG_API_KEY or OPENAI_API_KEY, never flags)")
+    endpoint.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    endpoint.add_argument("--model", "-m", help="model name (default: the endpoint's first model)")
+    endpoint.add_argument("--critic-base-url", help="separate critic: its base URL (default: the same endpoint)")
+    endpoint.add_argument("--critic-model", help="separate critic: its model")
+    endpoint.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
+    endpoint.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    endpoint.add_argument(
+        "--send-openai-key",
+        action="store_const",
+        const=True,
+        help="allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
+    )
+    parser.add_argument("--config", help="TOML config file (default: ~/.config/selfrag/config.toml)")
+
+
+def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine and endpoint values given as flags (None where a flag was not given)."""
+    return {name: getattr(args, name, None) for name in ENGINE_FLAGS}
+
+
+def read_question(text: str, stdin: TextIO) -> str:
+    question = stdin.read() if text == "-" else text
+    if not question.strip():
+        raise InputError("the question is empty: give it as an argument, or pipe it in with `-`")
+    return question.strip()
+
+
+def render_segment(event: SegmentEvent) -> str:
+    return clean_for_terminal(inert_markdown(with_marker(event.text, event.citation)))
+
+
+def render_sources(sources: list[Source]) -> str:
+    if not sources:
+        return "\nSources: none (the answer was written without retrieved evidence)"
+    lines = ["", "Sources:"]
+    for source in sources:
+        title = f"{source.title} — " if source.title else ""
+        lines.append(clean_for_terminal(f"  [{source.n}] {title}{source.doc_id} (chunk {source.chunk_id})"))
+    return "\n".join(lines)
+
+
+def print_step(step: TraceStep, stream: TextIO) -> None:
+    for beam in step.beams:
+        p = f" p={beam.p_retrieve:.2f}" if beam.p_retrieve is not None else ""
+        query = f" query={beam.query!r}" if beam.decision != "no" else ""
+        print(
+            clean_for_terminal(
+                f"step {step.step} beam {beam.beam}: retrieve={beam.decision}{p}{query} chunks={len(beam.chunks)}"
+            ),
+            file=stream,
+        )
+    for c in step.candidates:
+        labels = ""
+        if c.critique:
+            k = c.critique
+            labels = f" rel={k.relevance} sup={k.support} use={k.utility} final={k.is_final}"
+        score = f" f={c.score:.3f}" if c.score is not None else ""
+        agg = f" agg={c.aggregate:.3f}" if c.aggregate is not None else ""
+        text = c.error or c.text
+        print(clean_for_terminal(f"  [{c.status:>7}] {c.chunk or '-'}{labels}{score}{agg}: {text[:100]}"), file=stream)

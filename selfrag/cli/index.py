@@ -1,0 +1,49 @@
+"""`selfrag index`: build or update a BM25 index from folders and files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..text import clean_for_terminal
+
+
+def register(commands: Any) -> None:
+    index = commands.add_parser("index", help="build a BM25 index from files", description="Build a BM25 index.")
+    index.add_argument("paths", nargs="+", metavar="PATH", help="folders or files (.txt .md .jsonl .html)")
+    index.add_argument("--out", "-o", required=True, help="index folder to write")
+    index.add_argument("--include", action="append", help="glob of files to include (repeatable)")
+    index.add_argument("--exclude", action="append", help="glob of files to skip (repeatable)")
+    index.add_argument("--splitter", choices=["sentences", "tokens", "document"], help="how to cut chunks")
+    index.add_argument("--chunk-size", type=int, help="chunk size in tokens")
+    index.add_argument("--chunk-overlap", type=int, help="overlap in tokens (tokens splitter)")
+    index.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    index.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..chunking import ChunkingSettings
+    from ..index import index_paths
+
+    chunking = ChunkingSettings()
+    overrides = {"splitter": args.splitter, "size": args.chunk_size, "overlap": args.chunk_overlap}
+    chunking = chunking.with_values(**{k: v for k, v in overrides.items() if v is not None})
+    progress = None if args.quiet or not sys.stderr.isatty() else _progress
+    report = index_paths(
+        [Path(p) for p in args.paths],
+        Path(args.out),
+        chunking=chunking,
+        include=args.include or (),
+        exclude=args.exclude or (),
+        progress=progress,
+    )
+    print(report.summary(), file=sys.stderr)
+    return 0
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    print(f"\r  {done}/{total} {clean_for_terminal(label)[:60]:<60}", end="", file=sys.stderr, flush=True)
+    if done == total:
+        print(file=sys.stderr)

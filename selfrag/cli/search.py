@@ -1,0 +1,72 @@
+"""`selfrag search`: the top chunks for one query, or for a BEIR queries file in batch mode."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..text import clean_for_terminal
+
+
+def register(commands: Any) -> None:
+    search = commands.add_parser("search", help="show the top chunks for a query", description="BM25 search.")
+    search.add_argument("query", nargs="?", help="the query")
+    search.add_argument("--queries", help='JSONL file of {"_id", "text"} queries (batch mode)')
+    search.add_argument("--index", "-i", required=True, help="index folder")
+    search.add_argument("-k", type=int, default=10, help="hits per query (default 10)")
+    search.add_argument("--json", action="store_true", help="JSON output")
+    search.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..index import Index
+
+    if (args.query is None) == (args.queries is None):
+        raise InputError("give either a QUERY or --queries FILE.jsonl")
+    if args.k < 1:
+        raise InputError("-k must be at least 1")
+    index = Index.load(Path(args.index))
+    if args.query is not None:
+        hits = index.find_relevant_chunks(args.query, args.k)
+        if args.json:
+            print(json.dumps({"query": args.query, "hits": [_hit(h) for h in hits]}, ensure_ascii=False))
+        else:
+            for rank, hit in enumerate(hits, 1):
+                text = clean_for_terminal(hit.chunk.text.replace("\n", " "))[:120]
+                print(f"{rank:>3}. {hit.score:7.3f}  {clean_for_terminal(hit.chunk.key)}  {text}")
+        return 0
+    ids, texts = read_queries(Path(args.queries))
+    for query_id, hits in zip(ids, index.find_many(texts, args.k), strict=True):
+        print(json.dumps({"_id": query_id, "hits": [_hit(h) for h in hits]}, ensure_ascii=False))
+    return 0
+
+
+def _hit(hit: Any) -> dict[str, Any]:
+    chunk = hit.chunk
+    return {"doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id, "score": round(float(hit.score), 6), "text": chunk.text}
+
+
+def read_queries(path: Path) -> tuple[list[str], list[str]]:
+    """BEIR queries: one {"_id", "text"} object per line; bad lines are an error naming the line."""
+    ids, texts, seen = [], [], set()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read {path}: {error}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            query_id, text = str(record["_id"]), str(record["text"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise InputError(f'{path}:{number}: expected a JSON object with "_id" and "text"') from None
+        if query_id in seen:
+            raise InputError(f"{path}:{number}: duplicate _id {query_id!r}")
+        seen.add(query_id)
+        ids.append(query_id)
+        texts.append(text)
+    return ids, texts
