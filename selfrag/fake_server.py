@@ -29,6 +29,7 @@ class Stats:
     max_in_flight: int = 0
     spans: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, schema name)
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)  # the Authorization header of every request
 
     def rounds(self, gap: float) -> int:
         """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
@@ -140,7 +141,8 @@ class FakeOpenAIServer:
                 request = await _read_request(reader)
                 if request is None:
                     break
-                method, path, body = request
+                method, path, headers, body = request
+                self.stats.authorizations.append(headers.get("authorization", ""))
                 if not await self._respond(method, path, body, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -205,19 +207,19 @@ class FakeOpenAIServer:
         }
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes] | None:
     line = await reader.readline()
     if not line:
         return None
     method, path, _ = line.decode("latin-1").split(" ", 2)
-    length = 0
+    headers: dict[str, str] = {}
     while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
         name, _, value = header.decode("latin-1").partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value.strip())
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0") or 0)
     if length > MAX_BODY:
         raise ValueError("body too large")
-    return method, path, await reader.readexactly(length) if length else b""
+    return method, path, headers, await reader.readexactly(length) if length else b""
 
 
 async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, kind: str = "application/json") -> None:

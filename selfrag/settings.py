@@ -92,7 +92,8 @@ def _convert(kind: Any, name: str, value: Any) -> Any:
     return value
 
 
-def _typed(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
+def typed_values(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Values (strings from the environment, a TOML file or a REPL) converted to the fields' types."""
     hints = typing.get_type_hints(cls)
     return {name: _convert(hints[name], name, value) for name, value in values.items()}
 
@@ -118,9 +119,9 @@ def load_config(
     critic_endpoint = None
     if critic:
         base = {k: v for k, v in endpoint.items() if k not in critic}
-        critic_endpoint = EndpointConfig(**_typed(EndpointConfig, {**base, **critic}))
+        critic_endpoint = EndpointConfig(**typed_values(EndpointConfig, {**base, **critic}))
     return Config(
-        **_typed(Config, knobs),
-        endpoint=EndpointConfig(**_typed(EndpointConfig, endpoint)),
+        **typed_values(Config, knobs),
+        endpoint=EndpointConfig(**typed_values(EndpointConfig, endpoint)),
         critic_endpoint=critic_endpoint,
     )

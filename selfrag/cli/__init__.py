@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import SelfRagError
 from ..text import clean_for_terminal
-from . import ask, index, search
+from . import ask, chat, index, search
 
-COMMANDS = (index, ask, search)
+COMMANDS = (index, ask, search, chat)
 
 
 def build_parser() -> argparse.ArgumentParser:

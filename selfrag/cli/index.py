@@ -27,23 +27,35 @@ def run(args: argparse.Namespace) -> int:
     from ..chunking import ChunkingSettings
     from ..index import index_paths
 
-    chunking = ChunkingSettings()
-    overrides = {"splitter": args.splitter, "size": args.chunk_size, "overlap": args.chunk_overlap}
-    chunking = chunking.with_values(**{k: v for k, v in overrides.items() if v is not None})
+    given = {"mode": args.splitter, "max_tokens": args.chunk_size, "overlap": args.chunk_overlap}
+    chunking = ChunkingSettings(**{name: value for name, value in given.items() if value is not None})
     progress = None if args.quiet or not sys.stderr.isatty() else _progress
-    report = index_paths(
-        [Path(p) for p in args.paths],
-        Path(args.out),
-        chunking=chunking,
-        include=args.include or (),
-        exclude=args.exclude or (),
-        progress=progress,
-    )
-    print(report.summary(), file=sys.stderr)
+    options: dict[str, Any] = {"include": args.include or ()}
+    if args.exclude:
+        options["exclude"] = args.exclude
+    report = index_paths([Path(p) for p in args.paths], Path(args.out), chunking=chunking, progress=progress, **options)
+    print(summary(report), file=sys.stderr)
     return 0
+
+
+def summary(report: Any) -> str:
+    lines = [
+        f"indexed {report.documents} documents as {report.chunks} chunks into {report.out_dir} "
+        f"in {report.seconds:.1f}s",
+        f"  files: {report.files_seen} seen, {report.files_added} added, {report.files_changed} changed, "
+        f"{report.files_reused} unchanged, {report.files_deleted} deleted; {report.duplicates} duplicate chunks "
+        "collapsed",
+    ]
+    if report.full_rebuild:
+        lines.append(f"  rebuilt from scratch: {report.full_rebuild}")
+    for skipped in report.skipped[:10]:
+        lines.append(clean_for_terminal(f"  skipped {skipped.path}: {skipped.reason}"))
+    if len(report.skipped) > 10:
+        lines.append(f"  ... and {len(report.skipped) - 10} more skipped")
+    return "\n".join(lines)
 
 
 def _progress(done: int, total: int, label: str) -> None:
     print(f"\r  {done}/{total} {clean_for_terminal(label)[:60]:<60}", end="", file=sys.stderr, flush=True)
-    if done == total:
+    if done >= total:
         print(file=sys.stderr)

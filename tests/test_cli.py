@@ -1,0 +1,148 @@
+"""The command line end to end: index a folder, then ask over real HTTP to a loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import sys
+import time
+
+import pytest
+
+from selfrag.cli import main
+from selfrag.fake_server import FakeOpenAIServer
+
+DOCS = {
+    "refunds.md": "Refunds are accepted within 30 days of purchase. A receipt is required.",
+    "shipping.md": "Orders ship within two business days from Lyon. Express shipping costs 9 euros.",
+    "members.md": "Members get free express shipping and 60 days for refunds.",
+}
+
+
+@pytest.fixture
+def index_dir(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in DOCS.items():
+        (corpus / name).write_text(text)
+    out = tmp_path / "index"
+    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFRAG_API_KEY", "SELFRAG_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def test_ask_prints_a_cited_answer_and_a_sources_footer(index_dir, server, capsys):
+    code = main(["ask", "How many days do I have for refunds?", "--index", str(index_dir),
+                 "--base-url", server.base_url])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Refunds are accepted within 30 days of purchase [1]." in out
+    assert "Sources:" in out and "[1]" in out and "refunds.md" in out
+
+
+def test_ask_json_has_the_documented_keys_and_counts_every_http_request(index_dir, server, capsys):
+    code = main(["ask", "How many days do I have for refunds?", "--index", str(index_dir),
+                 "--base-url", server.base_url, "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert {"answer", "segments", "sources", "usage", "trace"} <= set(result)
+    assert {"text", "citation", "critique", "score"} <= set(result["segments"][0])
+    assert {"llm_calls", "prompt_tokens", "completion_tokens"} <= set(result["usage"])
+    assert result["usage"]["llm_calls"] == len(server.stats.authorizations)  # every request: probe, model list
+    assert len(result["trace"]["steps"]) >= 1 and result["sources"][0]["doc_id"] == "refunds.md"
+
+
+def test_question_from_stdin(index_dir, server, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("How many days for refunds?\n"))
+    assert main(["ask", "-", "--index", str(index_dir), "--base-url", server.base_url]) == 0
+    assert "[1]" in capsys.readouterr().out
+
+
+def test_jsonl_streams_events_ending_with_done(index_dir, server, capsys):
+    assert main(["ask", "refunds?", "--index", str(index_dir), "--base-url", server.base_url, "--jsonl"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "step" and kinds[-1] == "done" and "segment" in kinds
+
+
+def test_trace_goes_to_stderr_not_stdout(index_dir, server, capsys):
+    assert main(["ask", "refunds?", "--index", str(index_dir), "--base-url", server.base_url, "--trace"]) == 0
+    captured = capsys.readouterr()
+    assert "step 0 beam 0: retrieve=" in captured.err
+    assert "step 0" not in captured.out
+
+
+def test_openai_key_is_not_sent_to_a_local_server(index_dir, server, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-cli-123")
+    assert main(["ask", "refunds?", "--index", str(index_dir), "--base-url", server.base_url, "--json"]) == 0
+    assert server.stats.authorizations and all("sk-canary" not in a for a in server.stats.authorizations)
+    assert "sk-canary" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["ask", "   ", "--index", "{index}"], "question is empty"),
+        (["ask", "q?", "--index", "{missing}"], "selfrag index"),
+        (["search", "--index", "{index}"], "QUERY or --queries"),
+    ],
+)
+def test_bad_input_gets_one_line_and_exit_1(argv, message, index_dir, tmp_path, capsys):
+    argv = [a.format(index=index_dir, missing=tmp_path / "nope") for a in argv]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["ask", "q?", "--beam-width", "two", "--index", "x"])
+    assert caught.value.code == 2
+
+
+def test_out_of_range_knob_is_a_one_line_error(index_dir, capsys):
+    assert main(["ask", "q?", "--index", str(index_dir), "--beam-width", "0", "--base-url", "http://127.0.0.1:9/v1"]) == 1
+    assert "beam_width must be" in capsys.readouterr().err
+
+
+def test_unreachable_endpoint_fails_fast_with_one_line(index_dir, capsys):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the block ends: nothing listens there
+    started = time.monotonic()
+    code = main(["ask", "refunds?", "--index", str(index_dir), "--base-url", f"http://127.0.0.1:{port}/v1"])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot reach the endpoint" in err and "Traceback" not in err
+    assert time.monotonic() - started < 10
+
+
+def test_search_one_query_and_batch_mode(index_dir, tmp_path, capsys):
+    assert main(["search", "express shipping", "--index", str(index_dir), "-k", "2", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert hits[0]["doc_id"] in ("shipping.md", "members.md") and {"chunk_id", "score", "text"} <= set(hits[0])
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"_id": "a", "text": "refunds receipt"}\n{"_id": "b", "text": "express shipping"}\n')
+    assert main(["search", "--queries", str(queries), "--index", str(index_dir), "-k", "2"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["_id"] for line in lines] == ["a", "b"]
+    assert lines[0]["hits"][0]["doc_id"] == "refunds.md"
+
+
+def test_batch_queries_with_duplicate_ids_are_refused(index_dir, tmp_path, capsys):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n')
+    assert main(["search", "--queries", str(queries), "--index", str(index_dir)]) == 1
+    assert "duplicate _id" in capsys.readouterr().err
