@@ -45,8 +45,9 @@ def clean_env(monkeypatch, tmp_path):
 
 
 def test_ask_prints_a_cited_answer_and_a_sources_footer(index_dir, server, capsys):
-    code = main(["ask", "How many days do I have for refunds?", "--index", str(index_dir),
-                 "--base-url", server.base_url])
+    code = main(
+        ["ask", "How many days do I have for refunds?", "--index", str(index_dir), "--base-url", server.base_url]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "Refunds are accepted within 30 days of purchase [1]." in out
@@ -54,8 +55,17 @@ def test_ask_prints_a_cited_answer_and_a_sources_footer(index_dir, server, capsy
 
 
 def test_ask_json_has_the_documented_keys_and_counts_every_http_request(index_dir, server, capsys):
-    code = main(["ask", "How many days do I have for refunds?", "--index", str(index_dir),
-                 "--base-url", server.base_url, "--json"])
+    code = main(
+        [
+            "ask",
+            "How many days do I have for refunds?",
+            "--index",
+            str(index_dir),
+            "--base-url",
+            server.base_url,
+            "--json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     assert {"answer", "segments", "sources", "usage", "trace"} <= set(result)
@@ -114,7 +124,9 @@ def test_usage_errors_exit_2(capsys):
 
 
 def test_out_of_range_knob_is_a_one_line_error(index_dir, capsys):
-    assert main(["ask", "q?", "--index", str(index_dir), "--beam-width", "0", "--base-url", "http://127.0.0.1:9/v1"]) == 1
+    assert (
+        main(["ask", "q?", "--index", str(index_dir), "--beam-width", "0", "--base-url", "http://127.0.0.1:9/v1"]) == 1
+    )
     assert "beam_width must be" in capsys.readouterr().err
 
 

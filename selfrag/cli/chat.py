@@ -103,7 +103,9 @@ class Session:
             print("usage: /set KNOB VALUE (see /show for the knobs)", file=sys.stderr)
             return
         try:
-            typed = typed_values(Config, {knob: value.strip()}) if knob in Config.__dataclass_fields__ else {knob: value}
+            typed = (
+                typed_values(Config, {knob: value.strip()}) if knob in Config.__dataclass_fields__ else {knob: value}
+            )
             self.config = self.config.with_values(**typed)
         except ConfigError as error:
             print(f"error: {error}", file=sys.stderr)

@@ -1,0 +1,85 @@
+"""`selfrag chat` driven as a person would: in a pseudo-terminal, against a loopback endpoint."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pexpect
+import pytest
+
+from selfrag.cli import main
+from selfrag.fake_server import FakeOpenAIServer
+
+PROMPT = ">>>"  # prompt_toolkit draws the trailing space with a cursor move
+
+
+@pytest.fixture
+def index_dir(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "refunds.md").write_text("Refunds are accepted within 30 days of purchase. A receipt is required.")
+    (corpus / "members.md").write_text("Members get free express shipping and 60 days for refunds.")
+    out = tmp_path / "index"
+    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def spawn(index_dir, server, tmp_path, *extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SELFRAG_"))}
+    env.update(SELFRAG_HOME=str(tmp_path / "home"), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    argv = ["-m", "selfrag", "chat", "--index", str(index_dir), "--base-url", server.base_url, *extra]
+    child = pexpect.spawn(sys.executable, argv, env=env, encoding="utf-8", timeout=20, dimensions=(40, 160))
+    child.expect_exact(PROMPT)
+    return child
+
+
+def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
+    with FakeOpenAIServer() as server:
+        child = spawn(index_dir, server, tmp_path)
+        child.sendline("How many days for refunds?")
+        child.expect_exact("[1]")
+        child.expect_exact("Sources:")
+        child.expect_exact(PROMPT)
+        child.sendline("/set beam_width 2")
+        child.expect_exact("beam_width = 2")
+        child.sendline("/set beam_width 99")
+        child.expect_exact("beam_width must be")
+        child.sendline("/sources")
+        child.expect_exact("refunds.md")
+        child.sendline('"""')
+        child.sendline("And for")
+        child.sendline('members?"""')
+        child.expect_exact("Sources:")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        decides = [
+            b
+            for b in server.stats.bodies
+            if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "DecideReply"
+        ]
+        follow_up = decides[-1]["messages"][1]["content"]
+        assert "User: How many days for refunds?" in follow_up  # the follow-up saw the conversation
+        assert "And for\nmembers?" in follow_up  # the multi-line message arrived whole
+    history = (tmp_path / "home" / "chat_history").read_text()
+    assert "How many days for refunds?" in history  # persistent history
+
+
+def test_ctrl_c_cancels_the_answer_and_keeps_the_session(index_dir, tmp_path):
+    with FakeOpenAIServer(latency=1.5) as server:
+        child = spawn(index_dir, server, tmp_path, "--no-history")
+        child.sendline("How many days for refunds?")
+        child.expect_exact("How many days for refunds?")
+        time.sleep(0.5)  # the answer's first round is in flight
+        child.sendintr()
+        child.expect_exact("[answer cancelled]")
+        child.expect_exact(PROMPT)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+    assert not (tmp_path / "home" / "chat_history").exists()
