@@ -30,12 +30,16 @@ class EndpointConfig:
     timeout: float = 60.0  # seconds per HTTP request (the SDK retries timeouts)
     max_retries: int = 2  # the SDK's transport retries per request
     top_logprobs: int = 10  # alternatives per token when logprobs are available
+    breaker_threshold: int = 8  # consecutive failed calls that open the circuit breaker
+    breaker_cooldown: float = 30.0  # seconds the open breaker refuses calls before one trial
 
     def __post_init__(self) -> None:
         _check_range("max_concurrency", self.max_concurrency, 1, 1024)
         _check_range("timeout", self.timeout, 0.1, 3600)
         _check_range("max_retries", self.max_retries, 0, 10)
         _check_range("top_logprobs", self.top_logprobs, 1, 20)
+        _check_range("breaker_threshold", self.breaker_threshold, 1, 1000)
+        _check_range("breaker_cooldown", self.breaker_cooldown, 0.0, 3600)
         if self.base_url is not None and urlsplit(self.base_url).scheme not in ("http", "https"):
             raise ConfigError(f"base_url must start with http:// or https://, got {redact_url(self.base_url)!r}")
 

@@ -6,6 +6,7 @@
     ├── RetrievalError      the index is missing, corrupt, from another format, or the corpus is empty
     ├── LLMError            a call failed after the SDK's own transport retries (keeps status and request id)
     │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted
+    │   ├── ContextLengthError  the prompt is longer than the model's context (shrink the evidence)
     │   └── CritiqueError   structured output still invalid after the last re-ask (keeps raw text and reason)
     └── BudgetError         a per-answer budget (calls, tokens, deadline) ran out
 
@@ -43,6 +44,10 @@ class LLMError(SelfRagError):
 
 class FatalLLMError(LLMError):
     """The endpoint refused in a way retrying cannot fix (401, 403, 404, exhausted quota)."""
+
+
+class ContextLengthError(LLMError):
+    """The prompt did not fit the model's context: the server said so, or silently cut it."""
 
 
 class CritiqueError(LLMError):

@@ -10,7 +10,7 @@ import respx
 from httpmock import BASE, completion, openai_client, respx_transport
 
 from selfrag.config import EndpointConfig, ResolvedEndpoint, resolve_endpoint
-from selfrag.errors import FatalLLMError, LLMError
+from selfrag.errors import ContextLengthError, FatalLLMError, LLMError
 from selfrag.llm.base import ChatRequest, Message
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.llm.structured import ask
@@ -224,3 +224,78 @@ async def test_the_placeholder_not_the_openai_key_is_sent_to_a_local_server():
     await ask(chat, REQUEST, Meter())
     await chat.aclose()
     assert all("sk-real-secret" not in call.request.headers.get("authorization", "") for call in route.calls)
+
+
+async def test_sustained_failures_open_the_breaker_then_calls_fail_fast():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD))] + [
+        respx.MockResponse(503, json={"error": {"message": "down"}})
+    ] * 50
+    chat = model(router, settings=EndpointConfig(model="m", breaker_threshold=3, breaker_cooldown=60))
+    meter = Meter()
+    for _ in range(3):
+        with pytest.raises(LLMError, match="503"):
+            await chat.chat(REQUEST, meter)
+    sent = len(route.calls)
+    with pytest.raises(LLMError, match="failed 3 times in a row"):
+        await chat.chat(REQUEST, meter)
+    assert len(route.calls) == sent  # refused without a request
+
+
+async def test_breaker_lets_one_trial_through_after_the_cooldown_and_closes_on_success():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [
+        respx.MockResponse(200, json=completion(GOOD)),
+        respx.MockResponse(500, json={}),
+        respx.MockResponse(200, json=completion(GOOD)),
+        respx.MockResponse(200, json=completion(GOOD)),
+    ]
+    chat = model(router, settings=EndpointConfig(model="m", breaker_threshold=1, breaker_cooldown=0))
+    meter = Meter()
+    with pytest.raises(LLMError):
+        await chat.chat(REQUEST, meter)
+    assert chat.breaker.opened_at is not None
+    await chat.chat(REQUEST, meter)  # the trial call after the (zero) cooldown
+    assert chat.breaker.opened_at is None and chat.breaker.failures == 0
+
+
+async def test_a_fatal_error_keeps_the_breaker_open_for_later_calls():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD)), respx.MockResponse(401, json={})]
+    chat = model(router)
+    with pytest.raises(FatalLLMError):
+        await chat.chat(REQUEST, Meter())
+    with pytest.raises(FatalLLMError, match="not calling the endpoint again"):
+        await chat.chat(REQUEST, Meter())
+    assert len(route.calls) == 2
+
+
+async def test_silent_prompt_truncation_is_detected():
+    long_request = ChatRequest(
+        "retrieve_decide", (Message("system", "Decide."), Message("user", "word " * 5000)), DecideReply
+    )
+    router = respx.MockRouter(base_url=BASE)
+    usage = {"prompt_tokens": 2048, "completion_tokens": 5, "total_tokens": 2053}  # Ollama's silent cut
+    router.post("/chat/completions").respond(json=completion(GOOD, usage=usage))
+    with pytest.raises(ContextLengthError, match="silently"):
+        await model(router).chat(long_request, Meter())
+    honest = {"prompt_tokens": 5100, "completion_tokens": 5, "total_tokens": 5105}
+    router2 = respx.MockRouter(base_url=BASE)
+    router2.post("/chat/completions").respond(json=completion(GOOD, usage=honest))
+    assert (await model(router2).chat(long_request, Meter())).prompt_tokens == 5100
+
+
+async def test_context_length_error_from_the_server_is_typed():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [
+        respx.MockResponse(200, json=completion(GOOD)),
+        respx.MockResponse(
+            400, json={"error": {"message": "maximum context length is 4096", "code": "context_length_exceeded"}}
+        ),
+    ]
+    with pytest.raises(ContextLengthError):
+        await model(router).chat(REQUEST, Meter())

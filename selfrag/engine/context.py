@@ -81,14 +81,14 @@ class Run:
     def history(self) -> str:
         return self.conversation or NO_CONVERSATION
 
-    def document_values(self, beam_id: str, chunk: Chunk) -> dict[str, str]:
+    def document_values(self, beam_id: str, chunk: Chunk, max_chars: int | None = None) -> dict[str, str]:
         """The delimiter nonce, id and text of one chunk, ready for a prompt (the text cannot close the block)."""
         nonce = hmac.new(self.secret, f"{beam_id}|{chunk.key}".encode(), hashlib.sha256).hexdigest()[:16]
         body = f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
         return {
             "nonce": nonce,
             "doc_id": neutralise_document(chunk.key, nonce)[:200].replace('"', "'"),
-            "document": neutralise_document(body[: self.config.max_chunk_chars], nonce),
+            "document": neutralise_document(body[: max_chars or self.config.max_chunk_chars], nonce),
         }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..errors import FatalLLMError, LLMError
+from ..errors import ContextLengthError, FatalLLMError, LLMError
 from ..labels import CriticMode
 from ..replies import FusedReply, PlainReply, WriteReply
 from ..schema import Beam, Candidate, Chunk, Plan
@@ -58,13 +58,22 @@ async def _from_chunk(candidate: Candidate, run: Run) -> Candidate:
 
 
 async def _write_from_chunk(candidate: Candidate, run: Run) -> Candidate:
+    """Write (and, fused, judge) from the chunk; if the prompt is too long for the model, once more with the
+    chunk cut to half."""
+    try:
+        return await _write_with(candidate, run, None)
+    except ContextLengthError:
+        return await _write_with(candidate, run, run.config.max_chunk_chars // 2)
+
+
+async def _write_with(candidate: Candidate, run: Run, max_chars: int | None) -> Candidate:
     beam, chunk = candidate.parent, candidate.chunk
     assert chunk is not None
     values = dict(
         conversation=run.history(),
         question=run.question,
         draft=run.draft(beam.text),
-        **run.document_values(beam.id, chunk),
+        **run.document_values(beam.id, chunk, max_chars),
     )
     if run.config.critic is CriticMode.SEPARATE:
         parsed = await run.ask("generate_segment", logprobs=run.config.use_seqscore, **values)

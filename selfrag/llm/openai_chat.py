@@ -23,11 +23,15 @@ from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import BaseModel
 
 from ..config import ResolvedEndpoint, redact_url
-from ..errors import FatalLLMError, LLMError
+from ..errors import ContextLengthError, FatalLLMError, LLMError
 from ..schema import Meter
+from ..tokens import TokenCounter, make_counter
 from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
+from .breaker import Breaker
 
 RETRYABLE = (408, 409, 429)
+TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means the server cut the prompt
+TRUNCATION_MIN_TOKENS = 512  # shorter prompts are never cut in practice; skip the check
 PROBE_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
@@ -56,6 +60,9 @@ class OpenAIChatModel:
             self._given = client
         self._caps: Capabilities | None = None
         self._ssl: ssl.SSLContext | None = None
+        settings = endpoint.settings
+        self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
+        self._counter: TokenCounter | None = None
 
     @property
     def name(self) -> str:
@@ -183,19 +190,46 @@ class OpenAIChatModel:
         params = self._params(request, caps)
         client, semaphore, _ = self._loop_state()
         async with semaphore:
+            self.breaker.check()
             try:
                 raw = await client.post("/chat/completions", body=params, cast_to=httpx2.Response)
             except openai.APIError as error:
                 meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
-                raise _translate(error, self._endpoint.api_key) from None
+                raise self._failed(error) from None
+        self.breaker.success()
         meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
         try:
             data = raw.json()
         except ValueError:
             meter.failed_calls += 1
             raise LLMError("the endpoint answered 200 with a body that is not JSON (an error page?)") from None
-        return read_completion(data, meter)
+        response = read_completion(data, meter)
+        self._check_not_truncated(request, response)
+        return response
+
+    def _failed(self, error: openai.APIError) -> LLMError:
+        """Our error for an SDK error; the breaker learns from it (a fatal one opens it for good)."""
+        translated = _translate(error, self._endpoint.api_key)
+        if isinstance(translated, FatalLLMError):
+            self.breaker.trip(str(translated))
+        elif not isinstance(translated, ContextLengthError):
+            self.breaker.failure()
+        return translated
+
+    def _check_not_truncated(self, request: ChatRequest, response: ChatResponse) -> None:
+        """Some servers (Ollama's OpenAI route) cut an over-long prompt and answer 200. A prompt reported at
+        under half its client-side estimate (cl100k tokens) was cut: fail the call rather than trust it."""
+        if not response.prompt_tokens:
+            return
+        if self._counter is None:
+            self._counter = make_counter("cl100k_base")
+        estimate = sum(self._counter.count(m.content) for m in request.messages)
+        if estimate >= TRUNCATION_MIN_TOKENS and response.prompt_tokens < TRUNCATION_RATIO * estimate:
+            raise ContextLengthError(
+                f"the server read {response.prompt_tokens} prompt tokens of about {estimate}: it silently "
+                "truncated the prompt; raise its context size (e.g. Ollama's num_ctx)"
+            )
 
     def _params(self, request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
@@ -325,8 +359,8 @@ def _translate(error: openai.APIError, api_key: str) -> LLMError:
         return LLMError("the endpoint did not answer in time (timeout after retries)")
     if isinstance(error, openai.APIConnectionError):
         return LLMError("cannot reach the endpoint (connection failed after retries): is the server running?")
-    if isinstance(error, openai.BadRequestError) and code == "context_length_exceeded":
-        return LLMError(
+    if isinstance(error, openai.BadRequestError) and (code == "context_length_exceeded" or "context" in detail):
+        return ContextLengthError(
             f"the prompt is longer than the model's context: {detail}", status=status, request_id=request_id
         )
     return LLMError(f"the endpoint answered {status}: {detail}", status=status, request_id=request_id)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers import by_document, fused, plain
+from helpers import by_document, document_of, fused, plain
 
 from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
-from selfrag.errors import CritiqueError, InputError
+from selfrag.errors import ContextLengthError, CritiqueError, InputError
 from selfrag.testing import Scripted, ScriptedChatModel
 
 Q = "How many days do I have to ask for a refund?"
@@ -366,3 +366,17 @@ def test_sentences_repeated_in_one_answer_are_shown_once_and_numbering_stays_rig
     result = engine(script, ndocs=1).answer(Q)
     assert result.answer == "Same [1]. Two years of warranty [2]."
     assert [s.n for s in result.sources] == [1, 2]
+
+
+def test_a_prompt_too_long_for_the_model_is_retried_once_with_half_the_chunk(engine):
+    def reply(request):
+        if len(document_of(request)) > 400:
+            return ContextLengthError("maximum context length exceeded")
+        return fused("Refunds are accepted.", evidence="refunds are accepted")
+
+    long_chunk = Chunk("long.md", 0, "Refunds are accepted within 30 days. " + "Filler words here. " * 40)
+    rag = engine({"retrieve_decide": DECIDE_YES, "generate_fused": reply}, chunks=[long_chunk], max_chunk_chars=600)
+    result = rag.answer(Q)
+    assert result.answer == "Refunds are accepted [1]."
+    sizes = [len(document_of(call)) for call in rag.chat.calls_to("generate_fused")]
+    assert len(sizes) == 2 and sizes[1] < sizes[0]
