@@ -40,8 +40,8 @@ class EndpointConfig:
         _check_range("top_logprobs", self.top_logprobs, 1, 20)
         _check_range("breaker_threshold", self.breaker_threshold, 1, 1000)
         _check_range("breaker_cooldown", self.breaker_cooldown, 0.0, 3600)
-        if self.base_url is not None and urlsplit(self.base_url).scheme not in ("http", "https"):
-            raise ConfigError(f"base_url must start with http:// or https://, got {redact_url(self.base_url)!r}")
+        if self.base_url is not None:
+            check_base_url(self.base_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +106,19 @@ def _check_range(name: str, value: float, low: float, high: float) -> None:
         raise ConfigError(f"{name} must be a number from {low} to {high}, got {value!r}")
 
 
+def check_base_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"base_url must look like http(s)://host[:port]/v1, got {redact_url(url)!r}")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError("base_url holds credentials (user:password@): put the key in SELFRAG_API_KEY instead")
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 def redact_url(url: str) -> str:
     """The URL without user:password@ (safe to print or log)."""
     parts = urlsplit(url)
@@ -141,11 +154,18 @@ def resolve_endpoint(endpoint: EndpointConfig, environ: Mapping[str, str]) -> Re
     paired = False
     if base_url is None and environ.get("OPENAI_BASE_URL"):
         base_url, paired = environ["OPENAI_BASE_URL"], True
+        check_base_url(base_url)
     if endpoint.api_key:
         return ResolvedEndpoint(base_url, endpoint.api_key, "config", endpoint)
     if environ.get("SELFRAG_API_KEY"):
         return ResolvedEndpoint(base_url, environ["SELFRAG_API_KEY"], "SELFRAG_API_KEY", endpoint)
     openai_key = environ.get("OPENAI_API_KEY")
     if openai_key and (paired or is_openai(base_url) or endpoint.send_openai_key):
+        plain_http = base_url is not None and urlsplit(base_url).scheme == "http" and not is_loopback(base_url)
+        if plain_http and not paired:  # a pair set together in the environment is the user's own choice
+            raise ConfigError(
+                f"refusing to send OPENAI_API_KEY over plain http to {redact_url(base_url)}: use https, "
+                "or give that server its own key in SELFRAG_API_KEY"
+            )
         return ResolvedEndpoint(base_url, openai_key, "OPENAI_API_KEY", endpoint)
     return ResolvedEndpoint(base_url, PLACEHOLDER_KEY, "placeholder", endpoint)

@@ -3,7 +3,7 @@
 It answers `GET /v1/models` and `POST /v1/chat/completions` after a fixed latency, with replies that fit the
 requested JSON schema (`echo_responder`: sentences copied from the document in the prompt, so answers are
 grounded and citations checkable). It records every request's start and end time, the peak number in flight,
-and can misbehave on purpose (`fault`: "500", "hang", "reset", "html"). It runs in a background thread with
+and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bad bodies, rate limits). It runs in a background thread with
 its own event loop and binds only to 127.0.0.1.
 """
 
@@ -20,6 +20,37 @@ from typing import Any
 
 Responder = Callable[[dict[str, Any]], str]
 MAX_BODY = 8 * 1024 * 1024
+JSON = {"content-type": "application/json"}
+FAULT_REPLIES: dict[str, tuple[int, bytes, dict[str, str]]] = {
+    "500": (500, b'{"error": {"message": "server exploded"}}', JSON),
+    "503": (503, b'{"error": {"message": "overloaded"}}', JSON),
+    "429": (429, b'{"error": {"message": "slow down"}}', {**JSON, "retry-after-ms": "50"}),
+    "quota": (
+        429,
+        b'{"error": {"message": "quota", "code": "insufficient_quota", "type": "insufficient_quota"}}',
+        JSON,
+    ),
+    "auth": (401, b'{"error": {"message": "invalid api key"}}', JSON),
+    "html": (200, b"<html><body>502 Bad Gateway</body></html>", {"content-type": "text/html"}),
+    "truncated-json": (200, b'{"id": "x", "object": "chat.completion", "choi', JSON),
+    "no-choices": (200, b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}', JSON),
+    "error-object": (200, b'{"error": {"message": "model overloaded"}}', JSON),
+}
+FAULTS = (
+    "500",
+    "flaky",
+    "429",
+    "quota",
+    "auth",
+    "hang",
+    "reset",
+    "html",
+    "truncated-json",
+    "no-choices",
+    "error-object",
+    "malformed",
+    "cut-prompt",
+)
 
 
 @dataclass
@@ -147,6 +178,8 @@ class FakeOpenAIServer:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
+        except asyncio.CancelledError:  # the server is stopping: end quietly (a cancelled handler task is
+            pass  # reported as an error by asyncio's stream callback on Python 3.11)
         finally:
             writer.close()
 
@@ -167,22 +200,35 @@ class FakeOpenAIServer:
         started = time.monotonic()
         try:
             await asyncio.sleep(self.latency)
-            if self.fault == "hang":
-                await asyncio.sleep(3600)
-            if self.fault == "reset":
-                return False
-            if self.fault == "500":
-                await _write(writer, 500, b'{"error": {"message": "server exploded"}}')
-                return True
-            if self.fault == "html":
-                await _write(writer, 200, b"<html>Bad gateway</html>", "text/html")
-                return True
-            await _write(writer, 200, json.dumps(self._completion(payload)).encode())
-            return True
+            return await self._answer(payload, writer, stats.requests)
         finally:
             stats.in_flight -= 1
             fmt = payload.get("response_format") or {}
             stats.spans.append((started, time.monotonic(), (fmt.get("json_schema") or {}).get("name", "")))
+
+    async def _answer(self, payload: dict[str, Any], writer: asyncio.StreamWriter, number: int) -> bool:
+        """The reply to chat request `number` (1-based), misbehaving as `fault` says. False closes the socket."""
+        fault = None if self.fault == "none" else self.fault
+        if fault == "flaky":  # every other request fails with 503
+            fault = "503" if number % 2 == 0 else None
+        if fault == "429":  # every other request is rate limited, with a short Retry-After
+            fault = "429" if number % 2 == 0 else None
+        if fault == "hang":
+            await asyncio.sleep(3600)
+        if fault == "reset":
+            return False
+        canned = FAULT_REPLIES.get(fault or "")
+        if canned is not None:
+            status, body, headers = canned
+            await _write(writer, status, body, headers=headers)
+            return True
+        completion = self._completion(payload)
+        if fault == "malformed":
+            completion["choices"][0]["message"]["content"] = '{"sentence": "half a reply'
+        if fault == "cut-prompt":
+            completion["usage"]["prompt_tokens"] = 16
+        await _write(writer, 200, json.dumps(completion).encode())
+        return True
 
     def _completion(self, payload: dict[str, Any]) -> dict[str, Any]:
         content = self.responder(payload)
@@ -222,9 +268,17 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[st
     return method, path, headers, await reader.readexactly(length) if length else b""
 
 
-async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, kind: str = "application/json") -> None:
-    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "Error")
-    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n\r\n"
+async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    reason = {
+        200: "OK",
+        401: "Unauthorized",
+        404: "Not Found",
+        429: "Too Many Requests",
+        500: "Internal Server Error",
+        503: "Service Unavailable",
+    }.get(status, "Error")
+    fields = {"content-type": "application/json", **(headers or {}), "content-length": str(len(body))}
+    head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
     writer.write(head.encode() + body)
     await writer.drain()
 
@@ -238,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m selfrag.fake_server", description=main.__doc__)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--final-after", type=int, default=2)
-    parser.add_argument("--fault", choices=["500", "hang", "reset", "html"])
+    parser.add_argument("--fault", choices=FAULTS)
     args = parser.parse_args(argv)
     server = FakeOpenAIServer(
         latency=args.latency, fault=args.fault, responder=partial(echo_responder, final_after=args.final_after)

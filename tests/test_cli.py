@@ -158,3 +158,14 @@ def test_batch_queries_with_duplicate_ids_are_refused(index_dir, tmp_path, capsy
     queries.write_text('{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n')
     assert main(["search", "--queries", str(queries), "--index", str(index_dir)]) == 1
     assert "duplicate _id" in capsys.readouterr().err
+
+
+def test_trace_html_is_written_next_to_the_answer(index_dir, server, tmp_path, capsys):
+    page = tmp_path / "trace.html"
+    assert (
+        main(["ask", "refunds?", "--index", str(index_dir), "--base-url", server.base_url, "--trace-html", str(page)])
+        == 0
+    )
+    html = page.read_text()
+    assert "<html" in html and "Refunds are accepted within 30 days" in html
+    assert "wrote the search tree" in capsys.readouterr().err

@@ -210,7 +210,7 @@ def test_openai_key_goes_only_where_it_belongs():
     assert resolve_endpoint(EndpointConfig(base_url="https://api.openai.com/v1"), env).api_key == "sk-real"
     paired = resolve_endpoint(EndpointConfig(), {**env, "OPENAI_BASE_URL": "http://vllm:8000/v1"})
     assert paired.api_key == "sk-real" and paired.base_url == "http://vllm:8000/v1"  # the SDK's own pair
-    asked = resolve_endpoint(EndpointConfig(base_url="http://other/v1", send_openai_key=True), env)
+    asked = resolve_endpoint(EndpointConfig(base_url="https://other.example/v1", send_openai_key=True), env)
     assert asked.api_key == "sk-real"
     own = resolve_endpoint(EndpointConfig(base_url="http://other/v1"), {**env, "SELFRAG_API_KEY": "sk-own"})
     assert own.api_key == "sk-own"
@@ -299,3 +299,21 @@ async def test_context_length_error_from_the_server_is_typed():
     ]
     with pytest.raises(ContextLengthError):
         await model(router).chat(REQUEST, Meter())
+
+
+def test_keys_are_refused_where_they_would_leak():
+    from selfrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="plain http"):
+        resolve_endpoint(
+            EndpointConfig(base_url="http://10.0.0.5:8000/v1", send_openai_key=True), {"OPENAI_API_KEY": "sk-real"}
+        )
+    with pytest.raises(ConfigError, match="credentials"):
+        EndpointConfig(base_url="https://user:sk-secret@host.example/v1")
+    with pytest.raises(ConfigError, match="credentials") as caught:
+        resolve_endpoint(EndpointConfig(), {"OPENAI_BASE_URL": "https://u:sk-secret@h.example/v1"})
+    assert "sk-secret" not in str(caught.value)
+    loopback = resolve_endpoint(
+        EndpointConfig(base_url="http://127.0.0.1:8000/v1", send_openai_key=True), {"OPENAI_API_KEY": "sk-real"}
+    )
+    assert loopback.api_key == "sk-real"  # loopback over http is fine when asked

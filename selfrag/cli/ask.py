@@ -19,6 +19,7 @@ def register(commands: Any) -> None:
     out.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     out.add_argument("--jsonl", action="store_true", help="stream events as JSON lines")
     out.add_argument("--trace", action="store_true", help="print each step of the search on stderr")
+    out.add_argument("--trace-html", metavar="FILE", help="write the search tree as a self-contained HTML page")
     add_engine_options(ask)
     ask.set_defaults(run=run)
 
@@ -31,6 +32,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(engine_flags(args), config_file=args.config)
     rag = SelfRAG.from_index(args.index, config)
     result = asyncio.run(_ask(rag, question, args))
+    if args.trace_html:
+        from ..trace_html import write_trace_html
+
+        written = write_trace_html(result, args.trace_html)
+        print(f"selfrag: wrote the search tree to {written}", file=sys.stderr)
     if result.stop_reason in ("budget", "deadline", "llm_failure"):
         print(
             f"selfrag: note: the answer stopped early ({result.stop_reason}); it holds what was settled",

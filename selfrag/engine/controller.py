@@ -61,8 +61,8 @@ async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]
             stop = "final" if all(b.final for b in frontier) else "max_depth"
             break
     best = beam.best(frontier)
-    if not best.segments and stop == "llm_failure":
-        raise LLMError("every call to the endpoint failed; nothing could be written (see the trace with --debug)")
+    if not best.segments:
+        _nothing_written(stop, run)
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
@@ -84,6 +84,15 @@ async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
     weights = beam.Weights(run.config.w_rel, run.config.w_sup, run.config.w_use, run.config.use_seqscore)
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
+
+
+def _nothing_written(stop: str, run: Run) -> None:
+    """An answer that ends before its first sentence is an error, not an empty answer."""
+    if stop == "deadline":
+        raise BudgetError(f"the deadline of {run.config.deadline:g}s passed before a sentence was written")
+    if stop == "budget":
+        raise BudgetError("the answer's budget ran out before a sentence was written")
+    raise LLMError("every call to the endpoint failed; nothing could be written")
 
 
 def _fields(step: StepOutcome) -> tuple:

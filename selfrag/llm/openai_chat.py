@@ -30,6 +30,7 @@ from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
 from .breaker import Breaker
 
 RETRYABLE = (408, 409, 429)
+PROBE_RETRIES = 1
 TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means the server cut the prompt
 TRUNCATION_MIN_TOKENS = 512  # shorter prompts are never cut in practice; skip the check
 PROBE_SCHEMA = {
@@ -62,7 +63,6 @@ class OpenAIChatModel:
         self._ssl: ssl.SSLContext | None = None
         settings = endpoint.settings
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
-        self._counter: TokenCounter | None = None
 
     @property
     def name(self) -> str:
@@ -165,18 +165,31 @@ class OpenAIChatModel:
         return ids[0]
 
     async def _try(self, meter: Meter, **params: Any) -> Any | None:
-        """One probe request without retries: the reply, or None when the server rejects the feature."""
+        """One probe request: the reply, or None when the server rejects the feature. One SDK retry, so a
+        passing 5xx is not mistaken for a missing feature (llama.cpp answers an unknown format with 500)."""
         client, semaphore, _ = self._loop_state()
         async with semaphore:
-            meter.llm_calls += 1
             try:
-                reply = await client.with_options(max_retries=0).chat.completions.create(**params)
+                raw = await client.with_options(max_retries=PROBE_RETRIES).chat.completions.with_raw_response.create(
+                    **params
+                )
+                meter.llm_calls += 1 + raw.retries_taken
+                reply = raw.parse()
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                raise _translate(error, self._endpoint.api_key) from None
-            except (openai.APIStatusError, openai.APIResponseValidationError):
+                meter.llm_calls += 1
+                raise self._failed(error) from None
+            except openai.RateLimitError as error:  # a rate limit says nothing about features
+                meter.llm_calls += 1 + PROBE_RETRIES
+                raise self._failed(error) from None
+            except (openai.APIStatusError, openai.APIResponseValidationError) as error:
+                meter.llm_calls += _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
                 return None
             except openai.APIConnectionError as error:
-                raise _translate(error, self._endpoint.api_key) from None
+                meter.llm_calls += 1 + PROBE_RETRIES
+                raise self._failed(error) from None
+            except (ValueError, TypeError):  # a 200 that is not a completion (an HTML page, a cut body)
+                meter.llm_calls += 1
+                return None
         if not getattr(reply, "choices", None):
             return None
         _add_usage(meter, reply.usage, "")
@@ -222,9 +235,8 @@ class OpenAIChatModel:
         under half its client-side estimate (cl100k tokens) was cut: fail the call rather than trust it."""
         if not response.prompt_tokens:
             return
-        if self._counter is None:
-            self._counter = make_counter("cl100k_base")
-        estimate = sum(self._counter.count(m.content) for m in request.messages)
+        counter = _estimator()
+        estimate = sum(counter.count(m.content) for m in request.messages)
         if estimate >= TRUNCATION_MIN_TOKENS and response.prompt_tokens < TRUNCATION_RATIO * estimate:
             raise ContextLengthError(
                 f"the server read {response.prompt_tokens} prompt tokens of about {estimate}: it silently "
@@ -256,6 +268,12 @@ class OpenAIChatModel:
             params["logprobs"] = True
             params["top_logprobs"] = self._endpoint.settings.top_logprobs
         return params
+
+
+@functools.cache
+def _estimator() -> TokenCounter:
+    """The cl100k counter behind the truncation check: read-only, loaded once per process (about 0.2 s)."""
+    return make_counter("cl100k_base")
 
 
 @functools.cache
