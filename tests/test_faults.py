@@ -1,0 +1,127 @@
+"""The endpoint misbehaves: each fault mode of the loopback server gets a defined, bounded outcome through
+the real command line, the real AsyncOpenAI client and real HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from selfrag.cli import main
+from selfrag.fake_server import FakeOpenAIServer
+
+
+@pytest.fixture
+def index_dir(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "refunds.md").write_text("Refunds are accepted within 30 days of purchase. A receipt is required.")
+    (corpus / "members.md").write_text("Members get free express shipping and 60 days for refunds.")
+    out = tmp_path / "index"
+    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFRAG_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SELFRAG_MAX_RETRIES", "1")
+
+
+def ask(index_dir, server, *extra):
+    started = time.monotonic()
+    code = main(
+        [
+            "ask",
+            "How many days for refunds?",
+            "--index",
+            str(index_dir),
+            "--base-url",
+            server.base_url,
+            "--timeout",
+            "0.5",
+            "--deadline",
+            "10",
+            *extra,
+        ]
+    )
+    return code, time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("fault", "message", "max_requests"),
+    [
+        ("auth", "rejected the API key (401)", 2),  # fatal at once: no retry
+        ("quota", "quota is exhausted", 3),  # no retry storm
+        ("hang", "did not answer in time", 4),  # per-request timeout, bounded attempts
+        ("reset", "cannot reach the endpoint", 4),
+        ("html", "every call to the endpoint failed", 30),  # bad shape: candidates dropped, then a clear error
+        ("no-choices", "every call to the endpoint failed", 30),
+        ("error-object", "every call to the endpoint failed", 30),
+        ("truncated-json", "every call to the endpoint failed", 30),
+        ("malformed", "every call to the endpoint failed", 30),  # re-asked once, then dropped
+        ("500", "every call to the endpoint failed", 40),
+    ],
+)
+def test_failing_endpoint_ends_with_one_line_and_exit_1(fault, message, max_requests, index_dir, capsys):
+    with FakeOpenAIServer(fault=fault) as server:
+        code, elapsed = ask(index_dir, server)
+        requests = len(server.stats.authorizations)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert requests <= max_requests
+    assert elapsed < 10
+
+
+@pytest.mark.parametrize("fault", ["flaky", "429"])
+def test_transient_failures_are_retried_by_the_sdk_and_the_answer_completes(fault, index_dir, capsys):
+    with FakeOpenAIServer(fault=fault) as server:
+        code, _ = ask(index_dir, server)
+    assert code == 0
+    assert "[1]" in capsys.readouterr().out
+
+
+def test_malformed_replies_are_reasked_exactly_once(index_dir, capsys):
+    with FakeOpenAIServer(fault="malformed") as server:
+        ask(index_dir, server)
+        fused = [b for b in server.stats.bodies if "FusedReply" in str(b.get("response_format"))]
+    reasks = [b for b in fused if b["messages"][-1]["content"].startswith("That reply was not valid")]
+    first_tries = len(fused) - len(reasks)
+    assert reasks and len(reasks) == first_tries  # one re-ask per candidate, never more
+
+
+def test_ctrl_c_exits_130_without_a_traceback(index_dir, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SELFRAG_"))}
+    with FakeOpenAIServer(fault="hang") as server:
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "selfrag",
+                "ask",
+                "refunds?",
+                "--index",
+                str(index_dir),
+                "--base-url",
+                server.base_url,
+                "--timeout",
+                "30",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        deadline = time.monotonic() + 15
+        while not server.stats.authorizations and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=15)
+    assert child.returncode == 130
+    assert "interrupted" in err and "Traceback" not in err
