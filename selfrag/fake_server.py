@@ -3,9 +3,8 @@
 It answers `GET /v1/models` and `POST /v1/chat/completions` after a fixed latency, with replies that fit the
 requested JSON schema (`echo_responder`: sentences copied from the document in the prompt, so answers are
 grounded and citations checkable). It records every request's start and end time, the peak number in flight,
-and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bad bodies,
-rate limits). It runs in a background thread with
-its own event loop and binds only to 127.0.0.1.
+and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bad bodies, rate limits).
+It runs in a background thread with its own event loop and binds only to 127.0.0.1.
 """
 
 from __future__ import annotations
