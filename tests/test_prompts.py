@@ -63,7 +63,7 @@ def test_a_prompt_named_unlike_its_file_is_refused(tmp_path):
         load_prompt(bad)
 
 
-def test_prompts_ship_inside_the_wheel(tmp_path):
+def test_prompts_ship_inside_the_wheel_and_load_from_an_installed_copy(tmp_path):
     subprocess.run(
         [
             sys.executable,
@@ -84,3 +84,19 @@ def test_prompts_ship_inside_the_wheel(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {Path(n).name for n in names if n.startswith("selfrag/prompts/")}
     assert shipped == {p.name for p in (ROOT / "prompts").glob("*.toml")}
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    code = "from selfrag.prompts import PromptBook, prompts_dir; print(prompts_dir()); print(len(PromptBook().names()))"
+    found = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target)},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert Path(found[0]).is_relative_to(target) and int(found[1]) == len(shipped)
