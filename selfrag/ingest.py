@@ -1,0 +1,216 @@
+"""Incremental ingestion: folders and files to chunks, reusing the chunks of files that did not change.
+
+The file catalog (`catalog.jsonl`, stored inside each index generation) holds, per source file, its key
+(path relative to its root, prefixed with the root's folder name when several paths are indexed), size,
+mtime, sha256, encoding and the chunk texts of its documents before duplicate collapse. On the next run:
+
+- same size and mtime as recorded, and the mtime older than the previous scan by `RACY_NS` → reused unread;
+- otherwise the file is read and hashed: same hash → reused (only size/mtime updated); new → chunked;
+- a recorded file that is gone (or now skipped) leaves the index.
+
+The racy rule (git's "racily clean" entries) catches a file rewritten in the same second it was indexed with
+the same size. The catalog is only reused with the same chunking settings. Duplicate collapse runs over the
+whole corpus every time, so deleting the newest copy of a passage brings back an older one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .chunking import ChunkingSettings, collapse_duplicates, split_text
+from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
+from .errors import InputError
+from .schema import Chunk
+from .tokens import TokenOffsets, make_counter
+
+CATALOG = "catalog.jsonl"
+CATALOG_VERSION = 1
+RACY_NS = 2_000_000_000
+
+
+ProgressFn = Callable[[int, int, str], None]  # progress(done, total, label): label is a file key or a stage
+
+
+@dataclass(frozen=True, slots=True)
+class DocRecord:
+    doc_id: str
+    title: str
+    source: str
+    date: str | None
+    chunks: tuple[str, ...]  # chunk texts in order; chunk id = position
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    key: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    encoding: str
+    documents: tuple[DocRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    scanned_ns: int  # wall-clock time the scan that produced it started
+    files: Mapping[str, FileRecord]
+
+    def to_bytes(self) -> bytes:
+        lines = [json.dumps({"catalog": CATALOG_VERSION, "scanned_ns": self.scanned_ns})]
+        lines += [json.dumps(asdict(record), ensure_ascii=False) for record in self.files.values()]
+        return ("\n".join(lines) + "\n").encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Catalog:
+        """Parse a catalog; ValueError if it is malformed (the caller then rebuilds from scratch)."""
+        try:
+            header, *rows = data.decode("utf-8").splitlines()
+            head = json.loads(header)
+            if head.get("catalog") != CATALOG_VERSION:
+                raise ValueError("unknown catalog version")
+            records = [_file_record(json.loads(row)) for row in rows]
+            return cls(int(head["scanned_ns"]), {r.key: r for r in records})
+        except (UnicodeDecodeError, KeyError, TypeError, AttributeError, RecursionError) as error:
+            raise ValueError(f"malformed catalog: {error}") from error
+
+
+def _file_record(row: dict[str, Any]) -> FileRecord:
+    documents = tuple(DocRecord(**{**d, "chunks": tuple(d["chunks"])}) for d in row.pop("documents"))
+    record = FileRecord(**row, documents=documents)
+    if not all(isinstance(c, str) for d in documents for c in d.chunks):
+        raise TypeError("chunk texts must be strings")
+    return record
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    seen: int = 0
+    read: int = 0
+    reused: int = 0
+    added: int = 0
+    changed: int = 0
+    deleted: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Collected:
+    catalog: Catalog
+    chunks: tuple[Chunk, ...]
+    duplicates: int
+    tally: Tally
+    skipped: tuple[Skipped, ...]
+
+
+def collect(
+    paths: Sequence[str | Path],
+    previous: Catalog | None,
+    *,
+    chunking: ChunkingSettings,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    hidden: bool = False,
+    limits: ReadLimits | None = None,
+    counter: TokenOffsets | None = None,
+    progress: ProgressFn | None = None,
+    avoid: Sequence[Path] = (),
+) -> Collected:
+    """Scan `paths`, reuse or (re)chunk each file, and return the new catalog and the corpus's chunks."""
+    scanned_ns = time.time_ns()
+    limits = limits or ReadLimits()
+    entries, skipped = _scan_all(paths, include, exclude, hidden, limits, avoid)
+    run = _Pass(previous, chunking, limits, counter)
+    records: dict[str, FileRecord] = {}
+    for done, (key, prefix, entry) in enumerate(entries, start=1):
+        record = run.record(key, prefix, entry)
+        if record is not None:
+            records[key] = record
+        if progress is not None:
+            progress(done, len(entries), key)
+    old = previous.files if previous else {}
+    tally = Tally(len(entries), deleted=len(set(old) - set(records)), **run.counts)
+    chunks = _chunks(records.values())
+    kept = collapse_duplicates(chunks) if chunking.dedupe else chunks
+    catalog = Catalog(scanned_ns, records)
+    return Collected(catalog, tuple(kept), len(chunks) - len(kept), tally, (*skipped, *run.skipped))
+
+
+def _scan_all(
+    paths: Sequence[str | Path],
+    include: Sequence[str],
+    exclude: Sequence[str],
+    hidden: bool,
+    limits: ReadLimits,
+    avoid: Sequence[Path],
+) -> tuple[list[tuple[str, str, FileEntry]], list[Skipped]]:
+    if not paths:
+        raise InputError("no path given; pass at least one folder or file to index")
+    prefixes = [""] if len(paths) == 1 else [Path(os.path.realpath(p)).name + "/" for p in paths]
+    if len(set(prefixes)) != len(prefixes):
+        raise InputError("two of the paths have the same folder name; index them into separate --out folders")
+    entries, skipped = [], []
+    for prefix, path in zip(prefixes, paths, strict=True):
+        found, missed = scan(path, include=include, exclude=exclude, hidden=hidden, limits=limits, avoid=avoid)
+        entries += [(prefix + e.rel, prefix, e) for e in found]
+        skipped += [Skipped(prefix + s.path, s.reason) for s in missed]
+    return entries, skipped
+
+
+class _Pass:
+    """One indexing pass: per file, reuse the old record, re-read it, or chunk it; counts what it did."""
+
+    def __init__(
+        self, previous: Catalog | None, chunking: ChunkingSettings, limits: ReadLimits, counter: TokenOffsets | None
+    ) -> None:
+        self.previous, self.chunking, self.limits, self._counter = previous, chunking, limits, counter
+        self.counts = {"read": 0, "reused": 0, "added": 0, "changed": 0}
+        self.skipped: list[Skipped] = []
+
+    def record(self, key: str, prefix: str, entry: FileEntry) -> FileRecord | None:
+        """The old record if provably unchanged, else a fresh read (None if the file is skipped now)."""
+        old = self.previous.files.get(key) if self.previous else None
+        if old is not None and self.previous is not None and _unchanged(old, entry, self.previous.scanned_ns):
+            self.counts["reused"] += 1
+            return old
+        read = read_entry(entry, self.limits, id_prefix=prefix)
+        self.counts["read"] += 1
+        if isinstance(read, Skipped):
+            self.skipped.append(Skipped(key, read.reason))
+            return None
+        if old is not None and old.sha256 == read.sha256:
+            self.counts["reused"] += 1
+            return replace(old, size=read.size, mtime_ns=read.mtime_ns)
+        self.counts["changed" if old is not None else "added"] += 1
+        return self._chunked(key, read)
+
+    def _chunked(self, key: str, read: FileRead) -> FileRecord:
+        if self._counter is None:  # built only when some file needs chunking (tiktoken loads in ~0.2 s)
+            self._counter = make_counter(self.chunking.tokenizer)
+        documents = tuple(
+            DocRecord(d.doc_id, d.title, d.source, d.date, tuple(split_text(d.text, self.chunking, self._counter)))
+            for d in read.documents
+        )
+        return FileRecord(key, read.size, read.mtime_ns, read.sha256, read.encoding, documents)
+
+
+def _unchanged(old: FileRecord, entry: FileEntry, scanned_ns: int) -> bool:
+    return old.size == entry.size and old.mtime_ns == entry.mtime_ns and entry.mtime_ns < scanned_ns - RACY_NS
+
+
+def _chunks(records: Iterable[FileRecord]) -> list[Chunk]:
+    """Every chunk of every record; InputError when two files yield the same document id."""
+    owner: dict[str, str] = {}
+    chunks = []
+    for record in records:
+        for d in record.documents:
+            if owner.setdefault(d.doc_id, record.key) != record.key:
+                raise InputError(
+                    f"document id {d.doc_id!r} appears in both {owner[d.doc_id]} and {record.key}; ids must be unique"
+                )
+            chunks += [Chunk(d.doc_id, n, text, d.title, d.source, d.date) for n, text in enumerate(d.chunks)]
+    return chunks

@@ -1,0 +1,282 @@
+"""Retrieval strategies on top of an `Index`: fusion, reranking, freshness, windows and context order.
+
+`Retriever.find_many` runs, per query batch:
+
+    sources (ranked lists)  →  fuse (RRF or weighted)  →  rerank (lexical overlap)  →  freshness  →  top k  →  window
+
+- Sources are anything with `find_many(queries, k) -> list[list[Hit]]` (`RankedSource`). Built in: the
+  stemmed BM25 view and, with `fusion`, the unstemmed one (`IndexSettings(unstemmed_view=True)`). More lists
+  (query variants, HyDE, dense retrieval) can be plugged in later through `Retriever(sources=...)`.
+- `rrf`: reciprocal rank fusion, score = sum of w / (k + rank), k = 60 (Cormack et al. 2009).
+- `weighted_fusion`: each list's scores min-max normalised to [0, 1], then a weighted sum.
+- `rerank_overlap`: mixes the normalised score with the IDF-weighted share of query terms (and adjacent
+  query-term pairs) found in the chunk; no model involved.
+- `freshness_bonus`: adds `weight × top score × 0.5^(age / half-life)` where age counts from the newest dated
+  hit (not from today, so results do not drift with the clock); undated hits get nothing. Meant to break
+  near-ties in favour of newer documents, not to outrank clearly better evidence.
+- `widen` ("window" strategy): each hit grows by its neighbour chunks in the same document; windows of one
+  document that overlap or touch are merged into one hit (the best score, the first chunk's id).
+- `order_for_context`: best evidence first and second-best last, weakest in the middle ("lost in the middle").
+
+Every function is deterministic: ties break on rank of first appearance, then chunk key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Protocol
+
+import numpy as np
+
+from .errors import ConfigError, InputError
+from .index import Index
+from .schema import Chunk, Hit
+
+STRATEGIES = ("top", "window")
+FUSIONS = ("none", "rrf", "weighted")
+_SENTINEL = "\uffff"
+
+
+class RankedSource(Protocol):
+    """Anything that returns one ranked list of hits per query."""
+
+    def find_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexView:
+    """One BM25 view of an index ("stemmed" or "plain") as a ranked source."""
+
+    index: Index
+    view: str = "stemmed"
+
+    def find_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return self.index.find_many(queries, k, view=self.view)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """How a Retriever turns ranked lists into the final hits (all optional steps are off by default)."""
+
+    strategy: str = "top"  # top | window
+    window: int = 1  # neighbour chunks on each side (window strategy)
+    fusion: str = "none"  # none | rrf | weighted: fuse the stemmed and unstemmed views (and extra sources)
+    rrf_k: int = 60
+    depth: int = 100  # candidates fetched per list before fusion and reranking
+    rerank: bool = False
+    rerank_weight: float = 0.3  # share of the lexical-overlap score in the reranked score
+    freshness: float = 0.0  # 0 is off; 0.05 lets recency move a hit by up to 5 % of the top score
+    half_life_days: float = 365.0
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"retrieval strategy {self.strategy!r} is unknown; use one of {', '.join(STRATEGIES)}")
+        if self.fusion not in FUSIONS:
+            raise ConfigError(f"fusion {self.fusion!r} is unknown; use one of {', '.join(FUSIONS)}")
+        if self.window < 0 or self.rrf_k < 1 or self.depth < 1 or self.half_life_days <= 0:
+            raise ConfigError("window must be >= 0, rrf_k and depth >= 1, half_life_days > 0")
+        if not (0 <= self.rerank_weight <= 1 and 0 <= self.freshness <= 1):
+            raise ConfigError("rerank_weight and freshness must lie between 0 and 1")
+
+
+class Retriever:
+    """An index plus a strategy; usable wherever the engine expects `find_relevant_chunks`."""
+
+    def __init__(
+        self,
+        index: Index,
+        settings: RetrievalSettings = RetrievalSettings(),
+        *,
+        sources: Sequence[tuple[RankedSource, float]] | None = None,
+    ) -> None:
+        self.index, self.settings = index, settings
+        if sources is None:
+            sources = [(IndexView(index, "stemmed"), 1.0)]
+            if settings.fusion != "none":
+                if "plain" not in index.views:
+                    raise ConfigError(
+                        f"fusion {settings.fusion!r} needs the unstemmed view; "
+                        "rebuild the index with IndexSettings(unstemmed_view=True)"
+                    )
+                sources.append((IndexView(index, "plain"), 1.0))
+        self.sources = tuple(sources)
+
+    def find_relevant_chunks(self, question: str, k: int) -> list[Hit]:
+        return self.find_many([question], k)[0]
+
+    def find_many(self, questions: Sequence[str], k: int) -> list[list[Hit]]:
+        s = self.settings
+        depth = max(k, s.depth) if (len(self.sources) > 1 or s.rerank or s.freshness) else k
+        lists = [source.find_many(questions, depth) for source, _ in self.sources]
+        weights = [weight for _, weight in self.sources]
+        results = []
+        for i, question in enumerate(questions):
+            hits = self._fuse([found[i] for found in lists], weights)
+            if s.rerank:
+                hits = rerank_overlap(question, hits, self.index, weight=s.rerank_weight)
+            if s.freshness:
+                hits = freshness_bonus(hits, weight=s.freshness, half_life_days=s.half_life_days)
+            hits = hits[:k]
+            results.append(widen(self.index, hits, radius=s.window) if s.strategy == "window" else hits)
+        return results
+
+    def _fuse(self, lists: list[list[Hit]], weights: list[float]) -> list[Hit]:
+        if len(lists) == 1:
+            return lists[0]
+        if self.settings.fusion == "weighted":
+            return weighted_fusion(lists, weights)
+        return rrf(lists, k=self.settings.rrf_k, weights=weights)
+
+
+def rrf(lists: Sequence[Sequence[Hit]], *, k: int = 60, weights: Sequence[float] | None = None) -> list[Hit]:
+    """Reciprocal rank fusion: each chunk scores sum(w_i / (k + rank_i)), ranks from 1."""
+    weights = weights or [1.0] * len(lists)
+    return _combine(
+        lists, [[w / (k + rank) for rank in range(1, len(hits) + 1)] for hits, w in zip(lists, weights, strict=True)]
+    )
+
+
+def weighted_fusion(lists: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None) -> list[Hit]:
+    """Weighted sum of each list's min-max normalised scores (a chunk missing from a list gets 0 there)."""
+    weights = weights or [1.0] * len(lists)
+    return _combine(lists, [[w * x for x in _normalised(hits)] for hits, w in zip(lists, weights, strict=True)])
+
+
+def _combine(lists: Sequence[Sequence[Hit]], contributions: Sequence[Sequence[float]]) -> list[Hit]:
+    total: dict[str, float] = {}
+    first: dict[str, tuple[int, int, Chunk]] = {}
+    for list_no, (hits, gains) in enumerate(zip(lists, contributions, strict=True)):
+        for rank, (hit, gain) in enumerate(zip(hits, gains, strict=True)):
+            key = hit.chunk.key
+            total[key] = total.get(key, 0.0) + gain
+            if key not in first or (rank, list_no) < first[key][:2]:
+                first[key] = (rank, list_no, hit.chunk)
+    order = sorted(total, key=lambda key: (-total[key], first[key][0], first[key][1], key))
+    return [Hit(first[key][2], total[key]) for key in order]
+
+
+def _normalised(hits: Sequence[Hit]) -> list[float]:
+    if not hits:
+        return []
+    high, low = max(h.score for h in hits), min(h.score for h in hits)
+    return [1.0 if high == low else (h.score - low) / (high - low) for h in hits]
+
+
+def rerank_overlap(question: str, hits: Sequence[Hit], index: Index, *, weight: float = 0.3) -> list[Hit]:
+    """Re-score hits by (1 - weight) × normalised score + weight × lexical overlap with the question.
+
+    Overlap = 0.8 × IDF-weighted share of the query's index terms present in the chunk (read from the
+    postings, so no text is re-analysed) + 0.2 × share of adjacent query-word pairs found verbatim
+    (lower-cased) in the chunk's title or text. Hits not from `index` keep overlap 0.
+    """
+    terms = list(dict.fromkeys(index.analyze(question)))
+    if not hits or not terms:
+        return list(hits)
+    idf = np.asarray(index.idf(terms))
+    known = [h for h in hits if _indexed(index, h.chunk)]
+    present = dict(zip((h.chunk.key for h in known), index.contains(terms, [h.chunk for h in known]), strict=True))
+    words = question.lower().split()
+    pairs = [f"{a} {b}" for a, b in pairwise(words)]
+    scored = []
+    for position, (hit, base) in enumerate(zip(hits, _normalised(hits), strict=True)):
+        row = present.get(hit.chunk.key)
+        cover = float(idf[row].sum() / idf.sum()) if row is not None else 0.0
+        text = f"{hit.chunk.title} {hit.chunk.text}".lower()
+        adjacent = sum(pair in text for pair in pairs) / len(pairs) if pairs else cover
+        scored.append((-((1 - weight) * base + weight * (0.8 * cover + 0.2 * adjacent)), position, hit))
+    return [Hit(hit.chunk, -score) for score, _, hit in sorted(scored, key=lambda t: t[:2])]
+
+
+def _indexed(index: Index, chunk: Chunk) -> bool:
+    try:
+        return index.get_chunk(chunk.doc_id, chunk.chunk_id) == chunk
+    except InputError:
+        return False
+
+
+def freshness_bonus(hits: Sequence[Hit], *, weight: float = 0.05, half_life_days: float = 365.0) -> list[Hit]:
+    """Hits re-sorted after a small recency bonus (see the module docstring)."""
+    days = [_day_number(h.chunk.date) for h in hits]
+    known = [d for d in days if d is not None]
+    if not known:
+        return list(hits)
+    newest, top = max(known), max(h.score for h in hits)
+    rescored = [
+        (h.score + (weight * top * 0.5 ** ((newest - d) / half_life_days) if d is not None else 0.0), position, h)
+        for position, (h, d) in enumerate(zip(hits, days, strict=True))
+    ]
+    rescored.sort(key=lambda t: (-t[0], t[1]))
+    return [Hit(h.chunk, score) for score, _, h in rescored]
+
+
+def _day_number(date: str | None) -> int | None:
+    match = re.match(r"^(\d{4})-(\d{2})-(\d{2})", date or "")
+    if not match:
+        return None
+    try:
+        return dt.date(*map(int, match.groups())).toordinal()
+    except ValueError:
+        return None
+
+
+def widen(index: Index, hits: Sequence[Hit], *, radius: int = 1) -> list[Hit]:
+    """Each hit with `radius` neighbour chunks on each side; overlapping windows of a document merged."""
+    spans: dict[str, list[tuple[int, int, int, float]]] = {}  # doc → (lo, hi, first rank, best score)
+    ranked: list[tuple[int, Hit]] = []
+    for rank, hit in enumerate(hits):
+        ids = [c.chunk_id for c in index.chunks_of(hit.chunk.doc_id)]
+        if hit.chunk.chunk_id not in ids:  # not from this index: kept as it is
+            ranked.append((rank, hit))
+            continue
+        at = ids.index(hit.chunk.chunk_id)
+        spans.setdefault(hit.chunk.doc_id, []).append((max(0, at - radius), at + radius, rank, hit.score))
+    overlapping = bool(index.chunking and index.chunking.mode == "tokens" and index.chunking.overlap)
+    for doc, windows in spans.items():
+        for lo, hi, rank, score in _merge(windows):
+            ranked.append((rank, Hit(_joined(index.chunks_of(doc)[lo : hi + 1], overlapping), score)))
+    ranked.sort(key=lambda pair: pair[0])
+    return [hit for _, hit in ranked]
+
+
+def _merge(windows: list[tuple[int, int, int, float]]) -> list[tuple[int, int, int, float]]:
+    """Union of windows that overlap or touch, keeping the best rank and score of each union."""
+    merged: list[tuple[int, int, int, float]] = []
+    for lo, hi, rank, score in sorted(windows):
+        if merged and lo <= merged[-1][1] + 1:
+            plo, phi, prank, pscore = merged[-1]
+            merged[-1] = (plo, max(phi, hi), min(prank, rank), max(pscore, score))
+        else:
+            merged.append((lo, hi, rank, score))
+    return merged
+
+
+def _joined(parts: Sequence[Chunk], overlapping: bool) -> Chunk:
+    text = parts[0].text
+    for part in parts[1:]:
+        shared = _overlap(text, part.text) if overlapping else 0
+        text = text + part.text[shared:] if shared else f"{text} {part.text}"
+    first = parts[0]
+    return Chunk(first.doc_id, first.chunk_id, text, first.title, first.source, first.date)
+
+
+def _overlap(left: str, right: str) -> int:
+    """Length of the longest suffix of `left` that is a prefix of `right` (prefix function, linear time)."""
+    if _SENTINEL in right:
+        return 0
+    joined = right + _SENTINEL + left[-len(right) :]
+    table = [0] * len(joined)
+    for i in range(1, len(joined)):
+        j = table[i - 1]
+        while j and joined[i] != joined[j]:
+            j = table[j - 1]
+        table[i] = j + (joined[i] == joined[j])
+    return table[-1]
+
+
+def order_for_context(hits: Sequence[Hit]) -> list[Hit]:
+    """Ranks 1, 3, 5, ... then ..., 4, 2: the strongest evidence sits at both ends of the context."""
+    return list(hits[::2]) + list(hits[1::2])[::-1]
