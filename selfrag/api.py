@@ -50,9 +50,15 @@ class SelfRAG:
 
     @classmethod
     def from_index(cls, path: str | Path, config: Config | None = None, **kwargs: object) -> SelfRAG:
+        """An engine over a saved index, searched with the config's retrieval strategy."""
         from .index import Index  # bm25s is imported only when an index is actually opened
+        from .retrieval import RetrievalSettings, Retriever
 
-        return cls(Index.load(Path(path)), config, **kwargs)  # type: ignore[arg-type]
+        config = config or Config()
+        settings = RetrievalSettings(
+            strategy=config.strategy, fusion=config.fusion, rerank=config.rerank, freshness=config.freshness
+        )
+        return cls(Retriever(Index.load(Path(path)), settings), config, **kwargs)  # type: ignore[arg-type]
 
     async def astream(
         self, question: str, *, conversation: str = "", config: Config | None = None

@@ -66,6 +66,10 @@ class Config:
     max_total_tokens: int = 400_000  # per-answer budget of prompt + completion tokens
     deadline: float = 600.0  # seconds per answer
     nonce_seed: str | None = None  # fixes the document delimiters (reproducible prompts for caching)
+    strategy: str = "top"  # top: chunks as found; window: each hit widened with its neighbouring chunks
+    fusion: str = "none"  # none | rrf | weighted: fuse stemmed and unstemmed BM25 (index built with both)
+    rerank: bool = False  # cheap lexical-overlap reranking of the BM25 hits
+    freshness: float = 0.0  # 0 off; e.g. 0.05: a recency bonus for dated chunks that breaks near-ties
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     critic_endpoint: EndpointConfig | None = None  # separate critic on another model (None: same endpoint)
 
@@ -83,6 +87,9 @@ class Config:
         _check_range("max_llm_calls", self.max_llm_calls, 1, 1_000_000)
         _check_range("max_total_tokens", self.max_total_tokens, 1, 1_000_000_000)
         _check_range("deadline", self.deadline, 0.01, 86_400)
+        _check_choice("strategy", self.strategy, ("top", "window"))
+        _check_choice("fusion", self.fusion, ("none", "rrf", "weighted"))
+        _check_range("freshness", self.freshness, 0.0, 1.0)
 
     def with_values(self, **values: object) -> Config:
         """A copy with some knobs changed (checked again); unknown names raise ConfigError."""
@@ -99,6 +106,11 @@ def _enum(kind: type, name: str, value: object) -> object:
     except ValueError:
         allowed = ", ".join(member.value for member in kind)  # type: ignore[attr-defined]
         raise ConfigError(f"{name} must be one of {allowed}, got {value!r}") from None
+
+
+def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 
 
 def _check_range(name: str, value: float, low: float, high: float) -> None:

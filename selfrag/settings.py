@@ -88,7 +88,7 @@ def _convert(kind: Any, name: str, value: Any) -> Any:
         if kind in (int, float):
             return kind(value)
     except ValueError:
-        raise ConfigError(f"{name} must be a {kind.__name__}, got {value!r}") from None
+        raise ConfigError(f"{name} must be of type {kind.__name__}, got {value!r}") from None
     return value
 
 

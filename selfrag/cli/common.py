@@ -16,6 +16,10 @@ from ..text import clean_for_terminal, inert_markdown
 KNOB_FLAGS = ("mode", "threshold", "beam_width", "max_depth", "ndocs", "w_rel", "w_sup", "w_use", "critic")
 ENGINE_FLAGS = (
     *KNOB_FLAGS,
+    "strategy",
+    "fusion",
+    "rerank",
+    "freshness",
     "use_seqscore",
     "gate_irrelevant",
     "gate_unsupported",
@@ -45,6 +49,15 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--use-seqscore", action="store_const", const=True, help="add the sentence probability term")
     search.add_argument("--gate-irrelevant", action="store_const", const=True, help="drop irrelevant candidates")
     search.add_argument("--gate-unsupported", action="store_const", const=True, help="drop unsupported candidates")
+    retrieval = parser.add_argument_group("retrieval")
+    retrieval.add_argument("--strategy", choices=["top", "window"], help="window: widen hits with neighbour chunks")
+    retrieval.add_argument(
+        "--fusion",
+        choices=["none", "rrf", "weighted"],
+        help="fuse stemmed and unstemmed BM25 (index built with --unstemmed-view)",
+    )
+    retrieval.add_argument("--rerank", action="store_const", const=True, help="lexical-overlap reranking")
+    retrieval.add_argument("--freshness", type=float, help="recency bonus for dated chunks, e.g. 0.05 (default 0)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--deadline", type=float, help="seconds per answer (default 600)")
     limits.add_argument("--max-llm-calls", type=int, help="HTTP requests per answer (default 400)")

@@ -19,18 +19,22 @@ def register(commands: Any) -> None:
     index.add_argument("--splitter", choices=["sentences", "tokens", "document"], help="how to cut chunks")
     index.add_argument("--chunk-size", type=int, help="chunk size in tokens")
     index.add_argument("--chunk-overlap", type=int, help="overlap in tokens (tokens splitter)")
+    index.add_argument("--hidden", action="store_true", help="also read hidden files and folders")
+    index.add_argument("--unstemmed-view", action="store_true", help="also store unstemmed BM25 (for --fusion)")
     index.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     index.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..chunking import ChunkingSettings
-    from ..index import index_paths
+    from ..index import IndexSettings, index_paths
 
     given = {"mode": args.splitter, "max_tokens": args.chunk_size, "overlap": args.chunk_overlap}
     chunking = ChunkingSettings(**{name: value for name, value in given.items() if value is not None})
     progress = None if args.quiet or not sys.stderr.isatty() else _progress
-    options: dict[str, Any] = {"include": args.include or ()}
+    options: dict[str, Any] = {"include": args.include or (), "hidden": args.hidden}
+    if args.unstemmed_view:
+        options["settings"] = IndexSettings(unstemmed_view=True)
     if args.exclude:
         options["exclude"] = args.exclude
     report = index_paths([Path(p) for p in args.paths], Path(args.out), chunking=chunking, progress=progress, **options)

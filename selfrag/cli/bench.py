@@ -1,0 +1,164 @@
+"""`selfrag bench run|score|plot|growth`: benchmarks on public data (see selfrag.bench and benchmarks/README.md).
+
+Exit codes of `bench run` and `bench growth`: 0 complete with no failed question, 3 complete with failed
+questions (recorded and counted), 1 incomplete (resumable with --resume), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .common import add_engine_options, engine_flags
+
+DATASETS = ("hotpotqa_smoke", "halueval", "scifact", "climate_fever")
+SYSTEMS_HELP = (
+    "no-retrieval | rag | selfrag | selfrag-beam2 | critic; ablations as suffixes: "
+    "selfrag+separate, selfrag+wsup0, selfrag+always (or the flags --critic, --w-sup, --mode)"
+)
+
+
+def register(commands: Any) -> None:
+    bench = commands.add_parser("bench", help="run benchmarks on public datasets", description=__doc__)
+    sub = bench.add_subparsers(dest="bench_command", required=True, metavar="SUBCOMMAND")
+
+    run = sub.add_parser("run", help="one dataset x one system into a run folder")
+    run.add_argument("--dataset", required=True, choices=DATASETS)
+    run.add_argument("--system", required=True, help=SYSTEMS_HELP)
+    _add_run_options(run)
+    run.set_defaults(run=run_command)
+
+    growth = sub.add_parser("growth", help="the memory-growth experiment (corpus grows with distractors)")
+    growth.add_argument("--dataset", default="halueval", choices=DATASETS)
+    growth.add_argument("--systems", default="selfrag,rag", help="comma-separated systems (default selfrag,rag)")
+    growth.add_argument("--sizes", default="100,1000,10000", help="corpus sizes (default 100,1000,10000)")
+    _add_run_options(growth)
+    growth.set_defaults(run=growth_command)
+
+    score = sub.add_parser("score", help="recompute metrics from samples.jsonl (no model calls)")
+    score.add_argument("run_dirs", nargs="+", help="run folders")
+    score.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    score.add_argument("--check", action="store_true", help="exit 1 unless each equals its results.json")
+    score.set_defaults(run=score_command)
+
+    plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
+    plot.add_argument("run_dirs", nargs="+", help="run folders")
+    plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
+    plot.set_defaults(run=plot_command)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    data = parser.add_argument_group("data and run folder")
+    data.add_argument("--data", help="dataset folder (default: ../shared/datasets/<name> or $SELFRAG_DATASETS)")
+    data.add_argument("--limit", type=int, help="a seeded sample of N examples (default: all)")
+    data.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed (default 0)")
+    data.add_argument("--out", default="benchmarks/runs", help="runs go to OUT/<dataset>/<system>/<hash>")
+    data.add_argument("--run-dir", help="use exactly this run folder")
+    data.add_argument("--resume", action="store_true", help="continue a run: skip finished ids")
+    data.add_argument("--retry-failed", action="store_true", help="with --resume: answer failed questions again")
+    data.add_argument("--cache", help="request cache file (default: <cache dir>/bench/requests.sqlite3)")
+    data.add_argument("--no-cache", action="store_true", help="send every request")
+    data.add_argument("--jobs", "-j", type=int, default=1, help="questions in flight at once (default 1)")
+    data.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    data.add_argument(
+        "--threads",
+        type=int,
+        help="embedded model only: llama.cpp threads (default: all cores; 1 is much faster on a busy machine)",
+    )
+    add_engine_options(parser)
+
+
+def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: Any) -> Any:
+    import os
+
+    from ..bench.runner import RunOptions
+    from ..bench.systems import BENCH_DEFAULTS
+    from ..local import cache_dir
+    from ..settings import load_config
+
+    flags = engine_flags(args)
+    config = load_config(flags, config_file=args.config)
+    defaults = {k: v for k, v in BENCH_DEFAULTS.items() if flags.get(k) is None}
+    config = config.with_values(**defaults)
+    if args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    cache = None if args.no_cache else Path(args.cache or cache_dir(os.environ) / "bench" / "requests.sqlite3")
+    return RunOptions(
+        dataset=dataset,
+        system=system,
+        config=config,
+        data_path=args.data,
+        limit=args.limit,
+        seed=args.seed,
+        out=Path(args.out),
+        run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        cache_path=cache,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+        embedded_threads=args.threads,
+        **extra,
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from ..bench.runner import EXIT_USAGE, run_benchmark
+    from ..errors import ConfigError
+
+    try:
+        report = run_benchmark(options_from(args, args.dataset, args.system))
+    except (ConfigError, InputError) as error:
+        print(f"selfrag bench: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(report.table)
+    print(f"run folder: {report.run_dir} ({report.status})", file=sys.stderr)
+    if report.message:
+        print(f"selfrag bench: {report.message}", file=sys.stderr)
+    return report.exit_code
+
+
+def growth_command(args: argparse.Namespace) -> int:
+    from ..bench.growth import run_growth
+
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        raise InputError(f"--sizes must be comma-separated integers, got {args.sizes!r}") from None
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if args.run_dir:
+        raise InputError("bench growth chooses its run folders under --out; --run-dir does not apply")
+    base = options_from(args, args.dataset, systems[0])
+    summary, code = run_growth(base, systems, sizes)
+    print(summary["table"])
+    print(f"growth results: {summary['path']}", file=sys.stderr)
+    return code
+
+
+def score_command(args: argparse.Namespace) -> int:
+    from ..bench.score import markdown_table, score_run
+
+    rows = [score_run(Path(d)) for d in args.run_dirs]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(markdown_table(rows))
+    if args.check:
+        for folder, row in zip(args.run_dirs, rows, strict=True):
+            stored = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))["summary"]
+            if json.loads(json.dumps(row["summary"])) != stored:
+                print(f"selfrag bench: {folder}: recomputed metrics differ from results.json", file=sys.stderr)
+                return 1
+    return 0
+
+
+def plot_command(args: argparse.Namespace) -> int:
+    from ..bench.plots import plot_runs
+
+    for path in plot_runs([Path(d) for d in args.run_dirs], Path(args.out)):
+        print(path)
+    return 0

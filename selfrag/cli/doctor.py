@@ -1,0 +1,53 @@
+"""`selfrag doctor`: is the index readable, which endpoint and key source, is it reachable, which model,
+what it supports, and how long a tiny call takes. One line per check; exit 0 when all are ok, else 1."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..text import clean_for_terminal
+
+ENDPOINT_FLAGS = ("base_url", "model", "timeout", "send_openai_key")
+
+
+def register(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="check the index and the endpoint", description="Check the index and the chat endpoint."
+    )
+    doctor.add_argument("--index", "-i", help="index folder to check (made by `selfrag index`)")
+    doctor.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    doctor.add_argument("--model", "-m", help="model name (default: the endpoint's first model)")
+    doctor.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    doctor.add_argument(
+        "--send-openai-key",
+        action="store_const",
+        const=True,
+        help="allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
+    )
+    doctor.add_argument("--config", help="TOML config file (default: ~/.config/selfrag/config.toml)")
+    doctor.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import default_chat
+    from ..diagnose import check_endpoint, check_index
+    from ..settings import load_config
+
+    checks = []
+    if args.index:
+        checks.append(check_index(Path(args.index)))
+    config = load_config({name: getattr(args, name) for name in ENDPOINT_FLAGS}, config_file=args.config)
+    checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
+    for check in checks:
+        status = "ok  " if check.ok else "FAIL"
+        hint = f"  (hint: {check.hint})" if check.hint else ""
+        print(clean_for_terminal(f"{status} {check.name:<12} {check.detail}{hint}"), flush=True)
+    failed = [check.name for check in checks if not check.ok]
+    if failed:
+        print(f"selfrag doctor: {len(failed)} check(s) failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,106 @@
+"""Configuration: every knob is reachable, precedence is flag > SELFRAG_* environment > TOML file > default."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from selfrag.cli import build_parser
+from selfrag.config import Config, EndpointConfig
+from selfrag.errors import ConfigError
+from selfrag.settings import load_config
+
+FILE_AND_ENV_ONLY = {"reasks", "max_chunk_chars", "max_total_tokens", "nonce_seed"}  # no flag, by choice
+ENDPOINT_FILE_AND_ENV_ONLY = {"api_key", "max_retries", "top_logprobs", "breaker_threshold", "breaker_cooldown"}
+
+
+def ask_flags() -> set[str]:
+    parser = build_parser()
+    ask = parser._subparsers._group_actions[0].choices["ask"]  # noqa: SLF001 - argparse has no public walk
+    return {action.dest for action in ask._actions}
+
+
+def test_every_knob_has_a_flag_or_is_documented_as_file_and_env_only():
+    flags = ask_flags()
+    knobs = {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
+    assert knobs - flags == FILE_AND_ENV_ONLY
+    endpoint = {f.name for f in fields(EndpointConfig)}
+    assert endpoint - flags == ENDPOINT_FILE_AND_ENV_ONLY
+
+
+def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_path):
+    values = {
+        "mode": "always",
+        "threshold": 0.4,
+        "beam_width": 3,
+        "max_depth": 5,
+        "ndocs": 4,
+        "w_rel": 0.7,
+        "w_sup": 0.9,
+        "w_use": 0.1,
+        "use_seqscore": True,
+        "critic": "separate",
+        "gate_irrelevant": True,
+        "gate_unsupported": True,
+        "reasks": 2,
+        "max_chunk_chars": 900,
+        "max_llm_calls": 50,
+        "max_total_tokens": 9000,
+        "deadline": 30.0,
+        "nonce_seed": "s",
+        "strategy": "window",
+        "fusion": "rrf",
+        "rerank": True,
+        "freshness": 0.05,
+    }
+    assert set(values) == {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
+    toml = "\n".join(
+        f"{k} = {str(v).lower() if isinstance(v, bool) else repr(v).replace(chr(39), chr(34))}"
+        for k, v in values.items()
+    )
+    path = tmp_path / "config.toml"
+    path.write_text(toml + '\n[endpoint]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "m"\n')
+    from_file = load_config({}, environ={}, config_file=str(path))
+    env = {f"SELFRAG_{k.upper()}": str(v) for k, v in values.items()}
+    from_env = load_config({}, environ=env)
+    for name, value in values.items():
+        assert getattr(from_file, name) == value, name
+        assert getattr(from_env, name) == value, name
+    assert from_file.endpoint.model == "m"
+
+
+def test_flag_beats_environment_beats_file_beats_default(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("beam_width = 2\nndocs = 3\nmax_depth = 4\n")
+    env = {"SELFRAG_BEAM_WIDTH": "5", "SELFRAG_NDOCS": "6"}
+    config = load_config({"beam_width": 8, "ndocs": None}, environ=env, config_file=str(path))
+    assert (config.beam_width, config.ndocs, config.max_depth, config.threshold) == (8, 6, 4, 0.2)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("beam_widht = 2\n", "unknown setting"),
+        ("[endpoint]\nkey = 'x'\n", r"unknown \[endpoint\] setting"),
+        ("beam_width = ", "not valid TOML"),
+        ("mode = 'sometimes'\n", "mode must be one of"),
+    ],
+)
+def test_bad_config_files_are_refused_with_the_reason(tmp_path, text, message):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config({}, environ={}, config_file=str(path))
+
+
+def test_bad_environment_values_are_refused():
+    with pytest.raises(ConfigError, match="beam_width must be of type int"):
+        load_config({}, environ={"SELFRAG_BEAM_WIDTH": "two"})
+    with pytest.raises(ConfigError, match="use_seqscore"):
+        load_config({}, environ={"SELFRAG_USE_SEQSCORE": "maybe"})
+
+
+def test_critic_endpoint_inherits_the_main_endpoint_settings():
+    config = load_config({"base_url": "http://127.0.0.1:8000/v1", "critic_model": "judge"}, environ={})
+    assert config.critic_endpoint == EndpointConfig(base_url="http://127.0.0.1:8000/v1", model="judge")
