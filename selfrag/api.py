@@ -10,6 +10,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import Config, EndpointConfig, resolve_endpoint
 from .engine.context import Deps, Retriever, Run
@@ -20,6 +21,9 @@ from .llm.openai_chat import OpenAIChatModel
 from .prompts import PromptBook
 from .result import DoneEvent, Event, Result
 from .schema import Meter
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
 
 MAX_QUESTION_CHARS = 8_000
 
@@ -49,8 +53,13 @@ class SelfRAG:
         self._secret = seed.encode() if seed is not None else os.urandom(16)
 
     @classmethod
-    def from_index(cls, path: str | Path, config: Config | None = None, **kwargs: object) -> SelfRAG:
-        """An engine over a saved index, searched with the config's retrieval strategy."""
+    def from_index(
+        cls, path: str | Path, config: Config | None = None, *, embedder: Embedder | None = None, **kwargs: object
+    ) -> SelfRAG:
+        """An engine over a saved index, searched with the config's retrieval strategy. When the index holds
+        dense vectors (and `dense` is not off), queries are embedded on the config's endpoint, or by
+        `embedder`, and the cosine ranking is fused with BM25."""
+        from .dense import open_dense
         from .index import Index  # bm25s is imported only when an index is actually opened
         from .retrieval import RetrievalSettings, Retriever
 
@@ -58,7 +67,12 @@ class SelfRAG:
         settings = RetrievalSettings(
             strategy=config.strategy, fusion=config.fusion, rerank=config.rerank, freshness=config.freshness
         )
-        return cls(Retriever(Index.load(Path(path)), settings), config, **kwargs)  # type: ignore[arg-type]
+        index = Index.load(Path(path))
+        environ = kwargs.get("environ")
+        env = os.environ if environ is None else environ
+        dense = open_dense(path, index, config, env, embedder)  # type: ignore[arg-type]
+        retriever = Retriever(index, settings, extra=[(dense, 1.0)] if dense else ())
+        return cls(retriever, config, **kwargs)  # type: ignore[arg-type]
 
     async def astream(
         self, question: str, *, conversation: str = "", config: Config | None = None
@@ -111,8 +125,8 @@ class SelfRAG:
         self.close()
 
     async def aclose(self) -> None:
-        """Close HTTP clients this engine opened in the running loop."""
-        for model in (self.deps.chat, self.deps.critic_chat):
+        """Close HTTP clients this engine opened in the running loop (the retriever's embedder too)."""
+        for model in (self.deps.chat, self.deps.critic_chat, self.deps.index):
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
@@ -135,10 +149,12 @@ def check_question(question: str) -> str:
 
 
 def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:
-    """The configured endpoint. With nothing configured at all, say how to configure one."""
+    """The configured endpoint; with nothing configured at all (no base URL, no key), the embedded local model."""
+    from .diagnose import nothing_configured
+
     resolved = resolve_endpoint(endpoint, environ)
-    if resolved.base_url is None and resolved.key_source == "placeholder":
-        raise ConfigError(
-            "no endpoint configured: pass --base-url (e.g. http://127.0.0.1:8000/v1) or set OPENAI_API_KEY"
-        )
+    if nothing_configured(resolved):
+        from .local import embedded_chat  # imports llama_cpp only when it is used
+
+        return embedded_chat(endpoint, environ)
     return OpenAIChatModel(resolved)

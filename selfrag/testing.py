@@ -128,8 +128,14 @@ def fake_logprobs(text: str, probs: Mapping[str, Mapping[str, float]]) -> tuple[
     return tuple(tokens)
 
 
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i in is it many much of on or the this to was what when "
+    "where which who why with you".split()
+)
+
+
 class ListRetriever:
-    """A retriever over a fixed list of chunks: scores by shared lower-cased words (for tests)."""
+    """A retriever over a fixed list of chunks: scores by shared lower-cased words, stopwords aside (for tests)."""
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         self.chunks = list(chunks)
@@ -137,7 +143,7 @@ class ListRetriever:
 
     def find_relevant_chunks(self, question: str, k: int) -> list[Hit]:
         self.queries.append(question)
-        words = set(re.findall(r"\w+", question.lower()))
+        words = set(re.findall(r"\w+", question.lower())) - STOPWORDS
         scored = [(len(words & set(re.findall(r"\w+", c.text.lower()))), i, c) for i, c in enumerate(self.chunks)]
         ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
         return [Hit(chunk, float(score)) for score, _, chunk in ranked[:k]]

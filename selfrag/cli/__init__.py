@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import SelfRagError
 from ..text import clean_for_terminal
-from . import ask, chat, index, search
+from . import ask, chat, config_cmd, doctor, index, search
 
-COMMANDS = (index, ask, search, chat)
+COMMANDS = (index, ask, search, chat, doctor, config_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

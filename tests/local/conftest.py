@@ -1,0 +1,60 @@
+"""Fixtures for the embedded-model tests: the sample corpus indexed once, the embedded chat model built once.
+
+The embedded model is served once per process (llama-cpp-python keeps one model in module globals), so
+every test shares it; its F16 copy goes to a temporary SELFRAG_HOME, never the user's cache. Without
+llama-cpp-python or the model package the real-model tests skip, except on CI (`CI` set), where they fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from selfrag.index import index_paths
+from selfrag.llm.openai_chat import OpenAIChatModel
+from selfrag.local import INSTALL_MODEL, INSTALL_RUNTIME, MODEL_PACKAGE, embedded_chat
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"llama-cpp-python is not installed ({INSTALL_RUNTIME})"
+    if importlib.util.find_spec(MODEL_PACKAGE) is None:
+        return f"the embedded model is not installed ({INSTALL_MODEL})"
+    return None
+
+
+@pytest.fixture(scope="session")
+def local_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("selfrag-home")
+
+
+@pytest.fixture(scope="session")
+def corpus_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("corpus-index") / "index"
+    index_paths([CORPUS], out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def embedded(local_home: Path) -> OpenAIChatModel:
+    """A chat model over the embedded app (each call builds a new client over the one shared app)."""
+    missing = _missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"the embedded-model tests must run on CI: {missing}")
+        pytest.skip(missing)
+    return embedded_chat(environ={"SELFRAG_HOME": str(local_home)})
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No endpoint or key from the developer's shell; no config file from their home."""
+    for name in list(os.environ):
+        if name.startswith(("SELFRAG_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
