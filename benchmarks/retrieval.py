@@ -8,6 +8,17 @@ size on disk. The published bm25s anchor for plain BM25 is nDCG@10 0.687 (0.686 
     python benchmarks/retrieval.py                       # SciFact from /work/shared/datasets/scifact
     python benchmarks/retrieval.py --data /path/to/scifact --json benchmarks/out/scifact.json
     python benchmarks/retrieval.py --synthetic 100000    # build time and batch throughput on 100k documents
+    python benchmarks/retrieval.py --embedding-model M --dense-base-url http://127.0.0.1:8100/v1 \
+        [--dense-query-base-url http://127.0.0.1:8101/v1] [--dense-limit 1000]
+
+With `--embedding-model`, two more rows: dense vectors alone (cosine) and BM25 + dense fused by RRF k=60. The
+corpus is embedded through selfrag's own embedder on a loopback OpenAI-compatible `/v1/embeddings` server
+(no other address is accepted: benchmarks here use no network and no LLM). An asymmetric model (e5: "query:"
+and "passage:" prefixes) can serve passages and queries from two servers. `--dense-limit N` evaluates every
+mode on a seeded subset (all judged documents plus random others, N in all) when the local model is too slow
+for the whole corpus; such figures are comparable with each other, not with published ones. Dense q/s count
+search and fusion with the query vectors already embedded; the embedding time is reported on its own.
+The fake server's hashed embeddings (`selfrag.fake_server`) measure plumbing only, never quality.
 
 The data is read in place, never copied. Timings are wall-clock on the current machine; other processes
 running at the same time lower them.
@@ -16,6 +27,7 @@ running at the same time lower them.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
 import hashlib
 import json
@@ -35,10 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # irmetrics sits next 
 import irmetrics  # noqa: E402
 
 from selfrag.chunking import ChunkingSettings, chunk_documents  # noqa: E402
+from selfrag.config import EndpointConfig, is_loopback, resolve_endpoint  # noqa: E402
 from selfrag.corpus import load_beir_corpus  # noqa: E402
+from selfrag.dense import DenseSource, embed_chunks  # noqa: E402
+from selfrag.embeddings import OpenAIEmbedder  # noqa: E402
 from selfrag.index import Index, IndexSettings  # noqa: E402
 from selfrag.retrieval import RetrievalSettings, Retriever  # noqa: E402
-from selfrag.schema import Chunk, Hit  # noqa: E402
+from selfrag.schema import Chunk, Hit, Meter  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/datasets/scifact")
 DEPTH = 100  # ranked list length used for every metric (Recall@100 needs 100)
@@ -115,31 +130,107 @@ def scifact_modes(chunks: Sequence[Chunk]) -> list[Mode]:
     ]
 
 
-def scifact(data: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DenseOptions:
+    model: str
+    base_url: str
+    query_base_url: str
+    limit: int | None = None
+
+
+def embedder(url: str, model: str) -> OpenAIEmbedder:
+    if not is_loopback(url):
+        raise SystemExit(f"{url}: dense benchmarks use a loopback embeddings server only (127.0.0.1 or localhost)")
+    endpoint = EndpointConfig(base_url=url, timeout=3600, max_retries=0, max_concurrency=1)
+    return OpenAIEmbedder(resolve_endpoint(endpoint, {}), model, batch_size=16)
+
+
+def dense_modes(chunks: Sequence[Chunk], options: DenseOptions) -> tuple[list[Mode], dict[str, Any]]:
+    """Dense alone and BM25 + dense (RRF k=60); the corpus embedded once, through selfrag's embedder."""
+    plain, plain_build = timed(lambda: Index.build(chunks, IndexSettings()))
+    passages = embedder(options.base_url, options.model)
+
+    async def embed_corpus() -> Any:
+        try:
+            return await embed_chunks(chunks, passages)
+        finally:
+            await passages.aclose()
+
+    (vectors, report), embed_seconds = timed(lambda: asyncio.run(embed_corpus()))
+    source = DenseSource(plain, vectors, embedder(options.query_base_url, options.model))
+    size = size_on_disk(plain) + vectors.matrix.nbytes
+    meter = Meter()
+
+    def run(retriever: Retriever, queries: list[str]) -> list[list[Hit]]:
+        async def search() -> list[list[Hit]]:
+            try:
+                return await retriever.asearch([[q] for q in queries], DEPTH, meter)
+            finally:
+                await retriever.aclose()
+
+        return asyncio.run(search())
+
+    dense_only = Retriever(plain, sources=[(source, 1.0)])
+    hybrid = Retriever(plain, extra=[(source, 1.0)])
+    build = plain_build + embed_seconds
+    modes = [
+        Mode(f"dense ({options.model}, cosine)", partial(run, dense_only), embed_seconds, int(vectors.matrix.nbytes)),
+        Mode(f"BM25 + dense ({options.model}), RRF k=60", partial(run, hybrid), build, size),
+    ]
+    info = {"model": options.model, "dimensions": vectors.dimensions, "embed_s": embed_seconds,
+            "embed_requests": report.requests, "embed_tokens": report.tokens, "query_meter": meter}  # fmt: skip
+    return modes, info
+
+
+def subset(chunks: list[Chunk], qrels: dict[str, dict[str, int]], limit: int, seed: int = 0) -> list[Chunk]:
+    """Every judged document plus seeded random others, `limit` in all, in corpus order."""
+    judged = {doc for rels in qrels.values() for doc in rels}
+    others = [c.doc_id for c in chunks if c.doc_id not in judged]
+    keep = judged | set(random.Random(seed).sample(others, max(0, min(len(others), limit - len(judged)))))
+    return [c for c in chunks if c.doc_id in keep]
+
+
+def scifact(data: Path, dense: DenseOptions | None = None) -> dict[str, Any]:
     documents, load_seconds = timed(lambda: load_beir_corpus(data / "corpus.jsonl"))
     chunks = chunk_documents(documents, ChunkingSettings(mode="document")).chunks
     queries, qrels = load_queries(data / "queries_test.jsonl"), load_qrels(data / "qrels_test.tsv")
     ids = [q for q in queries if q in qrels]
     texts = [queries[q] for q in ids]
+    if dense is not None and dense.limit:
+        chunks = subset(chunks, {q: qrels[q] for q in ids}, dense.limit)
+    modes, dense_info = scifact_modes(chunks), None
+    if dense is not None:
+        extra, dense_info = dense_modes(chunks, dense)
+        modes += extra
     rows = [
         {"mode": m.name, **evaluate(m.search(texts), ids, qrels), "q/s": throughput(m.search, texts),
          "build s": m.build_seconds, "size MB": m.size_bytes / 1e6}
-        for m in scifact_modes(chunks)
+        for m in modes
     ]  # fmt: skip
+    if dense_info is not None:
+        meter = dense_info.pop("query_meter")
+        dense_info |= {"query_embed_requests": meter.llm_calls, "query_tokens": meter.prompt_tokens}
     return {
         "dataset": str(data),
         "corpus_sha256": hashlib.sha256((data / "corpus.jsonl").read_bytes()).hexdigest(),
-        "documents": len(documents),
+        "documents": len({c.doc_id for c in chunks}),
+        "subset": bool(dense is not None and dense.limit),
         "chunks": len(chunks),
         "queries": len(ids),
         "corpus_load_s": load_seconds,
+        "dense": dense_info,
         "rows": rows,
     }
 
 
 def print_scifact(result: dict[str, Any]) -> None:
-    print(f"SciFact test: {result['queries']} queries over {result['documents']} documents "
+    scope = "a SUBSET of " if result.get("subset") else ""
+    print(f"SciFact test: {result['queries']} queries over {scope}{result['documents']} documents "
           f"(corpus.jsonl sha256 {result['corpus_sha256'][:16]}...)\n")  # fmt: skip
+    if result.get("dense"):
+        d = result["dense"]
+        print(f"Dense: {d['model']} ({d['dimensions']} dimensions); corpus embedded in {d['embed_s']:.1f}s with "
+              f"{d['embed_requests']} requests; queries in {d['query_embed_requests']} requests\n")  # fmt: skip
     print("| Mode | nDCG@10 [95% CI] | Recall@10 | Recall@100 | MRR@10 | q/s (1 thread, batch) | build s | size MB |")
     print("|---|---|---|---|---|---|---|---|")
     for r in result["rows"]:
@@ -188,12 +279,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder in BEIR layout (default: %(default)s)")
     parser.add_argument("--synthetic", type=int, metavar="N", help="benchmark N synthetic documents instead")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--embedding-model", help="add dense rows, embedded with this model (needs a server below)")
+    parser.add_argument("--dense-base-url", help="loopback /v1/embeddings server for passages (and queries)")
+    parser.add_argument("--dense-query-base-url", help="a second loopback server for queries (asymmetric models)")
+    parser.add_argument("--dense-limit", type=int, metavar="N", help="evaluate on a subset of N documents")
     args = parser.parse_args(argv)
     if args.synthetic:
         result = synthetic(args.synthetic)
         print_synthetic(result)
     else:
-        result = scifact(args.data)
+        dense = None
+        if args.embedding_model:
+            if not args.dense_base_url:
+                parser.error("--embedding-model needs --dense-base-url")
+            query_url = args.dense_query_base_url or args.dense_base_url
+            dense = DenseOptions(args.embedding_model, args.dense_base_url, query_url, args.dense_limit)
+        result = scifact(args.data, dense)
         print_scifact(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

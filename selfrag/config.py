@@ -15,6 +15,8 @@ from .errors import ConfigError
 from .labels import CriticMode, Mode
 
 OPENAI_HOSTS = ("api.openai.com",)
+VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
+DENSE_MODES = ("auto", "on", "off")
 PLACEHOLDER_KEY = "sk-no-key-needed"  # local servers want some key; this one is never a secret
 
 
@@ -70,6 +72,10 @@ class Config:
     fusion: str = "none"  # none | rrf | weighted: fuse stemmed and unstemmed BM25 (index built with both)
     rerank: bool = False  # cheap lexical-overlap reranking of the BM25 hits
     freshness: float = 0.0  # 0 off; e.g. 0.05: a recency bonus for dated chunks that breaks near-ties
+    query_variants: str = ""  # comma list of multi, hyde, decompose: LLM-written queries fused with the query
+    variant_count: int = 3  # paraphrases (multi) and most sub-questions (decompose) per variant call
+    dense: str = "auto"  # auto: use the index's dense vectors if it has them; on: require them; off: BM25 only
+    embedding_model: str | None = None  # None: the model the index was embedded with (a different one is refused)
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     critic_endpoint: EndpointConfig | None = None  # separate critic on another model (None: same endpoint)
 
@@ -90,6 +96,11 @@ class Config:
         _check_choice("strategy", self.strategy, ("top", "window"))
         _check_choice("fusion", self.fusion, ("none", "rrf", "weighted"))
         _check_range("freshness", self.freshness, 0.0, 1.0)
+        object.__setattr__(self, "query_variants", ",".join(variant_kinds(self.query_variants)))
+        _check_range("variant_count", self.variant_count, 1, 10)
+        _check_choice("dense", self.dense, DENSE_MODES)
+        if self.embedding_model is not None and not self.embedding_model.strip():
+            raise ConfigError("embedding_model must be a model name, or unset to use the index's own")
 
     def with_values(self, **values: object) -> Config:
         """A copy with some knobs changed (checked again); unknown names raise ConfigError."""
@@ -98,6 +109,19 @@ class Config:
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return replace(self, **values)  # type: ignore[arg-type]
+
+
+def variant_kinds(text: str) -> tuple[str, ...]:
+    """The query-variant kinds of a comma list ("multi, hyde"), lower-cased and deduplicated, in order."""
+    if not isinstance(text, str):
+        raise ConfigError(f"query_variants must be a comma list of {', '.join(VARIANT_KINDS)}, got {text!r}")
+    kinds = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [kind for kind in kinds if kind not in VARIANT_KINDS]
+    if unknown:
+        raise ConfigError(
+            f"query_variants: unknown kind(s) {', '.join(unknown)}; use a comma list of {', '.join(VARIANT_KINDS)}"
+        )
+    return kinds
 
 
 def _enum(kind: type, name: str, value: object) -> object:

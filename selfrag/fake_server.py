@@ -1,17 +1,26 @@
 """A loopback OpenAI-compatible server for tests and benchmarks: stdlib asyncio, no model.
 
-It answers `GET /v1/models` and `POST /v1/chat/completions` after a fixed latency, with replies that fit the
-requested JSON schema (`echo_responder`: sentences copied from the document in the prompt, so answers are
-grounded and citations checkable). It records every request's start and end time, the peak number in flight,
-and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bad bodies, rate limits).
+It answers `GET /v1/models`, `POST /v1/embeddings` and `POST /v1/chat/completions` after a fixed latency, with
+replies that fit the requested JSON schema (`echo_responder`: sentences copied from the document in the prompt,
+so answers are grounded and citations checkable). It records every request's start and end time, the peak
+number in flight, and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bad bodies, rate limits).
 It runs in a background thread with its own event loop and binds only to 127.0.0.1.
+
+Embeddings (`hashed_embedding`) are deterministic hashed bags of words and character trigrams: texts that share
+words or word pieces ("labour" and "labor") come out similar. They exercise the plumbing and carry no meaning
+beyond that; never report retrieval quality measured with them. `embeddings=False` removes the route (404, as
+a chat-only server answers), and `embedding_models` limits the models served (others get 404).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import math
 import re
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +70,8 @@ class Stats:
     spans: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, schema name)
     bodies: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str] = field(default_factory=list)  # the Authorization header of every request
+    embedding_requests: int = 0  # POST /v1/embeddings (not counted in `requests`, which counts chat calls)
+    embedding_inputs: list[str] = field(default_factory=list)  # every text embedded, in arrival order
 
     def rounds(self, gap: float) -> int:
         """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
@@ -101,10 +112,31 @@ def echo_responder(body: dict[str, Any], final_after: int = 2) -> str:
         "is_final": done + 1 >= final_after,
         "retrieve_next": "yes",
         "next_query": question_text,
+        "paraphrases": [question_text],
+        "hypothetical_answer": question_text,
+        "sub_questions": [],
     }
     if not props:
         return json.dumps({"answer": "yes"})
     return json.dumps({name: values.get(name, "") for name in props})
+
+
+EMBEDDING_DIMENSIONS = 256
+_WORD = re.compile(r"\w+")
+
+
+def hashed_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A unit vector of signed hashed features: each lower-cased word, and each character trigram of
+    "<word>" (so spelling variants overlap). Deterministic across runs and machines."""
+    vector = [0.0] * dimensions
+    for word in _WORD.findall(text.lower()):
+        padded = f"<{word}>"
+        for feature in (word, *(padded[i : i + 3] for i in range(len(padded) - 2))):
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            bucket, sign = int.from_bytes(digest[:4], "little") % dimensions, 1.0 if digest[4] & 1 else -1.0
+            vector[bucket] += sign * (2.0 if feature == word else 1.0)
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
 
 
 class FakeOpenAIServer:
@@ -115,8 +147,16 @@ class FakeOpenAIServer:
         responder: Responder = echo_responder,
         model: str = "fake-model",
         fault: str | None = None,
+        embeddings: bool = True,
+        embedding_models: tuple[str, ...] | None = None,
+        embedding_dimensions: int = EMBEDDING_DIMENSIONS,
     ) -> None:
         self.latency, self.responder, self.model, self.fault = latency, responder, model, fault
+        self.embeddings, self.embedding_models, self.embedding_dimensions = (
+            embeddings,
+            embedding_models,
+            embedding_dimensions,
+        )
         self.stats = Stats()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -188,6 +228,11 @@ class FakeOpenAIServer:
             data = {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "me"}]}
             await _write(writer, 200, json.dumps(data).encode())
             return True
+        if method == "POST" and path.endswith("/embeddings") and self.embeddings:
+            await asyncio.sleep(self.latency)
+            status, reply = self._embeddings(json.loads(body or b"{}"))
+            await _write(writer, status, json.dumps(reply).encode())
+            return True
         if not (method == "POST" and path.endswith("/chat/completions")):
             await _write(writer, 404, b'{"error": {"message": "not found"}}')
             return True
@@ -230,6 +275,31 @@ class FakeOpenAIServer:
         await _write(writer, 200, json.dumps(completion).encode())
         return True
 
+    def _embeddings(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, body) of an embeddings request: hashed vectors, as floats or base64 as asked."""
+        self.stats.embedding_requests += 1
+        model, texts = payload.get("model"), payload.get("input")
+        if self.embedding_models is not None and model not in self.embedding_models:
+            return 404, {"error": {"message": f"model {model!r} not found", "code": "model_not_found"}}
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t for t in texts):
+            return 400, {"error": {"message": "input must be a non-empty string or list of non-empty strings"}}
+        self.stats.embedding_inputs.extend(texts)
+        data = []
+        for number, text in enumerate(texts):
+            vector: Any = hashed_embedding(text, self.embedding_dimensions)
+            if payload.get("encoding_format") == "base64":
+                vector = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": number, "embedding": vector})
+        tokens = sum(len(_WORD.findall(t)) for t in texts)
+        return 200, {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
     def _completion(self, payload: dict[str, Any]) -> dict[str, Any]:
         content = self.responder(payload)
         choice = {
@@ -271,6 +341,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[st
 async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
     reason = {
         200: "OK",
+        400: "Bad Request",
         401: "Unauthorized",
         404: "Not Found",
         429: "Too Many Requests",

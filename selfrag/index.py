@@ -26,7 +26,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from itertools import chain
@@ -420,13 +420,15 @@ def index_paths(
     progress: ProgressFn | None = None,
     counter: TokenOffsets | None = None,
     ops: FileOps | None = None,
+    extra_files: Callable[[Index], Mapping[str, bytes]] | None = None,
 ) -> IndexReport:
     """Index folders and files into `out_dir`, re-reading only what changed since the last run there.
 
     `include`/`exclude` are globs on paths relative to each root (or bare names); hidden files and folders are
     skipped unless `hidden`. `progress(done, total, label)` is called after each file and for the index and
-    save stages. Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError when the
-    index cannot be written; in every failure the previous index at `out_dir` stays as it was.
+    save stages. `extra_files(index)` may add files to the generation before it is saved (dense vectors,
+    `dense.embed_hook`). Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
+    when the index cannot be written; in every failure the previous index at `out_dir` stays as it was.
     """
     started = time.monotonic()
     out = Path(out_dir)
@@ -442,7 +444,8 @@ def index_paths(
     if progress is not None:
         progress(0, 1, "building the BM25 index")
     index = Index.build(got.chunks, settings, chunking=chunking)
-    generation = index.save(out, extra={CATALOG: got.catalog.to_bytes()}, ops=ops)
+    extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes()}
+    generation = index.save(out, extra=extra, ops=ops)
     if progress is not None:
         progress(1, 1, f"saved {generation.name}")
     t = got.tally

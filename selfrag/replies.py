@@ -81,6 +81,89 @@ class CritiqueReply(_Reply):
     next_query: str
 
 
+class VariantsReply(_Reply):
+    """retrieve_variants: other queries for the same need; fields not asked for are left empty.
+
+    Lengths are not validated here (a fourth paraphrase is no reason to re-ask): the engine keeps what it
+    asked for and drops empty or repeated queries.
+    """
+
+    paraphrases: list[str]  # multi-query: rewordings of the query
+    hypothetical_answer: str  # HyDE: a short passage that would answer the query
+    sub_questions: list[str]  # decomposition: simpler questions whose answers together answer it
+
+
 REPLY_MODELS: dict[str, type[_Reply]] = {
-    model.__name__: model for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply)
+    model.__name__: model for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply, VariantsReply)
 }
+
+
+# -- Benchmark prompts (selfrag.bench; their files live in selfrag/bench/prompts/) ---------------------------
+# Appended by the benchmark work; the engine never uses these.
+
+ClaimLabel = Literal["supports", "refutes", "nei"]
+
+
+class AnswerReply(_Reply):
+    """answer_direct: a short answer written without documents (the no-retrieval baseline)."""
+
+    answer: str
+
+
+class RagAnswerReply(_Reply):
+    """rag_answer: plain RAG, one answer from all retrieved documents, citing them by number."""
+
+    answer: str
+    citations: list[int]
+
+
+class VerdictReply(_Reply):
+    """verify_claim_direct: a claim's verdict without documents."""
+
+    label: ClaimLabel
+
+
+class RagVerdictReply(_Reply):
+    """rag_verify_claim: plain RAG for claims, one verdict from all retrieved documents, citing them."""
+
+    label: ClaimLabel
+    citations: list[int]
+
+
+class ClaimCandidateReply(_Reply):
+    """verify_claim: the closed-set candidate of one document: ISREL, the verdict, evidence, ISSUP, ISUSE."""
+
+    relevance: Literal["relevant", "irrelevant"]
+    label: ClaimLabel
+    evidence: str
+    support: Literal["fully", "partially", "no"]
+    utility: Literal[1, 2, 3, 4, 5]
+
+
+class JudgeQuestionReply(_Reply):
+    """judge_question: one question that the chunk answers (judgment lists)."""
+
+    question: str
+
+
+class JudgeScoreReply(_Reply):
+    """judge_answer: an LLM judge's contextual accuracy and completeness of an answer, 1-5 each."""
+
+    contextual_accuracy: Literal[1, 2, 3, 4, 5]
+    completeness: Literal[1, 2, 3, 4, 5]
+
+
+REPLY_MODELS.update(
+    {
+        model.__name__: model
+        for model in (
+            AnswerReply,
+            RagAnswerReply,
+            VerdictReply,
+            RagVerdictReply,
+            ClaimCandidateReply,
+            JudgeQuestionReply,
+            JudgeScoreReply,
+        )
+    }
+)

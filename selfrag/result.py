@@ -80,6 +80,8 @@ class TraceBeam(_Out):
     raw_label: str
     query: str
     chunks: list[str]
+    queries: list[str] = []  # with query variants on: every query searched (the query first, then the variants)
+    retrieval_note: str | None = None  # a variant call or the dense search fell back, and why
 
 
 class TraceStep(_Out):

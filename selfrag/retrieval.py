@@ -6,7 +6,12 @@
 
 - Sources are anything with `find_many(queries, k) -> list[list[Hit]]` (`RankedSource`). Built in: the
   stemmed BM25 view and, with `fusion`, the unstemmed one (`IndexSettings(unstemmed_view=True)`). More lists
-  (query variants, HyDE, dense retrieval) can be plugged in later through `Retriever(sources=...)`.
+  plug in through `Retriever(sources=...)` or `extra=`; a source that must first fetch something per query
+  (dense retrieval embeds the queries over HTTP, `dense.py`) offers `async bind(queries, meter)` returning a
+  plain RankedSource, and is searched only through `asearch`.
+- `asearch(groups, k, meter)`: each group is one information need written as several queries (the query plus
+  the LLM's variants: multi-query, HyDE, sub-questions). Every source runs every query; all the group's lists
+  are fused together (RRF unless `fusion = weighted`), then reranked against the group's first query.
 - `rrf`: reciprocal rank fusion, score = sum of w / (k + rank), k = 60 (Cormack et al. 2009).
 - `weighted_fusion`: each list's scores min-max normalised to [0, 1], then a weighted sum.
 - `rerank_overlap`: mixes the normalised score with the IDF-weighted share of query terms (and adjacent
@@ -28,13 +33,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from .errors import ConfigError, InputError
-from .index import Index
-from .schema import Chunk, Hit
+from .schema import Chunk, Hit, Meter
+
+if TYPE_CHECKING:  # bm25s is imported only when an index is opened; rrf and friends need no index
+    from .index import Index
 
 STRATEGIES = ("top", "window")
 FUSIONS = ("none", "rrf", "weighted")
@@ -45,6 +52,13 @@ class RankedSource(Protocol):
     """Anything that returns one ranked list of hits per query."""
 
     def find_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+
+
+@runtime_checkable
+class BindableSource(Protocol):
+    """A source that must fetch something per query first (e.g. its embedding) before it can rank."""
+
+    async def bind(self, queries: Sequence[str], meter: Meter) -> RankedSource: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +105,10 @@ class Retriever:
         index: Index,
         settings: RetrievalSettings = RetrievalSettings(),
         *,
-        sources: Sequence[tuple[RankedSource, float]] | None = None,
+        sources: Sequence[tuple[RankedSource | BindableSource, float]] | None = None,
+        extra: Sequence[tuple[RankedSource | BindableSource, float]] = (),
     ) -> None:
+        """`sources` replaces the built-in BM25 views; `extra` adds lists to them (e.g. a dense source)."""
         self.index, self.settings = index, settings
         if sources is None:
             sources = [(IndexView(index, "stemmed"), 1.0)]
@@ -103,21 +119,58 @@ class Retriever:
                         "rebuild the index with IndexSettings(unstemmed_view=True)"
                     )
                 sources.append((IndexView(index, "plain"), 1.0))
-        self.sources = tuple(sources)
+        self.sources = (*sources, *extra)
 
     def find_relevant_chunks(self, question: str, k: int) -> list[Hit]:
         return self.find_many([question], k)[0]
 
     def find_many(self, questions: Sequence[str], k: int) -> list[list[Hit]]:
+        """The hits of each question (synchronous: sources that need `bind` raise; use `asearch`)."""
+        if any(isinstance(source, BindableSource) for source, _ in self.sources):
+            raise ConfigError(
+                "this retriever has a source that fetches per query (dense vectors): use `await asearch(...)`"
+            )
+        return self._search([[q] for q in questions], k, self.sources)  # type: ignore[arg-type]
+
+    async def asearch(
+        self, groups: Sequence[Sequence[str]], k: int, meter: Meter, *, offline: bool = False
+    ) -> list[list[Hit]]:
+        """The top k of each group of queries, all of a group's lists fused. Bindable sources fetch what they
+        need for every query of every group at once; `offline` leaves them out (BM25 only)."""
+        queries = list(dict.fromkeys(q for group in groups for q in group))
+        sources: list[tuple[RankedSource, float]] = []
+        for source, weight in self.sources:
+            if isinstance(source, BindableSource):
+                if not offline and queries:
+                    sources.append((await source.bind(queries, meter), weight))
+            else:
+                sources.append((source, weight))
+        return self._search(groups, k, sources)
+
+    async def aclose(self) -> None:
+        """Close what the sources opened (the dense source's HTTP client)."""
+        for source, _ in self.sources:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+
+    def _search(
+        self, groups: Sequence[Sequence[str]], k: int, sources: Sequence[tuple[RankedSource, float]]
+    ) -> list[list[Hit]]:
         s = self.settings
-        depth = max(k, s.depth) if (len(self.sources) > 1 or s.rerank or s.freshness) else k
-        lists = [source.find_many(questions, depth) for source, _ in self.sources]
-        weights = [weight for _, weight in self.sources]
-        results = []
-        for i, question in enumerate(questions):
-            hits = self._fuse([found[i] for found in lists], weights)
+        many = len(sources) > 1 or any(len(group) > 1 for group in groups)
+        depth = max(k, s.depth) if (many or s.rerank or s.freshness) else k
+        queries = list(dict.fromkeys(q for group in groups for q in group))
+        found = [dict(zip(queries, source.find_many(queries, depth), strict=True)) for source, _ in sources]
+        results: list[list[Hit]] = []
+        for group in groups:
+            if not group:
+                results.append([])
+                continue
+            lists = [by_query[q] for q in group for by_query in found]
+            hits = self._fuse(lists, [weight for _ in group for _, weight in sources])
             if s.rerank:
-                hits = rerank_overlap(question, hits, self.index, weight=s.rerank_weight)
+                hits = rerank_overlap(group[0], hits, self.index, weight=s.rerank_weight)
             if s.freshness:
                 hits = freshness_bonus(hits, weight=s.freshness, half_life_days=s.half_life_days)
             hits = hits[:k]

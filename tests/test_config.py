@@ -11,7 +11,7 @@ from selfrag.config import Config, EndpointConfig
 from selfrag.errors import ConfigError
 from selfrag.settings import load_config
 
-FILE_AND_ENV_ONLY = {"reasks", "max_chunk_chars", "max_total_tokens", "nonce_seed"}  # no flag, by choice
+FILE_AND_ENV_ONLY = {"reasks", "max_chunk_chars", "max_total_tokens", "nonce_seed", "variant_count"}  # by choice
 ENDPOINT_FILE_AND_ENV_ONLY = {"api_key", "max_retries", "top_logprobs", "breaker_threshold", "breaker_cooldown"}
 
 
@@ -53,6 +53,10 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "fusion": "rrf",
         "rerank": True,
         "freshness": 0.05,
+        "query_variants": "multi,hyde",
+        "variant_count": 2,
+        "dense": "off",
+        "embedding_model": "text-embedding-3-small",
     }
     assert set(values) == {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
     toml = "\n".join(

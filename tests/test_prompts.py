@@ -25,6 +25,7 @@ def test_every_prompt_loads_and_declares_its_inputs():
         "generate_plain",
         "generate_segment",
         "retrieve_decide",
+        "retrieve_variants",
     ]
     for name in book.names():
         prompt = book[name]

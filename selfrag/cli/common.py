@@ -20,6 +20,9 @@ ENGINE_FLAGS = (
     "fusion",
     "rerank",
     "freshness",
+    "query_variants",
+    "dense",
+    "embedding_model",
     "use_seqscore",
     "gate_irrelevant",
     "gate_unsupported",
@@ -58,6 +61,19 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     )
     retrieval.add_argument("--rerank", action="store_const", const=True, help="lexical-overlap reranking")
     retrieval.add_argument("--freshness", type=float, help="recency bonus for dated chunks, e.g. 0.05 (default 0)")
+    retrieval.add_argument(
+        "--query-variants",
+        metavar="KINDS",
+        help="LLM-written queries fused with the query by RRF: comma list of multi, hyde, decompose (default none)",
+    )
+    retrieval.add_argument(
+        "--dense",
+        choices=["auto", "on", "off"],
+        help="dense vectors (index built with --embed): auto uses them if present (default), on requires them",
+    )
+    retrieval.add_argument(
+        "--embedding-model", help="embedding model for queries (default: the one the index was embedded with)"
+    )
     limits = parser.add_argument_group("limits")
     limits.add_argument("--deadline", type=float, help="seconds per answer (default 600)")
     limits.add_argument("--max-llm-calls", type=int, help="HTTP requests per answer (default 400)")
@@ -107,6 +123,8 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
     for beam in step.beams:
         p = f" p={beam.p_retrieve:.2f}" if beam.p_retrieve is not None else ""
         query = f" query={beam.query!r}" if beam.decision != "no" else ""
+        query += f" variants={beam.queries[1:]!r}" if beam.queries else ""
+        query += f" ({beam.retrieval_note})" if beam.retrieval_note else ""
         print(
             clean_for_terminal(
                 f"step {step.step} beam {beam.beam}: retrieve={beam.decision}{p}{query} chunks={len(beam.chunks)}"

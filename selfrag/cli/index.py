@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError, InputError
 from ..text import clean_for_terminal
 
 
@@ -22,6 +24,24 @@ def register(commands: Any) -> None:
     index.add_argument("--hidden", action="store_true", help="also read hidden files and folders")
     index.add_argument("--unstemmed-view", action="store_true", help="also store unstemmed BM25 (for --fusion)")
     index.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    dense = index.add_argument_group(
+        "dense vectors (keys come from SELFRAG_API_KEY or OPENAI_API_KEY, never flags)",
+        "With --embed, every chunk is also embedded on the endpoint's /v1/embeddings and stored with the index; "
+        "give --embed on every run (an index rebuilt without it is BM25 only). Unchanged chunks reuse their "
+        "vectors.",
+    )
+    dense.add_argument("--embed", action="store_true", help="also store dense vectors of every chunk")
+    dense.add_argument("--embedding-model", help="embedding model, e.g. text-embedding-3-small (needed with --embed)")
+    dense.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    dense.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
+    dense.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    dense.add_argument(
+        "--send-openai-key",
+        action="store_const",
+        const=True,
+        help="allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
+    )
+    dense.add_argument("--config", help="TOML config file (endpoint and embedding_model)")
     index.set_defaults(run=run)
 
 
@@ -37,9 +57,41 @@ def run(args: argparse.Namespace) -> int:
         options["settings"] = IndexSettings(unstemmed_view=True)
     if args.exclude:
         options["exclude"] = args.exclude
+    reports: list[Any] = []
+    if args.embed:
+        options["extra_files"], reports = _embedding_hook(args, progress)
+    elif args.embedding_model:
+        raise InputError("--embedding-model is only used with --embed")
     report = index_paths([Path(p) for p in args.paths], Path(args.out), chunking=chunking, progress=progress, **options)
     print(summary(report), file=sys.stderr)
+    for embedded in reports:
+        print(
+            f"  dense vectors ({clean_for_terminal(embedded.model)}): {embedded.embedded} chunks embedded, "
+            f"{embedded.reused} reused, {embedded.requests} requests, {embedded.tokens} tokens",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _embedding_hook(args: argparse.Namespace, progress: Any) -> tuple[Any, list[Any]]:
+    """The index_paths hook that embeds the chunks on the configured endpoint (flags > environment > file)."""
+    from ..config import resolve_endpoint
+    from ..dense import embed_hook
+    from ..embeddings import OpenAIEmbedder
+    from ..settings import load_config
+
+    names = ("base_url", "embedding_model", "max_concurrency", "timeout", "send_openai_key")
+    config = load_config({name: getattr(args, name) for name in names}, config_file=args.config)
+    if not config.embedding_model:
+        raise ConfigError(
+            "--embed needs an embedding model: pass --embedding-model NAME (or set SELFRAG_EMBEDDING_MODEL)"
+        )
+    resolved = resolve_endpoint(config.endpoint, os.environ)
+    if resolved.base_url is None and resolved.key_source == "placeholder":
+        raise ConfigError(
+            "--embed needs an endpoint: pass --base-url (e.g. http://127.0.0.1:8000/v1) or set OPENAI_API_KEY"
+        )
+    return embed_hook(OpenAIEmbedder(resolved, config.embedding_model), Path(args.out), progress=progress)
 
 
 def summary(report: Any) -> str:

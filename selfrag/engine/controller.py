@@ -74,7 +74,7 @@ async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]
 async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
     live = tuple(b for b in frontier if not b.final)
     plans = await retriever.plan(live, run)  # ②
-    evidence = retriever.gather(live, plans, run)  # ②
+    evidence = await retriever.gather(live, plans, run)  # ②
     candidates = await generator.expand(live, plans, evidence, run)  # ③
     candidates = await critic.assess(candidates, run)  # ④
     candidates += await generator.fallback(live, candidates, run)  # ③ only for beams left with nothing

@@ -67,6 +67,8 @@ def trace_step(
             raw_label=plan.raw_label,
             query=plan.query,
             chunks=[chunk.key for chunk in chunks],
+            queries=list(getattr(chunks, "queries", ())),
+            retrieval_note=getattr(chunks, "note", None),
         )
         for beam, plan, chunks in zip(live, plans, evidence, strict=True)
     ]

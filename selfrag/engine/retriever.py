@@ -7,21 +7,55 @@ The decision rule (paper §3.3, normalised over all three labels):
 
 Without logprobs the label decides, biased to retrieve: only a valid "no" skips retrieval; an invalid label
 means "yes"; "continue" with nothing cached means "yes". Modes `always` and `never` bypass the rule.
+
+Query variants (`query_variants`: multi, hyde, decompose): every beam that retrieves this step asks for other
+queries for its need, all beams in one concurrent round (`retrieve_variants`, one call per beam returning the
+kinds asked for). The query and its variants are each searched and fused by RRF (k = 60) into the top ndocs.
+A failed variant call falls back to the plain query and is recorded in the trace; only a FatalLLMError (or an
+exhausted budget) stops the answer. A retriever with `asearch` (retrieval.Retriever) does the searching and
+fusing itself, dense lists included; any other retriever's `find_relevant_chunks` is called once per query.
+When dense query embedding fails (not fatally) the search is redone with BM25 only, and the trace says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
+from ..config import variant_kinds
 from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
 from ..llm.logprobs import label_distribution
 from ..llm.structured import Parsed
-from ..replies import DecideReply
-from ..schema import Beam, Chunk, Plan
+from ..replies import DecideReply, VariantsReply
+from ..retrieval import rrf
+from ..schema import Beam, Chunk, Hit, Meter, Plan
 from .context import Run, run_all
 
 DECISION_LABELS = [d.value for d in Decision]
+MAX_VARIANT_CHARS = 1000  # a longer variant (a rambling HyDE passage) is cut before it is searched
+
+
+class Evidence(tuple[Chunk, ...]):
+    """The chunks one beam writes from this step (a plain tuple to the stages), plus how they were found:
+    the queries searched when variants are on, and why a variant call or the dense search fell back."""
+
+    queries: tuple[str, ...]
+    note: str | None
+
+    def __new__(cls, chunks: Sequence[Chunk] = (), queries: Sequence[str] = (), note: str | None = None) -> Evidence:
+        self = super().__new__(cls, chunks)
+        self.queries, self.note = tuple(queries), note
+        return self
+
+
+@runtime_checkable
+class GroupSearch(Protocol):
+    """A retriever that searches groups of queries and fuses each group itself (retrieval.Retriever)."""
+
+    async def asearch(
+        self, groups: Sequence[Sequence[str]], k: int, meter: Meter, *, offline: bool = False
+    ) -> list[list[Hit]]: ...
 
 
 def decide(
@@ -62,7 +96,7 @@ async def plan(live: Sequence[Beam], run: Run) -> tuple[Plan, ...]:
     if mode is Mode.NEVER:
         return tuple(Plan(Decision.NO, "", 0.0, "never") for _ in live)
     if mode is Mode.ALWAYS:
-        return tuple(Plan(Decision.YES, _query(b.plan.query if b.plan else "", run), 1.0, "always") for b in live)
+        return tuple(Plan(Decision.YES, b.plan.query if b.plan else "", 1.0, "always") for b in live)
     missing = [beam for beam in live if beam.plan is None]
     if missing:
         run.meter.rounds += 1
@@ -92,25 +126,98 @@ async def _ask(beam: Beam, run: Run) -> Plan:
 
 
 def _query(query: str, run: Run) -> str:
-    return query.strip() or run.question
+    """What BM25 searches: the model's query plus the question. A weak model's query can add words (a new
+    entity for the next hop) but never lose the question's (the 135M default once searched for a timestamp)."""
+    query = " ".join(query.split())
+    if not query or query.lower() in run.question.lower():
+        return run.question
+    return f"{query} {run.question}"
 
 
-def gather(live: Sequence[Beam], plans: Sequence[Plan], run: Run) -> tuple[tuple[Chunk, ...], ...]:
+async def gather(live: Sequence[Beam], plans: Sequence[Plan], run: Run) -> tuple[Evidence, ...]:
     """The chunks each live beam writes from this step: new hits, its cached chunks, or none."""
-    found: list[tuple[Chunk, ...]] = []
-    for beam, step_plan in zip(live, plans, strict=True):
-        if step_plan.decision is Decision.NO:
-            found.append(())
-        elif step_plan.decision is Decision.CONTINUE:
-            found.append(beam.evidence)
+    searching = [i for i, p in enumerate(plans) if p.decision is Decision.YES]
+    queries = [_query(plans[i].query, run) for i in searching]
+    kinds = variant_kinds(run.config.query_variants)
+    asked: list[tuple[tuple[str, ...], str | None]] = [((), None)] * len(queries)
+    if kinds and queries:
+        run.meter.rounds += 1
+        written = [" ".join(plans[i].query.split()) or run.question for i in searching]  # the model's own words
+        asked = await run_all(_variants(query, kinds, run) for query in written)
+    groups = [(query, *variants) for query, (variants, _) in zip(queries, asked, strict=True)]
+    found, dense_note = await search_groups(groups, run)
+    fetched = {
+        i: Evidence(chunks, group if kinds else (), _join(note, dense_note))
+        for i, chunks, group, (_, note) in zip(searching, found, groups, asked, strict=True)
+    }
+    out: list[Evidence] = []
+    for i, (beam, step_plan) in enumerate(zip(live, plans, strict=True)):
+        if step_plan.decision is Decision.CONTINUE:
+            out.append(Evidence(beam.evidence))
         else:
-            found.append(search(_query(step_plan.query, run), run))
-    return tuple(found)
+            out.append(fetched.get(i, Evidence()))
+    return tuple(out)
 
 
-def search(query: str, run: Run) -> tuple[Chunk, ...]:
-    """Top-ndocs chunks for the query; the bare question when the query finds nothing."""
-    hits = run.deps.index.find_relevant_chunks(query, run.config.ndocs)
-    if not hits and query != run.question:
-        hits = run.deps.index.find_relevant_chunks(run.question, run.config.ndocs)
-    return tuple(hit.chunk for hit in hits)
+async def _variants(query: str, kinds: Sequence[str], run: Run) -> tuple[tuple[str, ...], str | None]:
+    """The variant queries for one need (none, with the reason, when the call failed)."""
+    count = run.config.variant_count
+    try:
+        parsed = await run.ask(
+            "retrieve_variants",
+            logprobs=False,
+            question=run.question,
+            query=query,
+            paraphrases=str(count if "multi" in kinds else 0),
+            passage="yes" if "hyde" in kinds else "no",
+            sub_questions=str(count if "decompose" in kinds else 0),
+        )
+    except FatalLLMError:
+        raise
+    except LLMError as error:
+        return (), f"query variants failed, searched the plain query: {error}"
+    reply = parsed.value
+    assert isinstance(reply, VariantsReply)
+    wanted = [
+        *(reply.paraphrases[:count] if "multi" in kinds else ()),
+        *((reply.hypothetical_answer,) if "hyde" in kinds else ()),
+        *(reply.sub_questions[:count] if "decompose" in kinds else ()),
+    ]
+    cleaned = (" ".join(v.split())[:MAX_VARIANT_CHARS] for v in wanted)
+    return tuple(v for v in dict.fromkeys(cleaned) if v and v.lower() != query.lower()), None
+
+
+async def search_groups(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[tuple[Chunk, ...]], str | None]:
+    """Top-ndocs chunks for each group of queries (fused); the bare question when a group finds nothing.
+    The second value says why dense search was left out, if it was."""
+    if not groups:
+        return [], None
+    hits, note = await _search(groups, run)
+    retry = [i for i, found in enumerate(hits) if not found and run.question not in groups[i]]
+    if retry:
+        again, again_note = await _search([(run.question,)] * len(retry), run)
+        for i, found in zip(retry, again, strict=True):
+            hits[i] = found
+        note = note or again_note
+    return [tuple(hit.chunk for hit in found) for found in hits], note
+
+
+async def _search(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[list[Hit]], str | None]:
+    index, k = run.deps.index, run.config.ndocs
+    if isinstance(index, GroupSearch):
+        try:
+            return await index.asearch(groups, k, run.meter), None
+        except FatalLLMError:
+            raise
+        except LLMError as error:  # the query embedding failed: BM25 still works
+            note = f"dense search failed, BM25 only: {error}"
+            return await index.asearch(groups, k, run.meter, offline=True), note
+    results = []
+    for group in groups:
+        lists = [index.find_relevant_chunks(query, k) for query in group]
+        results.append(lists[0] if len(lists) == 1 else rrf(lists, k=60)[:k])
+    return results, None
+
+
+def _join(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None

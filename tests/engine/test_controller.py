@@ -11,8 +11,9 @@ from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
 from selfrag.errors import ContextLengthError, CritiqueError, InputError
 from selfrag.testing import Scripted, ScriptedChatModel
 
-Q = "How many days do I have to ask for a refund?"
+Q = "How long are refunds accepted?"
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
+WARRANTY = "warranty covers manufacturing defects two years"
 
 
 def test_greedy_answer_cites_the_chunk_each_sentence_came_from(engine):
@@ -43,7 +44,7 @@ def test_candidates_are_written_one_per_chunk_with_the_beams_query(engine):
         ndocs=3,
     )
     rag.answer("What does the warranty cover?")
-    assert rag.deps.index.queries == ["warranty defects"]
+    assert rag.deps.index.queries == ["warranty defects What does the warranty cover?"]  # query + question
     calls = rag.chat.calls_to("generate_fused")
     assert len(calls) == 1  # only one chunk shares a word with the query
     assert "warranty covers manufacturing defects" in calls[0].messages[-1].content
@@ -135,7 +136,7 @@ def test_always_mode_skips_the_decision_call_and_retrieves_every_step(engine):
     result = rag.answer(Q)
     assert rag.chat.calls_to("retrieve_decide") == []
     assert [b.decision for s in result.trace.steps for b in s.beams] == ["yes", "yes"]
-    assert rag.deps.index.queries[1] == "shipping"  # the query written with the previous candidate
+    assert rag.deps.index.queries == [Q, f"shipping {Q}"]  # step 2: the query written with the previous candidate
 
 
 def test_adaptive_no_writes_a_plain_sentence_then_follows_the_next_decision(engine):
@@ -358,8 +359,8 @@ def test_sentences_repeated_in_one_answer_are_shown_once_and_numbering_stays_rig
     script = {
         "retrieve_decide": DECIDE_YES,
         "generate_fused": [
-            fused("Same.", is_final=False, retrieve_next="yes", next_query="warranty"),
-            fused("Same.", is_final=False, retrieve_next="yes", next_query="warranty"),
+            fused("Same.", is_final=False, retrieve_next="yes", next_query=WARRANTY),
+            fused("Same.", is_final=False, retrieve_next="yes", next_query=WARRANTY),
             fused("Two years of warranty."),
         ],
     }
