@@ -11,7 +11,8 @@ file. Decoding: UTF-32/UTF-16/UTF-8 by BOM, then strict UTF-8, else cp1252 with 
 encoding used is recorded on every document. Text is NFC-normalised with `\\n` line ends.
 
 Ids: a file's document id is its path relative to the root (posix); a jsonl document's id is its `id` field.
-Limits: no PDF, Office or archive formats; no charset detection beyond the rules above. Glob patterns use
+Limits: PDF text only through the optional pypdf (`pip install selfrag[pdf]`), at most 2,000 pages; no Office or
+archive formats; no charset detection beyond the rules above. Glob patterns use
 fnmatch, where `*` also matches `/`.
 """
 
@@ -27,11 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .errors import InputError
-from .formats import Document, normalise, parse_jsonl, parse_text
+from .formats import Document, normalise, parse_jsonl, parse_text, pdf_document
 
 MiB = 2**20
 HIDDEN = (".*",)  # names of hidden files and folders: .git, .venv, editor swap files
-KINDS = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".jsonl": "jsonl"}
+KINDS = {
+    ".txt": "text", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".jsonl": "jsonl",
+    ".pdf": "pdf",
+}  # fmt: skip
 SNIFF_BYTES = 8192
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -240,17 +244,22 @@ def read_entry(entry: FileEntry, limits: ReadLimits = ReadLimits(), id_prefix: s
     if isinstance(raw, str):
         return Skipped(entry.rel, raw)
     data, info = raw
+    kind = KINDS[PurePosixPath(entry.rel).suffix.lower()]
+    sha = hashlib.sha256(data).hexdigest()
+    if kind == "pdf":
+        parsed = pdf_document(data, id_prefix + entry.rel, entry.path.as_posix())
+        if isinstance(parsed, str):
+            return Skipped(entry.rel, parsed)
+        return FileRead(entry, info.st_size, info.st_mtime_ns, sha, "pdf", (parsed,) if parsed.text else ())
     decoded = decode(data)
     if decoded is None:
         return Skipped(entry.rel, "binary file (NUL byte in the first 8 KiB)")
     text, encoding = decoded
     source = entry.path.as_posix()
-    kind = KINDS[PurePosixPath(entry.rel).suffix.lower()]
     if kind == "jsonl":
         documents = parse_jsonl(text, source, encoding=encoding)
     else:
         documents = [parse_text(kind, text, id_prefix + entry.rel, source, encoding)]
-    sha = hashlib.sha256(data).hexdigest()
     return FileRead(entry, info.st_size, info.st_mtime_ns, sha, encoding, tuple(d for d in documents if d.text))
 
 

@@ -49,6 +49,32 @@ def normalise(text: str) -> str:
     return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
+MAX_PDF_PAGES = 2000
+
+
+def pdf_document(data: bytes, doc_id: str, source: str) -> Document | str:
+    """The text of a PDF (pypdf, an optional extra), or the reason it was skipped."""
+    try:
+        import pypdf
+    except ImportError:
+        return "PDF support needs pypdf: pip install 'selfrag[pdf]'"
+    import io
+    import logging
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed files are reported as a skip, not as noise
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            return "encrypted PDF"
+        if len(reader.pages) > MAX_PDF_PAGES:
+            return f"PDF has more than {MAX_PDF_PAGES} pages"
+        text = "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
+        title = str((reader.metadata or {}).get("/Title") or "")
+    except Exception as error:  # pypdf raises many types on broken files; any of them only skips the file
+        return f"unreadable PDF ({type(error).__name__})"
+    return Document(doc_id, normalise(text).strip(), title or PurePosixPath(doc_id).stem, source, None, encoding="pdf")
+
+
 def parse_text(kind: str, text: str, doc_id: str, source: str, encoding: str) -> Document:
     """One document from a decoded .txt ("text"), .md ("markdown") or .html ("html") file."""
     stem = PurePosixPath(doc_id).stem
