@@ -154,12 +154,12 @@ def test_include_exclude_hidden_and_unsupported(tmp_path: Path) -> None:
     write(tmp_path / "docs" / "b.txt", "beta")
     write(tmp_path / "notes" / "c.md", "gamma")
     write(tmp_path / ".git" / "config.txt", "hidden")
-    write(tmp_path / "report.pdf", "%PDF-1.7")
+    write(tmp_path / "report.docx", "PK-not-supported")
     entries, skipped = scan(tmp_path, include=["*.md"], exclude=["notes"])
     assert [e.rel for e in entries] == ["docs/a.md"]
     entries, skipped = scan(tmp_path)
     assert [e.rel for e in entries] == ["docs/a.md", "docs/b.txt", "notes/c.md"]  # hidden .git left out
-    assert "unsupported file type .pdf" in reasons(skipped)["report.pdf"]
+    assert "unsupported file type .docx" in reasons(skipped)["report.docx"]
     entries, _ = scan(tmp_path, exclude=["*.txt"], hidden=True)
     assert [e.rel for e in entries] == ["docs/a.md", "notes/c.md"]
     entries, _ = scan(tmp_path, hidden=True)
