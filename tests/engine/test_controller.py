@@ -381,3 +381,10 @@ def test_a_prompt_too_long_for_the_model_is_retried_once_with_half_the_chunk(eng
     assert result.answer == "Refunds are accepted [1]."
     sizes = [len(document_of(call)) for call in rag.chat.calls_to("generate_fused")]
     assert len(sizes) == 2 and sizes[1] < sizes[0]
+
+
+def test_an_over_long_question_is_refused_before_any_call(engine):
+    rag = engine({})
+    with pytest.raises(InputError, match="limit"):
+        rag.answer("why? " * 5000)
+    assert rag.chat.calls == []

@@ -75,3 +75,11 @@ async def test_an_invalid_decision_label_is_not_a_parse_failure():
     model = ScriptedChatModel({"retrieve_decide": '{"retrieve": "perhaps", "query": "q"}'})
     parsed = await ask(model, request(), Meter(), reasks=0)
     assert parsed.value.retrieve == "perhaps"  # the engine maps it to "yes"
+
+
+@pytest.mark.parametrize("content", ["", "   ", "I'm sorry, I can't help with that."])
+async def test_empty_or_refusing_replies_are_reasked_then_reported(content):
+    model = ScriptedChatModel({"retrieve_decide": [content, content]})
+    with pytest.raises(CritiqueError):
+        await ask(model, request(), meter := Meter(), reasks=1)
+    assert meter.llm_calls == 2 and meter.parse_failures == 2
