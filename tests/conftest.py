@@ -12,6 +12,26 @@ from selfrag import Chunk, Config
 from selfrag.api import SelfRAG
 from selfrag.testing import ListRetriever, ScriptedChatModel
 
+SMALL_CORPUS = {
+    "refunds.md": "Refunds are accepted within 30 days of purchase. A receipt is required.",
+    "shipping.md": "Orders ship within two business days from Lyon. Express shipping costs 9 euros.",
+    "members.md": "Members get free express shipping and 60 days for refunds.",
+}
+
+
+@pytest.fixture
+def index_dir(tmp_path):
+    """A saved BM25 index of three short documents, built with `selfrag index`."""
+    from selfrag.cli import main
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in SMALL_CORPUS.items():
+        (corpus / name).write_text(text)
+    out = tmp_path / "index"
+    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
+    return out
+
 
 @pytest.fixture
 def chunks() -> list[Chunk]:

@@ -11,16 +11,6 @@ CANARY = "sk-canary-7f3e9b1c"
 OPENAI_CANARY = "sk-canary-openai-42d1"
 
 
-@pytest.fixture
-def index_dir(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "refunds.md").write_text("Refunds are accepted within 30 days of purchase.")
-    out = tmp_path / "index"
-    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
-    return out
-
-
 @pytest.mark.parametrize("fault", [None, "auth", "500", "malformed"])
 def test_no_output_or_file_holds_a_key(fault, index_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SELFRAG_API_KEY", CANARY)  # the key configured for this endpoint: it is sent, never shown

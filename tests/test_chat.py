@@ -7,23 +7,10 @@ import sys
 import time
 
 import pexpect
-import pytest
 
-from selfrag.cli import main
 from selfrag.fake_server import FakeOpenAIServer
 
 PROMPT = ">>>"  # prompt_toolkit draws the trailing space with a cursor move
-
-
-@pytest.fixture
-def index_dir(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "refunds.md").write_text("Refunds are accepted within 30 days of purchase. A receipt is required.")
-    (corpus / "members.md").write_text("Members get free express shipping and 60 days for refunds.")
-    out = tmp_path / "index"
-    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
-    return out
 
 
 def spawn(index_dir, server, tmp_path, *extra):

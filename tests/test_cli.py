@@ -13,23 +13,6 @@ import pytest
 from selfrag.cli import main
 from selfrag.fake_server import FakeOpenAIServer
 
-DOCS = {
-    "refunds.md": "Refunds are accepted within 30 days of purchase. A receipt is required.",
-    "shipping.md": "Orders ship within two business days from Lyon. Express shipping costs 9 euros.",
-    "members.md": "Members get free express shipping and 60 days for refunds.",
-}
-
-
-@pytest.fixture
-def index_dir(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name, text in DOCS.items():
-        (corpus / name).write_text(text)
-    out = tmp_path / "index"
-    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
-    return out
-
 
 @pytest.fixture
 def server():

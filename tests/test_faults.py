@@ -15,17 +15,6 @@ from selfrag.cli import main
 from selfrag.fake_server import FakeOpenAIServer
 
 
-@pytest.fixture
-def index_dir(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "refunds.md").write_text("Refunds are accepted within 30 days of purchase. A receipt is required.")
-    (corpus / "members.md").write_text("Members get free express shipping and 60 days for refunds.")
-    out = tmp_path / "index"
-    assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
-    return out
-
-
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFRAG_API_KEY"):
