@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import SelfRagError
 from ..text import clean_for_terminal
-from . import ask, chat, config_cmd, doctor, index, search
+from . import ask, bench, chat, config_cmd, doctor, index, judge, search
 
-COMMANDS = (index, ask, search, chat, doctor, config_cmd)
+COMMANDS = (index, ask, search, chat, doctor, config_cmd, bench, judge)
 
 
 def build_parser() -> argparse.ArgumentParser:

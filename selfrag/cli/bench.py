@@ -140,13 +140,15 @@ def growth_command(args: argparse.Namespace) -> int:
 
 
 def score_command(args: argparse.Namespace) -> int:
-    from ..bench.score import markdown_table, score_run
+    from ..bench.score import calibration_table, markdown_table, score_run
 
     rows = [score_run(Path(d)) for d in args.run_dirs]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         print(markdown_table(rows))
+        print("### Confidence and calibration\n")
+        print(calibration_table(rows))
     if args.check:
         for folder, row in zip(args.run_dirs, rows, strict=True):
             stored = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))["summary"]

@@ -1,0 +1,385 @@
+"""Dataset loaders: a folder in the layout of ../shared/datasets in, typed examples and a retrieval corpus out.
+
+Each loader reads one folder (so a user can point it at another copy in the same layout), checks ids (a
+missing, non-string or duplicate id is an InputError naming the file and line), and returns a `Dataset`:
+examples with gold answers or labels and gold evidence ids, and the corpus as `Chunk`s. Ids of evidence:
+
+    chunk key      "<doc_id>#<chunk_id>"   (what the engine cites)
+    sentence id    "<chunk key>/<n>"       (n-th sentence of that chunk, from 0)
+
+Choices the issue left open, made here and recorded in `Dataset.notes`:
+- SciFact uses the 300 labelled `claims_test` claims; a claim's gold chunks are its cited documents (the
+  qrels), its gold sentences the rationale sentences. One chunk per abstract.
+- CLIMATE-FEVER drops the 154 DISPUTED claims (no single gold label); labels map SUPPORTS -> SUPPORT,
+  REFUTES -> CONTRADICT, NOT_ENOUGH_INFO -> NEI. The pool is the 5,240 distinct evidence sentences.
+- HaluEval has no id field: the id is the 0-based line number. Its 9,936 distinct knowledge snippets are the
+  pool; a question's own snippet is its gold chunk. It has no sentence-level gold.
+- HotpotQA smoke: one chunk per paragraph (title = document id), gold sentences from `supporting_facts`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..schema import Chunk
+
+CLAIM_LABELS = ("SUPPORT", "CONTRADICT", "NEI")
+CLIMATE_LABELS = {"SUPPORTS": "SUPPORT", "REFUTES": "CONTRADICT", "NOT_ENOUGH_INFO": "NEI"}
+FOLDERS = {
+    "scifact": "scifact",
+    "halueval": "halueval_qa",
+    "climate_fever": "climate_fever",
+    "hotpotqa_smoke": "hotpotqa_smoke",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePair:
+    """One (statement, document) pair with a gold support judgement, for critic agreement."""
+
+    chunk: str  # chunk key of the document
+    statement: str  # the sentence the critic judges against the document
+    supported: bool  # gold: does the document support the statement?
+    gold_label: str = ""  # the dataset's own label for the pair
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    id: str
+    question: str  # the question, or the claim for claim tasks
+    answers: tuple[str, ...] = ()  # gold answers (QA)
+    label: str | None = None  # gold label (claims): SUPPORT | CONTRADICT | NEI
+    gold_chunks: tuple[str, ...] = ()
+    gold_sentences: tuple[str, ...] = ()
+    pairs: tuple[EvidencePair, ...] = ()
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    task: str  # qa | claim
+    path: str
+    files: Mapping[str, str]  # file name -> sha256
+    examples: tuple[Example, ...]
+    corpus: tuple[Chunk, ...]
+    sentences: Mapping[str, tuple[str, ...]]  # chunk key -> its sentences (for citation alignment)
+    labels: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    total: int = 0  # examples before sampling
+
+    @property
+    def sha256(self) -> str:
+        """One checksum over the files read (name and hash of each, in name order)."""
+        joined = "".join(f"{name}:{digest}\n" for name, digest in sorted(self.files.items()))
+        return hashlib.sha256(joined.encode()).hexdigest()
+
+    def sample(self, limit: int | None, seed: int) -> Dataset:
+        """A seeded sample of `limit` examples, kept in file order; all of them when limit is None or larger.
+        Samples are nested: with one seed, the sample of 30 is part of the sample of 100 (a seeded shuffle,
+        then the first `limit`), so a run can be extended and its cached answers reused."""
+        if limit is not None and limit < 1:
+            raise InputError(f"--limit must be at least 1, got {limit}")
+        if limit is None or limit >= len(self.examples):
+            return self
+        order = list(range(len(self.examples)))
+        random.Random(seed).shuffle(order)
+        chosen = sorted(order[:limit])
+        return replace(self, examples=tuple(self.examples[i] for i in chosen))
+
+    def with_corpus_size(self, size: int, seed: int) -> Dataset:
+        """The corpus cut to `size` chunks: every gold chunk of the examples, then seeded random distractors."""
+        gold = {key for example in self.examples for key in example.gold_chunks}
+        gold |= {pair.chunk for example in self.examples for pair in example.pairs}
+        keep = [chunk for chunk in self.corpus if chunk.key in gold]
+        if size < len(keep):
+            raise InputError(f"corpus size {size} is below the {len(keep)} gold chunks of the sampled examples")
+        others = [chunk for chunk in self.corpus if chunk.key not in gold]
+        extra = random.Random(seed).sample(others, min(size - len(keep), len(others)))
+        chosen = {chunk.key for chunk in keep + extra}
+        corpus = tuple(chunk for chunk in self.corpus if chunk.key in chosen)
+        sentences = {key: value for key, value in self.sentences.items() if key in chosen}
+        return replace(self, corpus=corpus, sentences=sentences)
+
+    def chunk_texts(self) -> dict[str, Chunk]:
+        return {chunk.key: chunk for chunk in self.corpus}
+
+
+def default_root(environ: Mapping[str, str] | None = None) -> Path:
+    """$SELFRAG_DATASETS, else ../shared/datasets beside the source checkout."""
+    env = os.environ if environ is None else environ
+    if env.get("SELFRAG_DATASETS"):
+        return Path(env["SELFRAG_DATASETS"])
+    return Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+
+def load(name: str, path: str | Path | None = None) -> Dataset:
+    """The dataset `name` from folder `path` (default: its folder under `default_root()`)."""
+    if name not in LOADERS:
+        raise InputError(f"unknown dataset {name!r}; known: {', '.join(LOADERS)}")
+    folder = Path(path) if path is not None else default_root() / FOLDERS[name]
+    if not folder.is_dir():
+        raise InputError(f"dataset folder {folder} does not exist: pass --data PATH (the layout of ../shared/datasets)")
+    return LOADERS[name](folder)
+
+
+# -- reading and checking ----------------------------------------------------------------------------
+
+
+class _Files:
+    """Reads files of one dataset folder and remembers their checksums."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.hashes: dict[str, str] = {}
+
+    def read(self, name: str) -> bytes:
+        path = self.folder / name
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+        self.hashes[name] = hashlib.sha256(data).hexdigest()
+        return data
+
+    def jsonl(self, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        for number, line in enumerate(self.read(name).decode("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                raise InputError(f"{self.folder / name} line {number} is not JSON: {error}") from None
+            if not isinstance(record, dict):
+                raise InputError(f"{self.folder / name} line {number} is not a JSON object")
+            yield number, record
+
+    def json(self, name: str) -> Any:
+        try:
+            return json.loads(self.read(name))
+        except ValueError as error:
+            raise InputError(f"{self.folder / name} is not JSON: {error}") from None
+
+
+def check_ids(ids: Iterable[tuple[Any, str]], where: str) -> None:
+    """Every id a non-empty string, no two alike; `ids` yields (id, location) pairs."""
+    seen: dict[str, str] = {}
+    for value, location in ids:
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{where}: {location} has a missing or non-string id ({value!r}); every record needs one")
+        if value in seen:
+            raise InputError(f"{where}: id {value!r} appears twice ({seen[value]} and {location}); ids must be unique")
+        seen[value] = location
+
+
+def _field(record: Mapping[str, Any], key: str, where: str, kind: type = str) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind):
+        raise InputError(f"{where}: field {key!r} is missing or not a {kind.__name__}")
+    return value
+
+
+def _split_sentences(sentences: Sequence[str]) -> tuple[str, ...]:
+    return tuple(s.strip() for s in sentences)
+
+
+# -- the four datasets -------------------------------------------------------------------------------
+
+
+def load_hotpotqa_smoke(folder: Path) -> Dataset:
+    files = _Files(folder)
+    questions = files.json("questions.json")
+    corpus_raw = files.json("corpus.json")
+    if not isinstance(questions, list) or not isinstance(corpus_raw, dict):
+        raise InputError(f"{folder}: questions.json must be a list and corpus.json an object")
+    check_ids(
+        ((q.get("_id") if isinstance(q, dict) else None, f"question {i}") for i, q in enumerate(questions)),
+        str(folder / "questions.json"),
+    )
+    chunks, sentences = [], {}
+    for title, parts in corpus_raw.items():
+        if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+            raise InputError(f"{folder / 'corpus.json'}: paragraph {title!r} is not a list of sentences")
+        chunk = Chunk(title, 0, "".join(parts), title=title, source="hotpotqa")
+        chunks.append(chunk)
+        sentences[chunk.key] = _split_sentences(parts)
+    examples = []
+    for i, q in enumerate(questions):
+        where = f"{folder / 'questions.json'} question {i}"
+        facts = _field(q, "supporting_facts", where, list)
+        gold_sentences, gold_chunks = [], []
+        for fact in facts:
+            title, n = fact[0], fact[1]
+            key = f"{title}#0"
+            if key not in sentences:
+                raise InputError(f"{where}: supporting fact {title!r} is not in corpus.json")
+            if key not in gold_chunks:
+                gold_chunks.append(key)
+            if 0 <= n < len(sentences[key]):
+                gold_sentences.append(f"{key}/{n}")
+        meta = {"type": str(q.get("type", "")), "level": str(q.get("level", ""))}
+        examples.append(
+            Example(
+                q["_id"],
+                _field(q, "question", where),
+                (_field(q, "answer", where),),
+                None,
+                tuple(gold_chunks),
+                tuple(gold_sentences),
+                (),
+                meta,
+            )
+        )
+    return Dataset(
+        "hotpotqa_smoke",
+        "qa",
+        str(folder),
+        files.hashes,
+        tuple(examples),
+        tuple(chunks),
+        sentences,
+        total=len(examples),
+        notes=("one chunk per paragraph; gold sentences from supporting_facts",),
+    )
+
+
+def load_scifact(folder: Path) -> Dataset:
+    files = _Files(folder)
+    corpus_rows = list(files.jsonl("corpus.jsonl"))
+    check_ids(((r.get("_id"), f"line {n}") for n, r in corpus_rows), str(folder / "corpus.jsonl"))
+    chunks, sentences = [], {}
+    for n, row in corpus_rows:
+        where = f"{folder / 'corpus.jsonl'} line {n}"
+        chunk = Chunk(row["_id"], 0, _field(row, "text", where), title=str(row.get("title") or ""), source="scifact")
+        chunks.append(chunk)
+        parts = row.get("sentences")
+        sentences[chunk.key] = _split_sentences(parts if isinstance(parts, list) else [chunk.text])
+    claims = list(files.jsonl("claims_test.jsonl"))
+    check_ids(((r.get("_id"), f"line {n}") for n, r in claims), str(folder / "claims_test.jsonl"))
+    examples = []
+    for n, row in claims:
+        where = f"{folder / 'claims_test.jsonl'} line {n}"
+        label = _field(row, "label", where)
+        if label not in CLAIM_LABELS:
+            raise InputError(f"{where}: label {label!r} is not one of {', '.join(CLAIM_LABELS)}")
+        cited = [f"{d}#0" for d in _field(row, "cited_doc_ids", where, list)]
+        gold_sentences = []
+        for doc_id, evidence in (row.get("evidence") or {}).items():
+            key = f"{doc_id}#0"
+            count = len(sentences.get(key, ()))
+            gold_sentences += [f"{key}/{i}" for i in evidence.get("sentences", []) if 0 <= i < count]
+        examples.append(Example(row["_id"], _field(row, "text", where), (), label, tuple(cited), tuple(gold_sentences)))
+    notes = (
+        "claims_test (300 labelled claims); gold chunks = cited documents; one chunk per abstract",
+        "sentence indices outside an abstract (claim 261) are dropped",
+    )
+    return Dataset(
+        "scifact",
+        "claim",
+        str(folder),
+        files.hashes,
+        tuple(examples),
+        tuple(chunks),
+        sentences,
+        CLAIM_LABELS,
+        notes,
+        len(examples),
+    )
+
+
+def load_climate_fever(folder: Path) -> Dataset:
+    files = _Files(folder)
+    rows = list(files.jsonl("climate-fever.jsonl"))
+    check_ids(((r.get("claim_id"), f"line {n}") for n, r in rows), str(folder / "climate-fever.jsonl"))
+    pool: dict[str, Chunk] = {}
+    examples, disputed = [], 0
+    for n, row in rows:
+        where = f"{folder / 'climate-fever.jsonl'} line {n}"
+        evidences = _field(row, "evidences", where, list)
+        pairs, gold = [], []
+        claim = _field(row, "claim", where)
+        for evidence in evidences:
+            evidence_id = _field(evidence, "evidence_id", where)
+            chunk = Chunk(
+                evidence_id,
+                0,
+                _field(evidence, "evidence", where),
+                title=str(evidence.get("article", "")),
+                source="climate_fever",
+            )
+            pool.setdefault(evidence_id, chunk)
+            label = str(evidence.get("evidence_label", ""))
+            pairs.append(EvidencePair(chunk.key, claim, label == "SUPPORTS", label))
+            if label in ("SUPPORTS", "REFUTES"):
+                gold.append(chunk.key)
+        raw = row.get("claim_label")
+        if raw == "DISPUTED":
+            disputed += 1
+            continue
+        if raw not in CLIMATE_LABELS:
+            raise InputError(f"{where}: claim_label {raw!r} is unknown")
+        golds = tuple(dict.fromkeys(gold))
+        sentences = tuple(f"{key}/0" for key in golds)
+        examples.append(Example(row["claim_id"], claim, (), CLIMATE_LABELS[raw], golds, sentences, tuple(pairs)))
+    chunks = tuple(pool.values())
+    notes = (
+        f"{disputed} DISPUTED claims dropped; SUPPORTS->SUPPORT, REFUTES->CONTRADICT, NOT_ENOUGH_INFO->NEI",
+        "pool = distinct evidence sentences; gold = the claim's SUPPORTS/REFUTES sentences",
+    )
+    return Dataset(
+        "climate_fever",
+        "claim",
+        str(folder),
+        files.hashes,
+        tuple(examples),
+        chunks,
+        {c.key: (c.text,) for c in chunks},
+        CLAIM_LABELS,
+        notes,
+        len(examples),
+    )
+
+
+def load_halueval(folder: Path) -> Dataset:
+    files = _Files(folder)
+    snippets: dict[str, Chunk] = {}
+    examples = []
+    for n, row in files.jsonl("qa.jsonl"):
+        where = f"{folder / 'qa.jsonl'} line {n}"
+        knowledge = _field(row, "knowledge", where)
+        chunk = snippets.get(knowledge)
+        if chunk is None:
+            chunk = snippets[knowledge] = Chunk(f"k{len(snippets)}", 0, knowledge, source="halueval")
+        right, wrong = _field(row, "right_answer", where), _field(row, "hallucinated_answer", where)
+        pairs = (EvidencePair(chunk.key, right, True, "right"), EvidencePair(chunk.key, wrong, False, "hallucinated"))
+        examples.append(Example(str(n - 1), _field(row, "question", where), (right,), None, (chunk.key,), (), pairs))
+    chunks = tuple(snippets.values())
+    notes = ("id = 0-based line number; pool = distinct knowledge snippets; gold = the question's own snippet",)
+    return Dataset(
+        "halueval",
+        "qa",
+        str(folder),
+        files.hashes,
+        tuple(examples),
+        chunks,
+        {c.key: (c.text,) for c in chunks},
+        (),
+        notes,
+        len(examples),
+    )
+
+
+LOADERS = {
+    "scifact": load_scifact,
+    "halueval": load_halueval,
+    "climate_fever": load_climate_fever,
+    "hotpotqa_smoke": load_hotpotqa_smoke,
+}

@@ -1,0 +1,128 @@
+"""PNG plots (matplotlib, the optional `bench` extra; imported lazily, Agg backend, no display needed).
+
+- `quality_vs_calls`: per dataset, the headline quality metric (QA: correct; claims: accuracy) with its 95 %
+  interval against mean LLM calls per question, one point per system.
+- `reliability_diagram`: accuracy per confidence bin against the diagonal, for the critique confidence and
+  the similarity confidence of one run.
+- `growth_plot`: correctness, critique confidence and similarity confidence against corpus size.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError('plots need matplotlib: pip install "selfrag[bench]"') from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _headline(summary: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    metrics = summary["metrics"]
+    return ("accuracy", metrics.get("accuracy")) if "accuracy" in metrics else ("correct", metrics.get("correct"))
+
+
+def quality_vs_calls(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    name = "quality"
+    for row in rows:
+        name, metric = _headline(row["summary"])
+        calls = row["summary"]["metrics"].get("llm_calls", {}).get("value")
+        if not metric or metric.get("value") is None or calls is None:
+            continue
+        y, low, high = 100 * metric["value"], 100 * metric["low"], 100 * metric["high"]
+        ax.errorbar([calls], [y], yerr=[[y - low], [high - y]], fmt="o", capsize=4)
+        ax.annotate(row["label"], (calls, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("LLM calls per question (mean, log scale)")
+    ax.set_ylabel(f"{name} (%), 95 % bootstrap interval")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def reliability_diagram(label: str, summary: dict[str, Any], path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4.8, 4.8))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
+    for key, marker in (("critique", "o-"), ("similarity", "s:")):
+        calibration = summary["calibration"].get(key)
+        if not calibration:
+            continue
+        bins = [b for b in calibration["bins"] if b["count"]]
+        ax.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], marker,
+                label=f"{key} confidence (ECE {calibration['ece']:.3f}, n={calibration['n']})")  # fmt: skip
+        for b in bins:
+            ax.annotate(str(b["count"]), (b["confidence"], b["accuracy"]), fontsize=7, xytext=(3, -9),
+                        textcoords="offset points")  # fmt: skip
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence (bin mean)")
+    ax.set_ylabel("share correct")
+    ax.set_title(f"reliability: {label}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def growth_plot(summary: dict[str, Any], path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for system in dict.fromkeys(c["system"] for c in summary["cells"]):
+        cells = sorted((c for c in summary["cells"] if c["system"] == system), key=lambda c: c["size"])
+        sizes = [c["size"] for c in cells]
+        for key, style, what in (("correct", "o-", "correct"), ("confidence", "s--", "critique conf."),
+                                 ("similarity_confidence", "^:", "similarity conf.")):  # fmt: skip
+            values = [(c.get(key) or c.get("accuracy" if key == "correct" else key) or {}).get("value") for c in cells]
+            if all(v is None for v in values):
+                continue
+            ax.plot(sizes, [None if v is None else 100 * v for v in values], style, label=f"{system}: {what}")
+    ax.set_xscale("log")
+    ax.set_xlabel("corpus size (chunks, log scale)")
+    ax.set_ylabel("%")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"memory growth on {summary['dataset']} ({summary['cells'][0]['n']} questions)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_runs(run_dirs: list[Path], out: Path) -> list[Path]:
+    """Quality vs calls per dataset, and a reliability diagram per run that has a critique confidence."""
+    from .score import score_run
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [score_run(d) for d in run_dirs]
+    written = []
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        group = [r for r in rows if r["dataset"] == dataset and "critic" not in r["summary"]]
+        if group:
+            written.append(quality_vs_calls(group, out / f"{dataset}-quality-vs-calls.png", dataset))
+    for row in rows:
+        if row["summary"]["calibration"].get("critique"):
+            name = f"{row['dataset']}-{row['label']}-reliability.png".replace("+", "_")
+            written.append(reliability_diagram(f"{row['label']} on {row['dataset']}", row["summary"], out / name))
+    return written
+
+
+def load_growth(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))

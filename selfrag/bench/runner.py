@@ -1,0 +1,496 @@
+"""The benchmark runner: one dataset x one system into one run folder, durable and resumable.
+
+Run folder `<out>/<dataset>/<system label>/<config hash 8>/`:
+    config.json    the resolved configuration (no secrets), written once; its hash names the folder
+    samples.jsonl  one record per finished question, appended + flushed + fsynced (samples.py)
+    results.json   metrics with bootstrap 95 % intervals, status, dataset checksum, seed, versions,
+                   endpoint capabilities, cache statistics, times (written atomically at the end)
+    results.md     the markdown table (also printed on stdout)
+    .lock          held (flock) while a process uses the folder; a second process is refused
+
+--resume skips finished ids (ok, and failed unless --retry-failed), repairs a torn last line, and refuses a
+folder whose config differs. Metrics are always computed from samples.jsonl, so resumed = uninterrupted.
+
+Exit codes: 0 complete, no failed question; 3 complete, some questions failed (recorded and counted);
+1 incomplete (interrupted, endpoint aborted, disk full, error; resumable); 2 usage error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..config import Config, redact_url, resolve_endpoint
+from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
+from ..llm.base import ChatModel
+from ..schema import Meter
+from . import datasets as ds
+from . import metrics
+from .cache import CachedChatModel, RequestCache, digest
+from .samples import SampleWriter, read_samples
+from .score import markdown_table, summarize
+from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, answer, parse_system
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
+RUNNER_VERSION = 1
+
+
+class RunError(SelfRagError):
+    """The run cannot start or go on (folder in use, config mismatch, endpoint down)."""
+
+
+@dataclass
+class RunOptions:
+    dataset: str
+    system: str
+    config: Config = field(default_factory=lambda: Config(**BENCH_DEFAULTS))
+    data_path: str | None = None
+    limit: int | None = None
+    seed: int = 0
+    out: Path = Path("benchmarks/runs")
+    run_dir: Path | None = None  # explicit folder instead of <out>/<dataset>/<label>/<hash>
+    resume: bool = False
+    retry_failed: bool = False
+    cache_path: Path | None = None  # None: no cache
+    jobs: int = 1  # questions in flight at once
+    max_consecutive_failures: int = 10  # endpoint-level failures in a row that abort the run
+    progress: bool = True
+    embedded_threads: int | None = None  # llama.cpp threads of the embedded model (None: all cores)
+    corpus_size: int | None = None  # memory-growth runs: gold chunks plus seeded distractors up to this size
+    environ: Mapping[str, str] | None = None
+
+
+@dataclass
+class RunReport:
+    status: str  # complete | interrupted | aborted | error
+    exit_code: int
+    run_dir: Path
+    summary: dict[str, Any]
+    table: str
+    message: str = ""
+
+
+# -- endpoint ------------------------------------------------------------------------------------------
+
+
+def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | None = None) -> tuple[ChatModel, str]:
+    """The chat model and an id for the cache key: the configured endpoint, else the embedded model
+    (`threads`: llama.cpp threads; 1 is far faster than 2 when another process keeps a core busy)."""
+    endpoint = config.endpoint
+    if endpoint.base_url or environ.get("OPENAI_BASE_URL"):
+        from ..llm.openai_chat import OpenAIChatModel
+
+        resolved = resolve_endpoint(endpoint, environ)
+        url = redact_url(resolved.base_url or "openai").rstrip("/")
+        return OpenAIChatModel(resolved), f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
+    from ..local import embedded_chat, served
+
+    chat = embedded_chat(endpoint, environ, n_threads=threads)
+    serving = served()
+    settings = getattr(serving, "settings", None)
+    file = serving.model_file.name if serving else "?"
+    shape = f"n_ctx={getattr(settings, 'n_ctx', '?')}|logprobs={getattr(settings, 'logprobs', '?')}"
+    return chat, f"embedded|{file}|{shape}|top_logprobs={endpoint.top_logprobs}"
+
+
+# -- the run -------------------------------------------------------------------------------------------
+
+
+def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream: TextIO | None = None) -> RunReport:
+    """Run (or resume) one dataset x system; never raises for question-level failures."""
+    environ = os.environ if options.environ is None else options.environ
+    dataset = ds.load(options.dataset, options.data_path).sample(options.limit, options.seed)
+    if options.corpus_size is not None:
+        dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
+    system = parse_system(options.system, options.config)
+    if system.kind == "critic" and not any(example.pairs for example in dataset.examples):
+        raise ConfigError(
+            f"the critic system needs gold-labelled pairs: use climate_fever or halueval, not {dataset.name}"
+        )
+    if chat is None:
+        inner, endpoint_id = open_endpoint(system.config, environ, options.embedded_threads)
+    else:
+        inner, endpoint_id = chat, f"given|{chat.name}"
+    config = resolved_config(options, dataset, system, endpoint_id)
+    run_dir = options.run_dir or options.out / dataset.name / system.label / config["hash"][:8]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with folder_lock(run_dir):
+        return asyncio.run(_run(options, dataset, system, inner, endpoint_id, config, run_dir, stream or sys.stderr))
+
+
+def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, endpoint_id: str) -> dict[str, Any]:
+    """Everything that decides the results (and nothing that does not, such as --jobs or the cache path)."""
+    body = {
+        "runner_version": RUNNER_VERSION,
+        "dataset": {
+            "name": dataset.name,
+            "task": dataset.task,
+            "path": dataset.path,
+            "sha256": dataset.sha256,
+            "files": dict(dataset.files),
+            "total": dataset.total,
+            "labels": list(dataset.labels),
+            "notes": list(dataset.notes),
+            "corpus_chunks": len(dataset.corpus),
+        },
+        "sample": {
+            "limit": options.limit,
+            "seed": options.seed,
+            "size": len(dataset.examples),
+            "how": "seeded random sample, file order"
+            if options.limit and options.limit < dataset.total
+            else "all examples",
+        },
+        "seed": options.seed,
+        "corpus": {"size": len(dataset.corpus), "cut": options.corpus_size is not None},
+        "system": system.describe(),
+        "endpoint": endpoint_id,
+        "retriever": "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",
+    }
+    return {**body, "hash": digest(body)}
+
+
+@contextlib.contextmanager
+def folder_lock(run_dir: Path):  # type: ignore[no-untyped-def]
+    """An exclusive flock on <run_dir>/.lock; released when the process ends, even on SIGKILL."""
+    handle = open(run_dir / ".lock", "a+")  # noqa: SIM115
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise RunError(f"the run folder {run_dir} is in use by {holder}; wait for it or use another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}\n")
+    handle.flush()
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _check_folder(run_dir: Path, config: dict[str, Any], resume: bool) -> None:
+    config_file = run_dir / "config.json"
+    has_samples = (run_dir / "samples.jsonl").exists() and (run_dir / "samples.jsonl").stat().st_size > 0
+    if config_file.exists():
+        stored = json.loads(config_file.read_text(encoding="utf-8"))
+        if stored.get("hash") != config["hash"]:
+            raise RunError(f"{run_dir} holds a run with another configuration; use another --out or --run-dir")
+    if has_samples and not resume:
+        raise RunError(f"{run_dir} already holds samples: pass --resume to continue it, or remove the folder")
+    if not config_file.exists():
+        write_atomic(config_file, json.dumps(config, indent=2, ensure_ascii=False))
+
+
+async def _run(
+    options: RunOptions,
+    dataset: ds.Dataset,
+    system: System,
+    inner: ChatModel,
+    endpoint_id: str,
+    config: dict[str, Any],
+    run_dir: Path,
+    stream: TextIO,
+) -> RunReport:
+    _check_folder(run_dir, config, options.resume)
+    samples = run_dir / "samples.jsonl"
+    done, report = read_samples(samples, repair=True)
+    if report.repaired:
+        print(f"note: repaired a torn last line in {samples} ({report.torn_bytes} bytes dropped)", file=stream)
+    keep = {"ok"} if options.retry_failed else {"ok", "failed"}
+    todo = [e for e in dataset.examples if done.get(e.id, {}).get("status") not in keep]
+    from ..index import Index
+
+    index = Index.build(dataset.corpus)
+    cache = RequestCache(options.cache_path) if options.cache_path else None
+    chat = CachedChatModel(inner, cache, endpoint=endpoint_id)
+    started, status, message = time.time(), "complete", ""
+    capabilities: dict[str, Any] = {}
+    progress = Progress(len(dataset.examples), len(dataset.examples) - len(todo), stream, enabled=options.progress)
+    writer = SampleWriter(samples)
+    try:
+        capabilities = (await chat.capabilities(Meter())).describe()
+        status, message = await _answer_all(options, dataset, system, chat, index, todo, writer, progress)
+    except FatalLLMError as error:
+        status, message = "aborted", f"the endpoint refused: {error}"
+    except LLMError as error:
+        status, message = "aborted", f"the endpoint failed: {error}"
+    except OSError as error:
+        status, message = "error", f"cannot write {samples}: {error.strerror or error}"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status, message = "interrupted", "interrupted; run again with --resume to continue"
+    finally:
+        progress.close()
+        writer.close()
+        with contextlib.suppress(Exception):
+            await chat.aclose()
+        if cache is not None:
+            cache.close()
+    return _finish(options, dataset, system, config, run_dir, chat, capabilities, started, status, message)
+
+
+async def _answer_all(
+    options: RunOptions,
+    dataset: ds.Dataset,
+    system: System,
+    chat: CachedChatModel,
+    index: Any,
+    todo: list[ds.Example],
+    writer: SampleWriter,
+    progress: Progress,
+) -> tuple[str, str]:
+    prompts, chunks = BenchPrompts(), dataset.chunk_texts()
+    gate = asyncio.Semaphore(max(1, options.jobs))
+    streak = {"failures": 0}
+    abort: list[str] = []
+
+    stop: list[BaseException] = []  # a fatal endpoint error or a failed write stops the run
+
+    async def one(example: ds.Example) -> None:
+        async with gate:
+            if abort or stop:
+                return
+            view = chat.scoped()
+            ctx = Context(dataset, index, chunks, prompts, view)
+            began = time.monotonic()
+            outcome, error = None, None
+            try:
+                outcome = await answer(system, example, ctx)
+            except FatalLLMError as failure:
+                stop.append(failure)
+                return
+            except (LLMError, BudgetError, InputError, ConfigError) as failure:
+                error = f"{type(failure).__name__}: {failure}"
+                endpoint_level = isinstance(failure, LLMError) and not isinstance(failure, CritiqueError)
+                streak["failures"] = streak["failures"] + 1 if endpoint_level else 0
+            except Exception as failure:  # a bug on one question: recorded, the run goes on
+                error = f"internal {type(failure).__name__}: {failure}"
+            if error is None:
+                streak["failures"] = 0
+            record = build_record(example, outcome, error, dataset, index, view, time.monotonic() - began)
+            try:
+                writer.write(record)
+            except OSError as failure:  # disk full: the question is not done; stop scheduling
+                stop.append(failure)
+                return
+            progress.update(record)
+            if streak["failures"] >= options.max_consecutive_failures:
+                abort.append(f"{streak['failures']} questions in a row failed at the endpoint; last: {error}")
+
+    async with asyncio.TaskGroup() as group:
+        for example in todo:
+            group.create_task(one(example))
+    if stop:
+        raise stop[0]
+    if abort:
+        return "aborted", abort[0]
+    return "complete", ""
+
+
+def build_record(
+    example: ds.Example,
+    outcome: Any,
+    error: str | None,
+    dataset: ds.Dataset,
+    index: Any,
+    chat: CachedChatModel,
+    wall: float,
+) -> dict[str, Any]:
+    """One samples.jsonl record: the gold, what the system did, and its cost. No correctness judgement."""
+    top_score, similarity = similarity_confidence(index, example.question)
+    record: dict[str, Any] = {
+        "id": example.id,
+        "status": "ok" if error is None else "failed",
+        "error": error,
+        "question": example.question,
+        "answers": list(example.answers),
+        "gold_label": example.label,
+        "gold_chunks": list(example.gold_chunks),
+        "gold_sentences": list(example.gold_sentences),
+        "similarity_confidence": similarity,
+        "top_score": top_score,
+    }
+    usage = {
+        "wall_time": round(wall, 4),
+        "model_seconds": round(chat.counters.model_seconds, 4),
+        "cache_hits": chat.counters.hits,
+        "requests_sent": chat.counters.sent,
+    }
+    if outcome is None:
+        return {**record, "usage": usage}
+    body = outcome.to_dict()
+    body["usage"] = {**body["usage"], **usage}
+    body["cited_sentences"] = cited_sentences(body["citations"], body["cited_texts"], dataset.sentences)
+    return {**record, **body}
+
+
+def cited_sentences(citations: list[str], texts: list[str], sentences: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The sentence each citation rests on: the sentence of its chunk the citing text overlaps most
+    (`<chunk>/?` when none overlaps, so it counts as a cited non-gold sentence)."""
+    out = []
+    for key, text in zip(citations, texts, strict=True):
+        index = metrics.align_sentence(text, sentences.get(key, ()))
+        out.append(f"{key}/{'?' if index is None else index}")
+    return list(dict.fromkeys(out))
+
+
+def similarity_confidence(index: Any, question: str) -> tuple[float, float]:
+    """(top-1 BM25 score, that score over the summed idf of the question's terms, capped at 1): a plain
+    similarity-based confidence, the kind a retriever-only system reports. Not the engine's confidence."""
+    hits = index.find_relevant_chunks(question, 1)
+    if not hits:
+        return 0.0, 0.0
+    terms = list(dict.fromkeys(index.analyze(question)))
+    mass = sum(index.idf(terms)) if terms else 0.0
+    top = float(hits[0].score)
+    return round(top, 6), round(min(1.0, top / mass), 6) if mass > 0 else 0.0
+
+
+def _finish(
+    options: RunOptions,
+    dataset: ds.Dataset,
+    system: System,
+    config: dict[str, Any],
+    run_dir: Path,
+    chat: CachedChatModel,
+    capabilities: dict[str, Any],
+    started: float,
+    status: str,
+    message: str,
+) -> RunReport:
+    records, _ = read_samples(run_dir / "samples.jsonl", repair=False)
+    wanted = {e.id for e in dataset.examples}
+    records = {k: v for k, v in records.items() if k in wanted}
+    if status == "complete" and len(records) < len(wanted):
+        status, message = "incomplete", f"{len(wanted) - len(records)} questions have no record"
+    summary = summarize(list(records.values()), task=dataset.task, labels=dataset.labels, seed=options.seed)
+    row = {"label": system.label, "dataset": dataset.name, "summary": summary}
+    table = markdown_table([row])
+    results = {
+        "status": status,
+        "message": message,
+        "system": system.describe(),
+        "dataset": config["dataset"],
+        "sample": config["sample"],
+        "seed": options.seed,
+        "config_hash": config["hash"],
+        "endpoint": {
+            "id": config["endpoint"],
+            "capabilities": capabilities,
+            "probe_requests": chat.probe_meter.llm_calls,
+        },
+        "cache": {
+            "path": str(options.cache_path) if options.cache_path else None,
+            "hits_this_process": chat.counters.hits,
+            "misses_this_process": chat.counters.misses,
+        },
+        "versions": versions(),
+        "started": _iso(started),
+        "finished": _iso(time.time()),
+        "summary": summary,
+    }
+    try:
+        write_atomic(run_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False))
+        write_atomic(run_dir / "results.md", table + "\n")
+    except OSError as error:  # disk full: samples.jsonl stays the truth; `bench score` recomputes later
+        status = "error" if status == "complete" else status
+        message = "; ".join(filter(None, [message, f"cannot write results.json: {error.strerror or error}"]))
+    complete = status == "complete"
+    code = (EXIT_FAILURES if summary["failed"] else EXIT_OK) if complete else EXIT_INCOMPLETE
+    return RunReport(status, code, run_dir, summary, table, message)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for package in ("selfrag", "openai", "bm25s", "numpy", "pydantic", "llama_cpp_python"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[package] = metadata.version(package)
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        root = Path(__file__).resolve().parents[2]
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        ).stdout.strip()
+        if commit:
+            out["git_commit"] = commit
+    return out
+
+
+def _iso(stamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+
+
+class Progress:
+    """One status line on stderr: done/total, errors, cache hits, tokens, ETA (a new line per question when
+    stderr is not a terminal, at most every few seconds)."""
+
+    def __init__(self, total: int, done: int, stream: TextIO, *, enabled: bool = True) -> None:
+        self.total, self.done, self.stream, self.enabled = total, done, stream, enabled
+        self.errors = self.hits = self.tokens = self.count = 0
+        self.started = time.monotonic()
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self._last = 0.0
+
+    def update(self, record: dict[str, Any]) -> None:
+        self.done += 1
+        self.count += 1
+        usage = record.get("usage") or {}
+        self.errors += record["status"] != "ok"
+        self.hits += int(usage.get("cache_hits", 0))
+        self.tokens += int(usage.get("total_tokens", 0) or 0)
+        now = time.monotonic()
+        if self.enabled and (self.tty or now - self._last >= 5 or self.done == self.total):
+            self._last = now
+            self.stream.write(("\r" if self.tty else "") + self.line() + ("" if self.tty else "\n"))
+            self.stream.flush()
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        rate = elapsed / self.count if self.count else math.nan
+        left = (self.total - self.done) * rate if self.count else math.nan
+        eta = "?" if math.isnan(left) else _duration(left)
+        return (
+            f"[{self.done}/{self.total}] errors {self.errors} · cache hits {self.hits} · "
+            f"tokens {self.tokens / 1000:.1f}k · {rate:.1f} s/q · ETA {eta}"
+        )
+
+    def close(self) -> None:
+        if self.enabled and self.tty and self.count:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    )

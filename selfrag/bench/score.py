@@ -1,0 +1,337 @@
+"""Scoring: metrics from sample records alone, never calling a model. The runner calls `summarize` at the
+end of a run and `benchmarks/score.py` / `selfrag bench score` call it again on `samples.jsonl`, so a resumed
+run, a re-scored run and an uninterrupted run report the same numbers.
+
+Failed questions count: quality metrics (match, EM, F1, correct, accuracy, macro-F1) score them as wrong and
+keep them in the denominator; `*_answered` variants leave them out. Evidence, confidence and cost metrics
+are means over the questions where they are defined (n is reported with each).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from . import metrics as m
+from .samples import read_samples
+
+RATE_METRICS = (
+    "match",
+    "em",
+    "f1",
+    "correct",
+    "correct_answered",
+    "accuracy",
+    "accuracy_answered",
+    "macro_f1",
+    "coverage",
+    "evidence_mass",
+    "cited_share",
+    "citation_precision",
+    "citation_recall",
+    "confidence",
+    "similarity_confidence",
+    "retrieval_frequency",
+)
+COST_METRICS = ("llm_calls", "total_tokens", "rounds", "wall_time", "model_seconds")
+
+
+def qa_values(record: dict[str, Any]) -> dict[str, float]:
+    ok = record["status"] == "ok"
+    prediction, golds = record.get("prediction") or "", record.get("answers") or []
+    if not ok:
+        return {"match": 0.0, "em": 0.0, "f1": 0.0, "correct": 0.0}
+    return {
+        "match": m.lenient_match(prediction, golds),
+        "em": m.exact_match(prediction, golds),
+        "f1": m.token_f1(prediction, golds),
+        "correct": m.answer_in(prediction, golds),
+    }
+
+
+def is_correct(record: dict[str, Any], task: str) -> float:
+    if record["status"] != "ok":
+        return 0.0
+    if task == "claim":
+        return float(record.get("label") == record.get("gold_label"))
+    return m.answer_in(record.get("prediction") or "", record.get("answers") or [])
+
+
+def evidence_values(record: dict[str, Any]) -> dict[str, float | None]:
+    if record["status"] != "ok" or record.get("retrieved") is None:
+        return dict.fromkeys(("coverage", "evidence_mass", "cited_share", "citation_precision", "citation_recall"))
+    citations = record.get("citations") or []
+    precision, recall = m.citation_support(record.get("cited_sentences") or [], record.get("gold_sentences") or [])
+    if not citations:
+        precision = None
+    return {
+        "coverage": m.coverage(record["retrieved"], record.get("gold_chunks") or []),
+        "evidence_mass": m.evidence_mass(citations, record.get("gold_chunks") or []),
+        "cited_share": float(bool(citations)),
+        "citation_precision": precision,
+        "citation_recall": recall,
+    }
+
+
+def summarize(
+    records: Sequence[dict[str, Any]], *, task: str, labels: Sequence[str] = (), seed: int = 0
+) -> dict[str, Any]:
+    """Every metric with a bootstrap 95 % interval, calibration, and critic agreement when pairs exist."""
+    records = list(records)
+    ok = [r for r in records if r["status"] == "ok"]
+    columns: dict[str, list[float | None]] = {}
+
+    def put(name: str, values: Iterable[float | None]) -> None:
+        columns[name] = list(values)
+
+    correct = [is_correct(r, task) for r in records]
+    answered = [c if r["status"] == "ok" else None for c, r in zip(correct, records, strict=True)]
+    if task == "qa":
+        per = [qa_values(r) for r in records]
+        for name in ("match", "em", "f1", "correct"):
+            put(name, (p[name] for p in per))
+        put("correct_answered", answered)
+    else:
+        put("accuracy", correct)
+        put("accuracy_answered", answered)
+    evidence = [evidence_values(r) for r in records]
+    for name in ("coverage", "evidence_mass", "cited_share", "citation_precision", "citation_recall"):
+        put(name, (e[name] for e in evidence))
+    put("confidence", (r.get("confidence") if r["status"] == "ok" else None for r in records))
+    put("similarity_confidence", (r.get("similarity_confidence") if r["status"] == "ok" else None for r in records))
+    usage = [r.get("usage") or {} for r in records]
+    put(
+        "retrieval_frequency",
+        (u.get("retrieval_frequency") if r["status"] == "ok" else None for u, r in zip(usage, records, strict=True)),
+    )
+    for name in COST_METRICS:
+        put(name, (u.get(name) for u in usage))
+    results: dict[str, Any] = {}
+    for offset, (name, values) in enumerate(columns.items()):
+        if any(v is not None for v in values):
+            value, low, high, n = m.bootstrap_mean(values, seed=seed + offset)
+            results[name] = {"value": value, "low": low, "high": high, "n": n}
+    if task == "claim" and records:
+        golds = [r.get("gold_label") for r in records]
+        preds = [r.get("label") if r["status"] == "ok" else None for r in records]
+
+        def macro(idx: Sequence[int]) -> float:
+            return m.macro_f1([golds[i] for i in idx], [preds[i] for i in idx], labels)
+
+        value, low, high = m.bootstrap_statistic(len(records), macro, seed=seed + 97)
+        results["macro_f1"] = {"value": value, "low": low, "high": high, "n": len(records)}
+    summary: dict[str, Any] = {
+        "n": len(records),
+        "ok": len(ok),
+        "failed": len(records) - len(ok),
+        "metrics": results,
+        "calibration": calibration(records, correct),
+        "cache_hits": sum(int(u.get("cache_hits", 0)) for u in usage),
+        "requests_sent": sum(int(u.get("requests_sent", 0)) for u in usage),
+    }
+    critic = critic_agreement(records, seed=seed)
+    if critic:
+        summary["critic"] = critic
+    return summary
+
+
+def calibration(records: Sequence[dict[str, Any]], correct: Sequence[float]) -> dict[str, Any]:
+    out = {}
+    for key, field in (("critique", "confidence"), ("similarity", "similarity_confidence")):
+        pairs = [
+            (float(r[field]), c)
+            for r, c in zip(records, correct, strict=True)
+            if r["status"] == "ok" and r.get(field) is not None
+        ]
+        if not pairs:
+            continue
+        confidences, outcomes = [p[0] for p in pairs], [p[1] for p in pairs]
+        out[key] = {
+            "ece": m.ece(confidences, outcomes),
+            "auroc": m.auroc(confidences, [bool(o) for o in outcomes]),  # does it rank correct answers higher?
+            "n": len(pairs),
+            "bins": [asdict(b) for b in m.reliability_bins(confidences, outcomes)],
+        }
+    return out
+
+
+def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str, Any] | None:
+    """ISSUP against gold support labels: balanced accuracy, AUROC of s_sup, precision/recall/F1 of
+    'supported' (fully or partially), with intervals from resampling questions (pairs stay together)."""
+    groups = [r.get("pairs") or [] for r in records if r["status"] == "ok" and r.get("pairs")]
+    if not groups:
+        return None
+
+    def flat(idx: Iterable[int]) -> list[dict[str, Any]]:
+        return [p for i in idx for p in groups[i]]
+
+    def stat(fn: Callable[[list[dict[str, Any]]], float | None]) -> dict[str, Any]:
+        value, low, high = m.bootstrap_statistic(len(groups), lambda idx: fn(flat(idx)), seed=seed, samples=500)
+        return {"value": value, "low": low, "high": high}
+
+    def balanced(pairs: list[dict[str, Any]]) -> float | None:
+        return m.balanced_accuracy([p["gold_supported"] for p in pairs], [_predicted(p) for p in pairs])
+
+    def area(pairs: list[dict[str, Any]]) -> float | None:
+        return m.auroc([p["s_sup"] for p in pairs], [p["gold_supported"] for p in pairs])
+
+    pairs = flat(range(len(groups)))
+    tp = sum(p["gold_supported"] and _predicted(p) for p in pairs)
+    fp = sum(not p["gold_supported"] and _predicted(p) for p in pairs)
+    fn = sum(p["gold_supported"] and not _predicted(p) for p in pairs)
+    tn = len(pairs) - tp - fp - fn
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    by_label: dict[str, dict[str, int]] = {}
+    for p in pairs:
+        row = by_label.setdefault(p.get("gold_label", ""), {"fully": 0, "partially": 0, "no": 0})
+        row[p["support"]] = row.get(p["support"], 0) + 1
+    return {
+        "pairs": len(pairs),
+        "balanced_accuracy": stat(balanced),
+        "auroc_s_sup": stat(area),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "confusion": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+        "support_by_gold_label": by_label,
+        "defaulted": sum(p.get("status") == "defaulted" for p in pairs),
+        "estimators": sorted({p.get("estimator", "") for p in pairs}),
+    }
+
+
+def _predicted(pair: dict[str, Any]) -> bool:
+    return pair["support"] in ("fully", "partially")
+
+
+# -- reading a run folder and printing tables ------------------------------------------------------------
+
+
+def score_run(run_dir: str | Path) -> dict[str, Any]:
+    """The summary of a run folder, recomputed from config.json and samples.jsonl (read-only)."""
+    folder = Path(run_dir)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    records, _ = read_samples(folder / "samples.jsonl", repair=False)
+    dataset = config["dataset"]
+    summary = summarize(records.values(), task=dataset["task"], labels=dataset.get("labels", ()), seed=config["seed"])
+    return {"label": config["system"]["label"], "dataset": dataset["name"], "summary": summary}
+
+
+def _fmt(metric: dict[str, Any] | None, *, percent: bool) -> str:
+    if not metric or metric.get("value") is None:
+        return "–"
+    scale = 100 if percent else 1
+    value, low, high = (metric[k] * scale if metric.get(k) is not None else None for k in ("value", "low", "high"))
+    digits = 1 if percent or abs(value) >= 10 else 2  # type: ignore[arg-type]
+    if low is None or high is None or not percent:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+QA_COLUMNS = (
+    "match",
+    "em",
+    "f1",
+    "correct",
+    "coverage",
+    "evidence_mass",
+    "citation_precision",
+    "citation_recall",
+    "confidence",
+    "retrieval_frequency",
+    "llm_calls",
+    "total_tokens",
+    "wall_time",
+)
+CLAIM_COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "coverage",
+    "evidence_mass",
+    "citation_precision",
+    "citation_recall",
+    "confidence",
+    "retrieval_frequency",
+    "llm_calls",
+    "total_tokens",
+    "wall_time",
+)
+HEADERS = {
+    "match": "match",
+    "em": "EM",
+    "f1": "F1",
+    "correct": "correct",
+    "accuracy": "acc",
+    "macro_f1": "macro-F1",
+    "coverage": "coverage",
+    "evidence_mass": "ev. mass",
+    "citation_precision": "cite P",
+    "citation_recall": "cite R",
+    "confidence": "conf",
+    "retrieval_frequency": "ret. freq",
+    "llm_calls": "calls/q",
+    "total_tokens": "tokens/q",
+    "wall_time": "s/q",
+}
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    """One table per dataset: a row per run, percentages with 95 % intervals, costs as means."""
+    out = []
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        group = [r for r in rows if r["dataset"] == dataset]
+        answer_rows = [r for r in group if "critic" not in r["summary"]]
+        critic_rows = [r for r in group if "critic" in r["summary"]]
+        if answer_rows:
+            task_is_claim = "accuracy" in answer_rows[0]["summary"]["metrics"]
+            columns = CLAIM_COLUMNS if task_is_claim else QA_COLUMNS
+            out.append(f"### {dataset}\n")
+            out.append("| system | n | failed | " + " | ".join(HEADERS[c] for c in columns) + " | ECE |")
+            out.append("|---" * (len(columns) + 4) + "|")
+            for r in answer_rows:
+                s = r["summary"]
+                cells = [_fmt(s["metrics"].get(c), percent=c not in COST_METRICS) for c in columns]
+                ece = s["calibration"].get("critique", {}).get("ece")
+                out.append(
+                    f"| {r['label']} | {s['n']} | {s['failed']} | "
+                    + " | ".join(cells)
+                    + f" | {'–' if ece is None else f'{ece:.3f}'} |"
+                )
+            out.append("")
+        for r in critic_rows:
+            c = r["summary"]["critic"]
+            out.append(f"### {dataset}: critic agreement (ISSUP vs gold)\n")
+            out.append("| pairs | balanced acc. | AUROC s_sup | precision | recall | F1 | defaulted |")
+            out.append("|---|---|---|---|---|---|---|")
+            pr = "–" if c["precision"] is None else f"{100 * c['precision']:.1f}"
+            rc = "–" if c["recall"] is None else f"{100 * c['recall']:.1f}"
+            out.append(
+                f"| {c['pairs']} | {_fmt(c['balanced_accuracy'], percent=True)} | "
+                f"{_fmt(c['auroc_s_sup'], percent=True)} | {pr} | {rc} | {100 * c['f1']:.1f} | {c['defaulted']} |"
+            )
+            out.append("")
+    return "\n".join(out)
+
+
+def calibration_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Per run: correctness beside the mean of each confidence and its expected calibration error."""
+    header = "| dataset | system | n | correct | critique conf. | ECE | AUROC | similarity conf. | ECE | AUROC |"
+    out = [header, "|---" * 10 + "|"]
+    for r in rows:
+        s = r["summary"]
+        if "critic" in s:
+            continue
+        quality = s["metrics"].get("correct") or s["metrics"].get("accuracy")
+        cells = []
+        for metric, key in (("confidence", "critique"), ("similarity_confidence", "similarity")):
+            ece, area = (s["calibration"].get(key, {}).get(name) for name in ("ece", "auroc"))
+            cells += [_fmt(s["metrics"].get(metric), percent=True), "–" if ece is None else f"{ece:.3f}"]
+            cells.append("–" if area is None else f"{area:.2f}")
+        out.append(
+            f"| {r['dataset']} | {r['label']} | {s['n']} | {_fmt(quality, percent=True)} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(out)

@@ -1,0 +1,330 @@
+"""The systems under test, all on the same model and the same BM25 index, behind one call:
+`await answer(system, example, context) -> Outcome`.
+
+    no-retrieval   one call, the model's own knowledge (answer_direct / verify_claim_direct)
+    rag            plain RAG: top-ndocs chunks in one prompt, one answer, citations requested
+                   (rag_answer / rag_verify_claim)
+    selfrag        the engine (SelfRAG.aanswer) for QA; the closed-set protocol (claims.py) for claims.
+                   Greedy by default; --beam-width 2 for the beam; ablations by flags:
+                   --critic separate, --w-sup 0, --mode always
+    critic         critic agreement: ISSUP of the engine's critic prompt on gold-labelled (statement,
+                   document) pairs: CLIMATE-FEVER's claim/sentence labels, HaluEval's right vs hallucinated
+                   answer with the same knowledge
+
+A system never decides correctness: it returns what it answered, cited and retrieved; metrics are computed
+from the samples later (score.py), so a run can be re-scored without the model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..engine.beam import s_rel, s_sup
+from ..engine.context import Deps, Run
+from ..engine.critic import check_quote, critique_from, defaulted_critique
+from ..errors import ConfigError, FatalLLMError, LLMError
+from ..labels import CriticMode, Mode
+from ..llm.base import ChatModel
+from ..prompts import PromptBook, load_prompt
+from ..replies import CritiqueReply
+from ..schema import Chunk, Critique, Meter
+from .datasets import Dataset, Example
+
+BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
+KINDS = ("no-retrieval", "rag", "selfrag", "critic")
+LABELS = {"supports": "SUPPORT", "refutes": "CONTRADICT", "nei": "NEI"}  # prompt label -> dataset label
+BENCH_DEFAULTS: dict[str, Any] = {"max_depth": 3, "ndocs": 5, "nonce_seed": "selfrag-bench", "deadline": 900.0}
+
+
+class BenchPrompts(PromptBook):
+    """The engine's prompts plus the benchmark's own (selfrag/bench/prompts), in one book."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        super().__init__(folder)
+        extra = {p.name: p for p in map(load_prompt, sorted(BENCH_PROMPTS.glob("*.toml")))}
+        clash = sorted(set(extra) & set(self._prompts))
+        if clash:
+            raise ConfigError(f"benchmark prompts {clash} clash with engine prompts of the same name")
+        self._prompts.update(extra)
+
+
+@dataclass(frozen=True, slots=True)
+class System:
+    """A system kind plus the engine knobs it runs with (the same Config for every kind of a comparison)."""
+
+    kind: str
+    config: Config
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(f"unknown system {self.kind!r}; known: {', '.join(KINDS)}")
+
+    @property
+    def label(self) -> str:
+        """A short name with the ablations that differ from the defaults, e.g. `selfrag-b2+separate`."""
+        if self.kind != "selfrag":
+            return self.kind
+        c, parts = self.config, ["selfrag" if self.config.beam_width == 1 else f"selfrag-b{self.config.beam_width}"]
+        if c.critic is CriticMode.SEPARATE:
+            parts.append("separate")
+        if c.w_sup != 1.0:
+            parts.append(f"wsup{c.w_sup:g}")
+        if c.mode is not Mode.ADAPTIVE:
+            parts.append(c.mode.value)
+        return "+".join(parts)
+
+    def describe(self) -> dict[str, Any]:
+        knobs = {f.name: _plain(getattr(self.config, f.name)) for f in fields(self.config)}
+        knobs.pop("endpoint", None)
+        knobs.pop("critic_endpoint", None)
+        return {"kind": self.kind, "label": self.label, "config": knobs}
+
+
+def _plain(value: Any) -> Any:
+    return value.value if hasattr(value, "value") else value
+
+
+def parse_system(name: str, config: Config) -> System:
+    """A system from its name; the labels `System.label` prints are accepted back, so
+    `selfrag-beam2` / `selfrag-b2` set beam width 2 and `+separate`, `+wsup0`, `+always` set the ablations."""
+    base, *mods = name.split("+")
+    values: dict[str, Any] = {}
+    match = re.fullmatch(r"selfrag-(?:beam|b)(\d+)", base)
+    if match:
+        base, values["beam_width"] = "selfrag", int(match.group(1))
+    if mods and base != "selfrag":
+        raise ConfigError(f"ablations ({'+'.join(mods)}) apply to selfrag only, not to {base!r}")
+    for mod in mods:
+        if mod in ("separate", "fused"):
+            values["critic"] = mod
+        elif mod in ("always", "never", "adaptive"):
+            values["mode"] = mod
+        elif (weight := re.fullmatch(r"wsup(-?[0-9.]+)", mod)) is not None:
+            values["w_sup"] = float(weight.group(1))
+        else:
+            raise ConfigError(f"unknown ablation {mod!r} in {name!r}; use separate, always, never or wsup<weight>")
+    return System(base, config.with_values(**values) if values else config)
+
+
+@dataclass
+class Outcome:
+    """What a system did for one example (no judgement of correctness)."""
+
+    prediction: str = ""  # the answer without citation markers (QA), or the label (claims)
+    display: str = ""  # the answer as shown, with [n] markers
+    label: str | None = None  # claims: SUPPORT | CONTRADICT | NEI
+    citations: list[str] = field(default_factory=list)  # chunk key of each cited segment, in order
+    cited_texts: list[str] = field(default_factory=list)  # the text that cites it (for sentence alignment)
+    retrieved: list[str] | None = None  # every chunk key retrieved; None for a system that never retrieves
+    confidence: float | None = None  # from the critique (None for systems without one)
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    label_scores: dict[str, float] | None = None
+    pairs: list[dict[str, Any]] | None = None
+    stop_reason: str = "final"
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Context:
+    """What every system shares for one question."""
+
+    dataset: Dataset
+    index: Any  # selfrag.index.Index (or any retriever with find_relevant_chunks)
+    chunks: dict[str, Chunk]
+    prompts: PromptBook
+    chat: ChatModel  # a per-question view of the (cached) endpoint
+    critic_chat: ChatModel | None = None
+
+    def run(self, system: System, question: str, meter: Meter) -> Run:
+        deps = Deps(self.chat, self.index, self.prompts, self.critic_chat)
+        secret = (system.config.nonce_seed or "selfrag-bench").encode()
+        return Run(deps, system.config, question, "", meter, secret)
+
+
+async def answer(system: System, example: Example, ctx: Context) -> Outcome:
+    task = ctx.dataset.task
+    if system.kind == "critic":
+        return await critic_agreement(system, example, ctx)
+    if task == "claim":
+        from . import claims
+
+        if system.kind == "no-retrieval":
+            return await claims.direct(system, example, ctx)
+        if system.kind == "rag":
+            return await claims.rag(system, example, ctx)
+        return await claims.closed_set(system, example, ctx)
+    if system.kind == "no-retrieval":
+        return await qa_direct(system, example, ctx)
+    if system.kind == "rag":
+        return await qa_rag(system, example, ctx)
+    return await qa_selfrag(system, example, ctx)
+
+
+def usage_of(meter: Meter, *, rounds: int, retrieval_frequency: float) -> dict[str, Any]:
+    return {
+        "llm_calls": meter.llm_calls,
+        "prompt_tokens": meter.prompt_tokens,
+        "completion_tokens": meter.completion_tokens,
+        "total_tokens": meter.prompt_tokens + meter.completion_tokens,
+        "rounds": rounds,
+        "retrieval_frequency": retrieval_frequency,
+        "reasks": meter.reasks,
+        "parse_failures": meter.parse_failures,
+    }
+
+
+def documents_block(run: Run, chunks: list[Chunk]) -> str:
+    """Numbered document blocks for one prompt, each with its own delimiter nonce."""
+    blocks = []
+    for n, chunk in enumerate(chunks, 1):
+        values = run.document_values(f"rag{n}", chunk)
+        blocks.append(
+            f'<document n="{n}" nonce="{values["nonce"]}" id="{values["doc_id"]}">\n{values["document"]}\n'
+            f'</document nonce="{values["nonce"]}">'
+        )
+    return "\n\n".join(blocks) if blocks else "(no documents found)"
+
+
+def cited_chunks(numbers: list[int], chunks: list[Chunk]) -> list[Chunk]:
+    """The chunks a reply cites by number: valid numbers only, first mention only, in order."""
+    seen: dict[int, Chunk] = {}
+    for n in numbers:
+        if isinstance(n, int) and 1 <= n <= len(chunks) and n not in seen:
+            seen[n] = chunks[n - 1]
+    return list(seen.values())
+
+
+# -- QA ------------------------------------------------------------------------------------------------
+
+
+async def qa_direct(system: System, example: Example, ctx: Context) -> Outcome:
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    parsed = await run.ask("answer_direct", logprobs=False, question=example.question)
+    text = parsed.value.answer.strip()  # type: ignore[attr-defined]
+    return Outcome(text, text, stop_reason="final", usage=usage_of(meter, rounds=1, retrieval_frequency=0.0))
+
+
+async def qa_rag(system: System, example: Example, ctx: Context) -> Outcome:
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, system.config.ndocs)]
+    parsed = await run.ask(
+        "rag_answer", logprobs=False, question=example.question, documents=documents_block(run, chunks)
+    )
+    reply = parsed.value
+    text = reply.answer.strip()  # type: ignore[attr-defined]
+    cited = cited_chunks(list(reply.citations), chunks)  # type: ignore[attr-defined]
+    markers = "".join(f"[{chunks.index(c) + 1}]" for c in cited)
+    return Outcome(
+        text,
+        f"{text} {markers}".strip(),
+        citations=[c.key for c in cited],
+        cited_texts=[text] * len(cited),
+        retrieved=[c.key for c in chunks],
+        usage=usage_of(meter, rounds=1, retrieval_frequency=1.0),
+    )
+
+
+async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
+    from ..api import SelfRAG
+
+    rag = SelfRAG(ctx.index, system.config, chat=ctx.chat, critic_chat=ctx.critic_chat, prompts=ctx.prompts, environ={})
+    result = await rag.aanswer(example.question)
+    retrieved: dict[str, None] = {}
+    for step in result.trace.steps:
+        for beam in step.beams:
+            retrieved.update(dict.fromkeys(beam.chunks))
+    cited = [s for s in result.segments if s.chunk is not None]
+    usage = result.usage
+    return Outcome(
+        " ".join(s.text for s in result.segments),
+        result.answer,
+        citations=[s.chunk for s in cited],  # type: ignore[misc]
+        cited_texts=[s.text for s in cited],
+        retrieved=list(retrieved),
+        confidence=result.confidence,
+        segments=[
+            {
+                "text": s.text,
+                "chunk": s.chunk,
+                "relevance": s.critique.relevance,
+                "support": s.critique.support,
+                "utility": s.critique.utility,
+                "score": s.score,
+                "status": s.critique.status,
+            }
+            for s in result.segments
+        ],
+        stop_reason=result.stop_reason,
+        usage={
+            "llm_calls": usage.llm_calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "rounds": usage.rounds,
+            "retrieval_frequency": usage.retrieval_frequency,
+            "steps": usage.steps,
+            "reasks": usage.reasks,
+            "parse_failures": usage.parse_failures,
+        },
+    )
+
+
+# -- critic agreement ----------------------------------------------------------------------------------
+
+
+async def critic_agreement(system: System, example: Example, ctx: Context) -> Outcome:
+    """ISSUP of the engine's critic prompt (`critique_candidate`) on each gold-labelled pair of the example."""
+    if not example.pairs:
+        raise ConfigError(f"dataset {ctx.dataset.name} has no gold-labelled pairs for the critic system")
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    question = example.question if ctx.dataset.task == "qa" else f"Is this claim true? {example.question}"
+    pairs = []
+    for pair in example.pairs:
+        chunk = ctx.chunks[pair.chunk]
+        critique, raw = await judge_pair(run, question, pair.statement, chunk)
+        pairs.append(
+            {
+                "chunk": pair.chunk,
+                "statement": pair.statement,
+                "gold_supported": pair.supported,
+                "gold_label": pair.gold_label,
+                "support": Critique.top(critique.support).value,  # type: ignore[union-attr]
+                "relevance": Critique.top(critique.relevance).value,  # type: ignore[union-attr]
+                "s_sup": round(s_sup(critique.support), 6),  # type: ignore[arg-type]
+                "s_rel": round(s_rel(critique.relevance), 6),  # type: ignore[arg-type]
+                "estimator": critique.estimator,
+                "status": critique.status,
+                "raw_support": raw,
+            }
+        )
+    return Outcome(pairs=pairs, usage=usage_of(meter, rounds=len(pairs), retrieval_frequency=0.0))
+
+
+async def judge_pair(run: Run, question: str, statement: str, chunk: Chunk) -> tuple[Critique, str]:
+    """One critic call on (statement, chunk); conservative labels when the reply stays invalid."""
+    try:
+        parsed = await run.ask(
+            "critique_candidate",
+            critic=True,
+            question=question,
+            draft=run.draft(""),
+            sentence=statement,
+            **run.document_values("critic", chunk),
+        )
+    except FatalLLMError:
+        raise
+    except LLMError:
+        return defaulted_critique(), ""
+    assert isinstance(parsed.value, CritiqueReply)
+    critique = critique_from(parsed, with_evidence=True, sentence_field=None)
+    return check_quote(critique, parsed.value.evidence, chunk.text), parsed.value.support

@@ -1,0 +1,92 @@
+"""The request cache: a rerun answers from SQLite with zero model calls; corrupt entries are misses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+
+from helpers import fused
+
+from selfrag.bench.cache import CachedChatModel, RequestCache, request_key
+from selfrag.llm.base import Capabilities, ChatRequest, Message
+from selfrag.replies import AnswerReply
+from selfrag.schema import Meter
+from selfrag.testing import Scripted, ScriptedChatModel
+
+
+def request(text="What is the capital of France?", temperature=0.0):
+    return ChatRequest("answer_direct", (Message("system", "s"), Message("user", text)), AnswerReply, 50,
+                       temperature=temperature)  # fmt: skip
+
+
+def test_second_run_makes_zero_model_calls_and_replays_the_cost(tmp_path):
+    path = tmp_path / "cache.sqlite3"
+    first = ScriptedChatModel({"answer_direct": lambda r: {"answer": "Paris"}})
+    cached = CachedChatModel(first, RequestCache(path), endpoint="test")
+    meter_1 = Meter()
+    reply_1 = asyncio.run(cached.chat(request(), meter_1))
+    assert len(first.calls) == 1 and cached.counters.misses == 1 and cached.counters.hits == 0
+
+    second = ScriptedChatModel({})  # any call would fail: nothing is scripted
+    again = CachedChatModel(second, RequestCache(path), endpoint="test")
+    meter_2 = Meter()
+    reply_2 = asyncio.run(again.chat(request(), meter_2))
+    assert second.calls == [] and again.counters.hits == 1 and again.counters.sent == 0
+    assert reply_2 == reply_1
+    assert (meter_2.llm_calls, meter_2.prompt_tokens, meter_2.completion_tokens) == (
+        meter_1.llm_calls, meter_1.prompt_tokens, meter_1.completion_tokens)  # fmt: skip
+
+
+def test_logprobs_survive_the_round_trip(tmp_path):
+    path = tmp_path / "cache.sqlite3"
+    model = ScriptedChatModel({"generate_fused": Scripted(fused("x"), probs={"support": {"fully": 0.7, "no": 0.3}})},
+                              logprobs=True)  # fmt: skip
+    req = ChatRequest("generate_fused", (Message("user", "u"),), AnswerReply, 50, logprobs=True)
+    fresh = asyncio.run(CachedChatModel(model, RequestCache(path), endpoint="e").chat(req, Meter()))
+    replayed = asyncio.run(CachedChatModel(ScriptedChatModel({}, logprobs=True), RequestCache(path), endpoint="e")
+                           .chat(req, Meter()))  # fmt: skip
+    assert replayed.tokens == fresh.tokens and fresh.tokens is not None
+
+
+def test_the_key_covers_the_request_and_the_endpoint_but_never_a_key():
+    caps = Capabilities("m")
+    base = request_key("http://h/v1|model=m", caps, request())
+    assert base == request_key("http://h/v1|model=m", caps, request())
+    assert base != request_key("http://other/v1|model=m", caps, request())
+    assert base != request_key("http://h/v1|model=m", Capabilities("m", structured="json_object"), request())
+    assert base != request_key("http://h/v1|model=m", caps, request("What is the capital of Spain?"))
+    assert base != request_key("http://h/v1|model=m", caps, request(temperature=0.5))
+
+
+def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
+    path = tmp_path / "cache.sqlite3"
+    model = ScriptedChatModel({"answer_direct": [{"answer": "Paris"}, {"answer": "Paris"}]})
+    cached = CachedChatModel(model, RequestCache(path), endpoint="test")
+    asyncio.run(cached.chat(request(), Meter()))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE cache SET value = ? WHERE kind = 'chat'", ("{not json",))
+    again = CachedChatModel(model, RequestCache(path), endpoint="test")
+    asyncio.run(again.chat(request(), Meter()))
+    assert len(model.calls) == 2 and again.counters.misses == 1 and again.cache.corrupt == 1
+    with sqlite3.connect(path) as db:
+        value = db.execute("SELECT value FROM cache WHERE kind = 'chat'").fetchone()[0]
+    assert json.loads(value)["text"] == '{"answer": "Paris"}'  # JSON text, never pickle
+
+
+def test_a_malformed_but_valid_json_entry_is_a_miss(tmp_path):
+    path = tmp_path / "cache.sqlite3"
+    model = ScriptedChatModel({"answer_direct": lambda r: {"answer": "Paris"}})
+    asyncio.run(CachedChatModel(model, RequestCache(path), endpoint="t").chat(request(), Meter()))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE cache SET value = ? WHERE kind = 'chat'", (json.dumps({"text": 1}),))
+    asyncio.run(CachedChatModel(model, RequestCache(path), endpoint="t").chat(request(), Meter()))
+    assert len(model.calls) == 2
+
+
+def test_sampled_requests_are_never_cached(tmp_path):
+    model = ScriptedChatModel({"answer_direct": lambda r: {"answer": "Paris"}})
+    cached = CachedChatModel(model, RequestCache(tmp_path / "c.sqlite3"), endpoint="t")
+    for _ in range(2):
+        asyncio.run(cached.chat(request(temperature=0.7), Meter()))
+    assert len(model.calls) == 2 and len(cached.cache) == 1  # only the capabilities record

@@ -1,0 +1,105 @@
+"""Loaders on small fixture files: typed examples, gold ids, corpus; duplicate and missing ids refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from selfrag.bench import datasets as ds
+from selfrag.errors import InputError
+
+from .fixtures import hotpot_questions, write_climate, write_halueval, write_hotpot, write_jsonl, write_scifact
+
+
+def test_hotpot_loader(tmp_path):
+    data = ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h"))
+    assert data.task == "qa" and len(data.examples) == 6 and len(data.corpus) == 6
+    first = data.examples[0]
+    assert first.id == "q0" and first.answers == ("Paris",)
+    assert first.gold_chunks == ("Paris#0",) and first.gold_sentences == ("Paris#0/0",)
+    assert data.sentences["Paris#0"][1] == "The Eiffel Tower stands in Paris."
+    assert len(data.sha256) == 64 and set(data.files) == {"questions.json", "corpus.json"}
+
+
+def test_scifact_loader_keeps_labels_cited_documents_and_in_range_rationales(tmp_path):
+    data = ds.load("scifact", write_scifact(tmp_path / "s"))
+    assert data.task == "claim" and data.labels == ("SUPPORT", "CONTRADICT", "NEI")
+    one, two, three = data.examples
+    assert one.label == "SUPPORT" and one.gold_chunks == ("d0#0",)
+    assert one.gold_sentences == ("d0#0/0",)  # sentence 9 is out of range: dropped
+    assert two.label == "CONTRADICT" and three.gold_sentences == ()
+
+
+def test_climate_loader_drops_disputed_and_maps_labels(tmp_path):
+    data = ds.load("climate_fever", write_climate(tmp_path / "c"))
+    assert [e.label for e in data.examples] == ["SUPPORT", "CONTRADICT"]
+    assert data.examples[0].gold_chunks == ("Paris:0#0",)
+    assert [p.supported for p in data.examples[0].pairs] == [True, False]
+    assert {c.key for c in data.corpus} == {"Paris:0#0", "Rome:0#0", "Madrid:0#0", "Vienna:1#0"}
+    assert any("DISPUTED" in note for note in data.notes)
+
+
+def test_halueval_loader_pools_distinct_snippets(tmp_path):
+    data = ds.load("halueval", write_halueval(tmp_path / "e"))
+    assert len(data.examples) == 7 and len(data.corpus) == 6  # the last question reuses the first snippet
+    assert data.examples[0].id == "0" and data.examples[6].gold_chunks == data.examples[0].gold_chunks
+    right, wrong = data.examples[0].pairs
+    assert right.supported and not wrong.supported and wrong.statement == "Zurich"
+
+
+@pytest.mark.parametrize("bad_id", [None, "", 7])
+def test_missing_or_non_string_ids_are_refused(tmp_path, bad_id):
+    questions = hotpot_questions()
+    questions[2]["_id"] = bad_id
+    with pytest.raises(InputError, match="missing or non-string id"):
+        ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h", questions))
+
+
+def test_duplicate_ids_are_refused_in_every_loader(tmp_path):
+    questions = hotpot_questions()
+    questions[3]["_id"] = "q1"
+    with pytest.raises(InputError, match="'q1' appears twice"):
+        ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h", questions))
+    folder = write_scifact(tmp_path / "s")
+    claims = [json.loads(line) for line in (folder / "claims_test.jsonl").read_text().splitlines()]
+    write_jsonl(folder / "claims_test.jsonl", [*claims, claims[0]])
+    with pytest.raises(InputError, match="appears twice"):
+        ds.load("scifact", folder)
+    rows = [
+        json.loads(line) for line in (write_climate(tmp_path / "c") / "climate-fever.jsonl").read_text().splitlines()
+    ]
+    write_jsonl(tmp_path / "c" / "climate-fever.jsonl", [*rows, rows[1]])
+    with pytest.raises(InputError, match="appears twice"):
+        ds.load("climate_fever", tmp_path / "c")
+
+
+def test_a_missing_field_or_folder_is_a_clear_error(tmp_path):
+    folder = write_halueval(tmp_path / "e")
+    write_jsonl(folder / "qa.jsonl", [{"knowledge": "k", "question": "q?", "right_answer": "a"}])
+    with pytest.raises(InputError, match="line 1: field 'hallucinated_answer'"):
+        ds.load("halueval", folder)
+    with pytest.raises(InputError, match="does not exist"):
+        ds.load("scifact", tmp_path / "nowhere")
+    with pytest.raises(InputError, match="unknown dataset"):
+        ds.load("squad", tmp_path)
+
+
+def test_seeded_samples_are_deterministic_nested_and_in_file_order(tmp_path):
+    data = ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h"))
+    three = [e.id for e in data.sample(3, seed=5).examples]
+    assert three == [e.id for e in data.sample(3, seed=5).examples]
+    assert set(three) <= {e.id for e in data.sample(5, seed=5).examples}
+    assert three == sorted(three, key=lambda i: int(i[1:]))
+    assert data.sample(None, 0) is data and data.sample(99, 0) is data
+    with pytest.raises(InputError):
+        data.sample(0, 0)
+
+
+def test_corpus_cut_keeps_every_gold_chunk(tmp_path):
+    data = ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h")).sample(2, seed=1)
+    cut = data.with_corpus_size(4, seed=0)
+    gold = {k for e in data.examples for k in e.gold_chunks}
+    assert len(cut.corpus) == 4 and gold <= {c.key for c in cut.corpus}
+    with pytest.raises(InputError, match="below"):
+        data.with_corpus_size(1, seed=0)

@@ -1,0 +1,106 @@
+"""Metrics worked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from selfrag.bench import metrics as m
+
+
+def test_squad_normalisation_drops_case_punctuation_articles_and_spaces():
+    assert m.normalize_answer("  The  Eiffel-Tower, in   PARIS! ") == "eiffeltower in paris"
+    assert m.normalize_answer("an apple a day") == "apple day"
+
+
+def test_lenient_match_is_the_papers_case_sensitive_substring():
+    assert m.lenient_match("It was Paris, I think", ["Paris"]) == 1.0
+    assert m.lenient_match("it was paris", ["Paris"]) == 0.0  # case-sensitive, as the reference code
+    assert m.lenient_match("anything", ["no", "thing"]) == 1.0  # any gold
+    assert m.lenient_match("", ["x"]) == 0.0
+
+
+def test_exact_match_after_normalisation():
+    assert m.exact_match("the Eiffel Tower.", ["Eiffel Tower"]) == 1.0
+    assert m.exact_match("Eiffel Tower in Paris", ["Eiffel Tower"]) == 0.0
+
+
+def test_token_f1_by_hand():
+    # prediction tokens: eiffel tower paris (3); gold: eiffel tower (2); common 2 -> P 2/3, R 1 -> F1 0.8
+    assert m.token_f1("The Eiffel Tower, Paris", ["Eiffel Tower"]) == pytest.approx(0.8)
+    # best over golds
+    assert m.token_f1("red car", ["blue car", "red car"]) == 1.0
+    # yes/no must match exactly
+    assert m.token_f1("yes it is", ["yes"]) == 0.0
+    assert m.token_f1("no", ["yes"]) == 0.0
+    assert m.token_f1("anything", []) == 0.0
+
+
+def test_answer_in_needs_whole_words():
+    assert m.answer_in("It is in Oregon, USA.", ["Oregon"]) == 1.0
+    assert m.answer_in("Oregonian food", ["Oregon"]) == 0.0
+    assert m.answer_in("Pizza Hut", ["pizza hut"]) == 1.0
+
+
+def test_label_accuracy_and_macro_f1_by_hand():
+    golds = ["S", "S", "C", "N"]
+    preds = ["S", "C", "C", None]
+    assert m.label_accuracy(golds, preds) == 0.5
+    # S: tp1 fp0 fn1 -> 2/3; C: tp1 fp1 fn0 -> 2/3; N: tp0 -> 0; mean 4/9
+    assert m.macro_f1(golds, preds, ["S", "C", "N"]) == pytest.approx(4 / 9)
+
+
+def test_balanced_accuracy_and_auroc():
+    golds = [True, True, False, False]
+    assert m.balanced_accuracy(golds, [True, False, False, False]) == pytest.approx((0.5 + 1.0) / 2)
+    assert m.balanced_accuracy([True, True], [True, False]) is None
+    assert m.auroc([0.9, 0.4, 0.4, 0.1], golds) == pytest.approx((1 + 1 + 0.5 + 1) / 4)
+
+
+def test_coverage_evidence_mass_and_citation_support():
+    assert m.coverage(["a#0", "b#0"], ["b#0"]) == 1.0
+    assert m.coverage(["a#0"], ["b#0"]) == 0.0
+    assert m.coverage(["a#0"], []) is None
+    assert m.evidence_mass(["a#0", "b#0", "b#0"], ["b#0"]) == pytest.approx(2 / 3)
+    assert m.evidence_mass([], ["b#0"]) is None
+    precision, recall = m.citation_support(["b#0/1", "b#0/2", "a#0/0"], ["b#0/1", "b#0/3"])
+    assert precision == pytest.approx(1 / 3) and recall == pytest.approx(1 / 2)
+    assert m.citation_support([], ["x"]) == (None, 0.0)
+    assert m.citation_support(["x"], []) == (None, None)
+
+
+def test_align_sentence_picks_the_most_overlapping_sentence():
+    sentences = ["Paris is in France.", "The tower is 330 metres tall.", ""]
+    assert m.align_sentence("The Eiffel tower is 330 metres tall", sentences) == 1
+    assert m.align_sentence("nothing shared", sentences) is None
+
+
+def test_ece_and_bins_by_hand():
+    confidences = [0.95, 0.95, 0.15, 0.15, 1.0]
+    correct = [1, 0, 0, 0, 1]
+    bins = m.reliability_bins(confidences, correct)
+    last = bins[-1]
+    assert last.count == 3 and last.accuracy == pytest.approx(2 / 3)  # 1.0 falls in the last bin
+    assert last.confidence == pytest.approx((0.95 + 0.95 + 1.0) / 3)
+    assert bins[1].count == 2 and bins[1].accuracy == 0.0
+    expected = 3 / 5 * abs(2 / 3 - 2.9 / 3) + 2 / 5 * abs(0 - 0.15)
+    assert m.ece(confidences, correct) == pytest.approx(expected)
+    assert m.ece([], []) is None
+
+
+def test_bootstrap_mean_interval_contains_the_mean_and_skips_undefined_values():
+    values = [1.0, 0.0, None, 1.0, 1.0]
+    mean, low, high, n = m.bootstrap_mean(values, seed=1)
+    assert n == 4 and mean == pytest.approx(0.75)
+    assert 0.0 <= low <= mean <= high <= 1.0
+    assert m.bootstrap_mean([None, None]) == (None, None, None, 0)
+    constant = m.bootstrap_mean([0.5] * 10)
+    assert constant[1] == constant[2] == 0.5
+
+
+def test_bootstrap_is_seeded():
+    values = [float(i % 3 == 0) for i in range(40)]
+    assert m.bootstrap_mean(values, seed=3) == m.bootstrap_mean(values, seed=3)
+    value, low, high = m.bootstrap_statistic(40, lambda idx: sum(values[i] for i in idx) / len(idx), seed=3)
+    assert low <= value <= high and not math.isnan(value)

@@ -1,0 +1,236 @@
+"""The runner: run folders, durable samples, resume after a crash, failures counted, locks, exit codes."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from helpers import fused
+
+from selfrag.bench.runner import (
+    EXIT_FAILURES,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    RunError,
+    RunOptions,
+    folder_lock,
+    run_benchmark,
+)
+from selfrag.bench.samples import read_samples
+from selfrag.bench.score import score_run
+from selfrag.bench.systems import BENCH_DEFAULTS
+from selfrag.config import Config
+from selfrag.errors import FatalLLMError, InputError, LLMError
+from selfrag.testing import ScriptedChatModel
+
+from .fixtures import CAPITALS, write_hotpot
+
+COUNTRY_TO_CITY = {country: city for city, country in CAPITALS.items()}
+
+
+def country(request) -> str:
+    return re.search(r"capital of (\w+)", request.messages[-1].content).group(1)
+
+
+def direct_answer(request):
+    return {"answer": COUNTRY_TO_CITY[country(request)] if country(request) != "Italy" else "Milan"}
+
+
+def options(tmp_path, system="no-retrieval", **extra):
+    data = write_hotpot(tmp_path / "data")
+    values = dict(data_path=str(data), out=tmp_path / "runs", seed=0, progress=False, environ={})
+    values.update(extra)
+    return RunOptions("hotpotqa_smoke", system, Config(**BENCH_DEFAULTS), **values)
+
+
+def without_timing(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k not in ("wall_time", "model_seconds")}
+
+
+def samples_of(report) -> list[dict]:
+    return [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+def test_a_complete_run_writes_its_folder_and_score_recomputes_the_same_metrics(tmp_path):
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    report = run_benchmark(options(tmp_path), chat=chat)
+    assert report.status == "complete" and report.exit_code == EXIT_OK
+    assert {p.name for p in report.run_dir.iterdir()} >= {"config.json", "samples.jsonl", "results.json", "results.md"}
+    results = json.loads((report.run_dir / "results.json").read_text())
+    assert results["summary"]["n"] == 6 and results["dataset"]["sha256"] and results["seed"] == 0
+    assert results["summary"]["metrics"]["correct"]["value"] == pytest.approx(5 / 6)
+    assert {"python", "selfrag", "bm25s"} <= set(results["versions"])
+    assert results["endpoint"]["capabilities"]["model"] == "scripted"
+    assert score_run(report.run_dir)["summary"] == results["summary"]
+    assert "| no-retrieval | 6 | 0 |" in report.table
+
+
+def test_failed_questions_are_recorded_counted_and_exit_3(tmp_path):
+    def flaky(request):
+        if country(request) in ("France", "Spain"):
+            raise LLMError("the endpoint answered 500: boom")
+        return direct_answer(request)
+
+    report = run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": flaky}))
+    assert report.exit_code == EXIT_FAILURES and report.status == "complete"
+    failed = [s for s in samples_of(report) if s["status"] == "failed"]
+    assert len(failed) == 2 and all("500" in s["error"] for s in failed)
+    summary = report.summary
+    assert summary["n"] == 6 and summary["failed"] == 2
+    assert summary["metrics"]["correct"]["value"] == pytest.approx(3 / 6)  # failures stay in the denominator
+    assert summary["metrics"]["correct_answered"]["value"] == pytest.approx(3 / 4)
+
+
+def test_a_fatal_endpoint_error_aborts_and_resume_finishes_without_duplicates(tmp_path):
+    def fatal_on_rome(request):
+        if country(request) == "Madrid" or country(request) == "Spain":
+            raise FatalLLMError("the endpoint rejected the API key (401)")
+        return direct_answer(request)
+
+    first = run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": fatal_on_rome}))
+    assert first.status == "aborted" and first.exit_code == EXIT_INCOMPLETE and "401" in first.message
+    done_before = len(samples_of(first))
+    assert done_before < 6
+    with pytest.raises(RunError, match="--resume"):
+        run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    second = run_benchmark(options(tmp_path, resume=True), chat=chat)
+    assert second.exit_code == EXIT_OK and len(chat.calls) == 6 - done_before
+    ids = [s["id"] for s in samples_of(second)]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 6
+
+
+def test_resume_repairs_a_torn_last_line_and_counts_nothing_twice(tmp_path):
+    whole = run_benchmark(
+        options(tmp_path, out=tmp_path / "whole"), chat=ScriptedChatModel({"answer_direct": direct_answer})
+    )
+    crashed = run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    samples = crashed.run_dir / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    samples.write_bytes(b"".join(lines[:3]) + lines[3][:25])  # a kill in the middle of the fourth append
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    resumed = run_benchmark(options(tmp_path, resume=True), chat=chat)
+    assert len(chat.calls) == 3  # the torn fourth question and the two after it
+    records, report = read_samples(samples, repair=False)
+    assert len(records) == 6 and report.torn_bytes == 0
+    assert samples.read_bytes().count(b"\n") == 6
+    assert without_timing(resumed.summary["metrics"]) == without_timing(whole.summary["metrics"])
+
+
+def test_retry_failed_answers_failed_questions_again_and_the_last_record_wins(tmp_path):
+    broken = ScriptedChatModel({"answer_direct": LLMError("the endpoint answered 503: busy")})
+    first = run_benchmark(options(tmp_path, max_consecutive_failures=100), chat=broken)
+    assert first.summary["failed"] == 6
+    again = run_benchmark(options(tmp_path, resume=True), chat=ScriptedChatModel({}))
+    assert again.summary["failed"] == 6  # failed questions are done unless retried
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    third = run_benchmark(options(tmp_path, resume=True, retry_failed=True), chat=chat)
+    assert len(chat.calls) == 6 and third.summary["failed"] == 0 and third.summary["n"] == 6
+
+
+def test_consecutive_endpoint_failures_stop_the_run(tmp_path):
+    broken = ScriptedChatModel({"answer_direct": LLMError("cannot reach the endpoint")})
+    report = run_benchmark(options(tmp_path, max_consecutive_failures=2), chat=broken)
+    assert report.status == "aborted" and report.exit_code == EXIT_INCOMPLETE
+    assert len(samples_of(report)) == 2
+
+
+def test_a_corrupt_line_in_the_middle_is_refused(tmp_path):
+    report = run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    samples = report.run_dir / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    samples.write_text("".join([lines[0], "garbage\n", *lines[1:]]))
+    with pytest.raises(InputError, match="line 2 is corrupt"):
+        run_benchmark(options(tmp_path, resume=True), chat=ScriptedChatModel({}))
+
+
+def test_a_second_process_cannot_share_the_run_folder(tmp_path):
+    first = run_benchmark(options(tmp_path, limit=2), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    with folder_lock(first.run_dir):
+        with pytest.raises(RunError, match="in use by pid"):
+            run_benchmark(options(tmp_path, limit=2, resume=True), chat=ScriptedChatModel({}))
+
+
+def test_a_changed_configuration_gets_its_own_folder_and_an_explicit_folder_refuses_it(tmp_path):
+    a = run_benchmark(options(tmp_path, limit=2), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    b = run_benchmark(options(tmp_path, limit=3), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    assert a.run_dir != b.run_dir
+    with pytest.raises(RunError, match="another configuration"):
+        run_benchmark(options(tmp_path, limit=4, run_dir=a.run_dir, resume=True), chat=ScriptedChatModel({}))
+
+
+def test_disk_full_while_appending_stops_the_run_unfinished(tmp_path, monkeypatch):
+    real_fsync, calls = os.fsync, {"n": 0}
+
+    def failing_fsync(fd):
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    report = run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    assert report.status in ("error",) and report.exit_code == EXIT_INCOMPLETE
+    assert "No space left" in report.message
+
+
+def test_selfrag_and_rag_records_carry_citations_retrieval_and_confidence(tmp_path):
+    def write(request):
+        doc = request.messages[1].content.split("<document", 1)[1]
+        city = next(c for c in CAPITALS if f'id="{c}#0' in doc)
+        return fused(f"{city} is the capital.", evidence=f"{city} is the capital", is_final=True)
+
+    script = {"retrieve_decide": {"retrieve": "yes", "query": "capital"}, "generate_fused": write,
+              "rag_answer": {"answer": "Paris", "citations": [1, 9, 1]}}  # fmt: skip
+    selfrag = run_benchmark(options(tmp_path, "selfrag", limit=2), chat=ScriptedChatModel(script))
+    record = samples_of(selfrag)[0]
+    assert record["status"] == "ok" and record["confidence"] == 1.0 and record["retrieved"]
+    assert record["citations"] and all(s.endswith("/0") for s in record["cited_sentences"])
+    assert 0.0 < record["similarity_confidence"] <= 1.0
+    assert selfrag.summary["calibration"]["critique"]["n"] == 2
+    rag = run_benchmark(options(tmp_path, "rag", limit=2), chat=ScriptedChatModel(script))
+    assert samples_of(rag)[0]["citations"] and len(samples_of(rag)[0]["citations"]) == 1  # 9 is out of range
+
+
+def test_unknown_systems_and_wrong_datasets_are_usage_errors(tmp_path):
+    from selfrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown system"):
+        run_benchmark(options(tmp_path, "bm25-only"), chat=ScriptedChatModel({}))
+    with pytest.raises(ConfigError, match="gold-labelled pairs"):
+        run_benchmark(options(tmp_path, "critic"), chat=ScriptedChatModel({}))
+    with pytest.raises(ConfigError, match="selfrag only"):
+        run_benchmark(options(tmp_path, "rag+separate"), chat=ScriptedChatModel({}))
+    assert Path(tmp_path / "runs").exists() is False
+
+
+def test_a_rerun_in_a_new_folder_is_answered_from_the_cache_with_zero_model_calls(tmp_path):
+    cache = tmp_path / "cache.sqlite3"
+    first = ScriptedChatModel({"answer_direct": direct_answer})
+    a = run_benchmark(options(tmp_path, cache_path=cache), chat=first)
+    assert len(first.calls) == 6 and a.summary["cache_hits"] == 0
+    second = ScriptedChatModel({})  # an unscripted call would fail the question
+    b = run_benchmark(options(tmp_path, cache_path=cache, out=tmp_path / "again"), chat=second)
+    assert second.calls == [] and b.exit_code == EXIT_OK and b.summary["cache_hits"] == 6
+    assert b.summary["requests_sent"] == 0
+    assert without_timing(b.summary["metrics"]) == without_timing(a.summary["metrics"])
+    assert b.summary["metrics"]["llm_calls"] == a.summary["metrics"]["llm_calls"]  # cost replayed, not zero
+
+
+def test_growth_runs_each_size_and_keeps_the_gold_chunks(tmp_path):
+    from selfrag.bench.growth import run_growth
+
+    chat = ScriptedChatModel({"answer_direct": direct_answer, "rag_answer": {"answer": "Paris", "citations": [1]}})
+    summary, code = run_growth(options(tmp_path, limit=2), ["no-retrieval", "rag"], [2, 6], chat=chat)
+    assert code == EXIT_OK and [(c["size"], c["system"]) for c in summary["cells"]] == [
+        (2, "no-retrieval"), (2, "rag"), (6, "no-retrieval"), (6, "rag")]  # fmt: skip
+    rag_small = summary["cells"][1]
+    assert rag_small["coverage"]["value"] == 1.0  # with only the gold chunks, retrieval cannot miss
+    folder = tmp_path / "runs" / "growth-hotpotqa_smoke"
+    assert (folder / "growth.json").exists() and "| 6 | rag |" in (folder / "growth.md").read_text()
+    config = json.loads(next((folder / "size-2").glob("hotpotqa_smoke/rag/*/config.json")).read_text())
+    assert config["corpus"] == {"size": 2, "cut": True}
