@@ -5,7 +5,7 @@ document), runs the 300 test claims as one batch, and prints a markdown table of
 95 % interval), Recall@10, Recall@100, MRR@10, queries/s (single thread, batch, best of 3), build time and
 size on disk. The published bm25s anchor for plain BM25 is nDCG@10 0.687 (0.686 on these files).
 
-    python benchmarks/retrieval.py                       # SciFact from /work/shared/datasets/scifact
+    python benchmarks/retrieval.py                       # SciFact from ../shared/datasets/scifact
     python benchmarks/retrieval.py --data /path/to/scifact --json benchmarks/out/scifact.json
     python benchmarks/retrieval.py --synthetic 100000    # build time and batch throughput on 100k documents
     python benchmarks/retrieval.py --embedding-model M --dense-base-url http://127.0.0.1:8100/v1 \
@@ -31,6 +31,7 @@ import asyncio
 import csv
 import hashlib
 import json
+import os
 import random
 import statistics
 import sys
@@ -55,7 +56,11 @@ from selfrag.index import Index, IndexSettings  # noqa: E402
 from selfrag.retrieval import RetrievalSettings, Retriever  # noqa: E402
 from selfrag.schema import Chunk, Hit, Meter  # noqa: E402
 
-DEFAULT_DATA = Path("/work/shared/datasets/scifact")
+DEFAULT_DATA = (
+    Path(os.environ["SELFRAG_DATASETS"]) / "scifact"
+    if os.environ.get("SELFRAG_DATASETS")
+    else Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"  # ../shared beside the checkout
+)
 DEPTH = 100  # ranked list length used for every metric (Recall@100 needs 100)
 T = TypeVar("T")
 Search = Callable[[list[str]], list[list[Hit]]]
