@@ -120,6 +120,7 @@ class Outcome:
     citations: list[str] = field(default_factory=list)  # chunk key of each cited segment, in order
     cited_texts: list[str] = field(default_factory=list)  # the text that cites it (for sentence alignment)
     retrieved: list[str] | None = None  # every chunk key retrieved; None for a system that never retrieves
+    queries: list[str] = field(default_factory=list)  # the search queries the system used
     confidence: float | None = None  # from the critique (None for systems without one)
     segments: list[dict[str, Any]] = field(default_factory=list)
     label_scores: dict[str, float] | None = None
@@ -239,9 +240,12 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
     rag = SelfRAG(ctx.index, system.config, chat=ctx.chat, critic_chat=ctx.critic_chat, prompts=ctx.prompts, environ={})
     result = await rag.aanswer(example.question)
     retrieved: dict[str, None] = {}
+    queries: dict[str, None] = {}
     for step in result.trace.steps:
         for beam in step.beams:
             retrieved.update(dict.fromkeys(beam.chunks))
+            if beam.decision == "yes":
+                queries[beam.query or example.question] = None
     cited = [s for s in result.segments if s.chunk is not None]
     usage = result.usage
     return Outcome(
@@ -250,6 +254,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         citations=[s.chunk for s in cited],  # type: ignore[misc]
         cited_texts=[s.text for s in cited],
         retrieved=list(retrieved),
+        queries=list(queries),
         confidence=result.confidence,
         segments=[
             {
