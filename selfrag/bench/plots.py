@@ -27,6 +27,17 @@ def _pyplot() -> Any:
     return plt
 
 
+def _log_ticks(ax: Any, ticks: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100)) -> None:
+    """A log x axis labelled with plain numbers."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if low <= t <= high] or list(ticks[:1])))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+
+
 def _headline(summary: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     metrics = summary["metrics"]
     return ("accuracy", metrics.get("accuracy")) if "accuracy" in metrics else ("correct", metrics.get("correct"))
@@ -43,8 +54,9 @@ def quality_vs_calls(rows: list[dict[str, Any]], path: Path, title: str) -> Path
             continue
         y, low, high = 100 * metric["value"], 100 * metric["low"], 100 * metric["high"]
         ax.errorbar([calls], [y], yerr=[[y - low], [high - y]], fmt="o", capsize=4)
-        ax.annotate(row["label"], (calls, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
-    ax.set_xscale("log")
+        text = f"{row['label']} (n={row['summary']['n']})"
+        ax.annotate(text, (calls, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    _log_ticks(ax)
     ax.set_xlabel("LLM calls per question (mean, log scale)")
     ax.set_ylabel(f"{name} (%), 95 % bootstrap interval")
     ax.set_title(title)
@@ -93,7 +105,7 @@ def growth_plot(summary: dict[str, Any], path: Path) -> Path:
             if all(v is None for v in values):
                 continue
             ax.plot(sizes, [None if v is None else 100 * v for v in values], style, label=f"{system}: {what}")
-    ax.set_xscale("log")
+    _log_ticks(ax, (100, 300, 1000, 3000, 10000))
     ax.set_xlabel("corpus size (chunks, log scale)")
     ax.set_ylabel("%")
     ax.set_ylim(0, 100)
