@@ -34,6 +34,7 @@ FAULT_REPLIES: dict[str, tuple[int, bytes, dict[str, str]]] = {
     "500": (500, b'{"error": {"message": "server exploded"}}', JSON),
     "503": (503, b'{"error": {"message": "overloaded"}}', JSON),
     "429": (429, b'{"error": {"message": "slow down"}}', {**JSON, "retry-after-ms": "50"}),
+    "wait-long": (429, b'{"error": {"message": "come back later"}}', {**JSON, "retry-after": "600"}),
     "quota": (
         429,
         b'{"error": {"message": "quota", "code": "insufficient_quota", "type": "insufficient_quota"}}',
@@ -49,6 +50,7 @@ FAULTS = (
     "500",
     "flaky",
     "429",
+    "wait-long",
     "quota",
     "auth",
     "hang",

@@ -47,6 +47,7 @@ def ask(index_dir, server, *extra):
     [
         ("auth", "rejected the API key (401)", 2),  # fatal at once: no retry
         ("quota", "quota is exhausted", 3),  # no retry storm
+        ("wait-long", "asks to wait 600 s", 2),  # Retry-After over two minutes: the model list, one call
         ("hang", "did not answer in time", 4),  # per-request timeout, bounded attempts
         ("reset", "cannot reach the endpoint", 4),
         ("html", "every call to the endpoint failed", 30),  # bad shape: candidates dropped, then a clear error

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import httpx2
 import pytest
@@ -126,13 +128,43 @@ async def test_auth_and_not_found_are_fatal_at_once_and_never_show_the_key(statu
     assert len(route.calls) == 1  # no retry
 
 
-async def test_quota_exhaustion_is_fatal():
+async def test_quota_exhaustion_is_fatal_without_a_retry_storm():
     router = respx.MockRouter(base_url=BASE)
-    router.post("/chat/completions").respond(
+    route = router.post("/chat/completions").respond(
         429, json={"error": {"message": "quota", "code": "insufficient_quota", "type": "insufficient_quota"}}
     )
+    chat = model(router, max_retries=2)
     with pytest.raises(FatalLLMError, match="quota"):
-        await ask(model(router), REQUEST, Meter())
+        await ask(chat, REQUEST, Meter())
+    sent = len(route.calls)
+    assert sent <= 1 + 3  # the probe (no retries) and one call with the SDK's two retries
+    with pytest.raises(FatalLLMError):
+        await ask(chat, REQUEST, Meter())
+    assert len(route.calls) == sent  # the breaker is open for good: nothing more is sent
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "600"},
+        {"retry-after-ms": "3600000"},
+        {"retry-after": format_datetime(datetime.now(timezone.utc) + timedelta(hours=1), usegmt=True)},
+    ],
+)
+async def test_retry_after_beyond_two_minutes_is_fatal_after_one_request(headers):
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD))] + [
+        respx.MockResponse(429, headers=headers, json={"error": {"message": "slow down"}})
+    ] * 5
+    chat = model(router, max_retries=2)
+    with pytest.raises(FatalLLMError, match="wait") as caught:
+        await ask(chat, REQUEST, meter := Meter())
+    assert "Retry-After" in str(caught.value)
+    assert len(route.calls) == 2 and meter.llm_calls == 2  # the probe and one 429: no retry, no re-ask
+    with pytest.raises(FatalLLMError):
+        await ask(chat, REQUEST, Meter())
+    assert len(route.calls) == 2  # the breaker refuses further calls without sending them
 
 
 @pytest.mark.parametrize(

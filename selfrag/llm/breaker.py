@@ -27,8 +27,7 @@ class Breaker:
 
     def check(self) -> None:
         """Raise instead of calling when the breaker is open; let one trial through after the cooldown."""
-        if self.fatal is not None:
-            raise FatalLLMError(f"not calling the endpoint again: {self.fatal}")
+        self.check_fatal()
         if self.opened_at is None:
             return
         waited = self.clock() - self.opened_at
@@ -38,6 +37,11 @@ class Breaker:
                 f"{max(0.0, self.cooldown - waited):.0f}s more"
             )
         self.trial_running = True
+
+    def check_fatal(self) -> None:
+        """Raise when a fatal error opened the breaker for good."""
+        if self.fatal is not None:
+            raise FatalLLMError(f"not calling the endpoint again: {self.fatal}")
 
     def success(self) -> None:
         self.failures, self.opened_at, self.trial_running = 0, None, False

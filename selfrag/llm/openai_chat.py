@@ -11,8 +11,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import functools
 import json
+import math
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +33,7 @@ from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
 from .breaker import Breaker
 
 RETRYABLE = (408, 409, 429)
+MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and does not retry beyond
 PROBE_RETRIES = 1
 TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means the server cut the prompt
 TRUNCATION_MIN_TOKENS = 512  # shorter prompts are never cut in practice; skip the check
@@ -109,6 +113,7 @@ class OpenAIChatModel:
         _, _, lock = self._loop_state()
         async with lock:
             if self._caps is None:
+                self.breaker.check_fatal()  # an endpoint that failed fatally is not probed again
                 self._caps = await self._probe(meter)
         return self._caps
 
@@ -158,7 +163,7 @@ class OpenAIChatModel:
             try:
                 page = await client.with_options(max_retries=0).models.list()
             except openai.APIError as error:
-                raise _translate(error, self._endpoint.api_key) from None
+                raise self._failed(error) from None
         ids = [m.id for m in page.data] if page and page.data else []
         if not ids:
             raise FatalLLMError("the endpoint lists no models: pass --model")
@@ -179,7 +184,7 @@ class OpenAIChatModel:
                 meter.llm_calls += 1
                 raise self._failed(error) from None
             except openai.RateLimitError as error:  # a rate limit says nothing about features
-                meter.llm_calls += 1 + PROBE_RETRIES
+                meter.llm_calls += _attempts_spent(error, PROBE_RETRIES)
                 raise self._failed(error) from None
             except (openai.APIStatusError, openai.APIResponseValidationError) as error:
                 meter.llm_calls += _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
@@ -347,8 +352,33 @@ def _add_usage(meter: Meter, usage: Any, text: str) -> tuple[int, int, int]:
 def _attempts_spent(error: openai.APIError, max_retries: int) -> int:
     """HTTP requests behind a failed call: the SDK retries connection errors, 408/409/429 and 5xx."""
     status = getattr(error, "status_code", None)
+    if _long_retry_after(error) is not None:
+        return 1
     retried = isinstance(error, openai.APIConnectionError) or status in RETRYABLE or (status or 0) >= 500
     return 1 + max_retries if retried else 1
+
+
+def _long_retry_after(error: openai.APIError) -> float | None:
+    """The wait a 429/503 asks for when it is longer than the SDK will wait (it then gives up at once)."""
+    response = getattr(error, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    try:
+        if "retry-after-ms" in headers:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif "retry-after" in headers:
+            value = headers["retry-after"]
+            try:
+                seconds = float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value)
+                seconds = (when - datetime.datetime.now(when.tzinfo or datetime.timezone.utc)).total_seconds()
+        else:
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds > MAX_RETRY_AFTER else None
 
 
 def _translate(error: openai.APIError, api_key: str) -> LLMError:
@@ -372,6 +402,13 @@ def _translate(error: openai.APIError, api_key: str) -> LLMError:
     if isinstance(error, openai.RateLimitError) and code == "insufficient_quota":
         return FatalLLMError(
             "the account's quota is exhausted (429 insufficient_quota)", status=status, request_id=request_id
+        )
+    wait = _long_retry_after(error)
+    if wait is not None:
+        return FatalLLMError(
+            f"the endpoint asks to wait {wait:.0f} s before any retry ({status} Retry-After); try again later",
+            status=status,
+            request_id=request_id,
         )
     if isinstance(error, openai.APITimeoutError):
         return LLMError("the endpoint did not answer in time (timeout after retries)")
