@@ -62,7 +62,7 @@ def run_fault(fault: str, index: Path, args: argparse.Namespace) -> dict[str, ob
         "server requests": seen,
         "engine calls": calls,
         "wall s": round(wall, 2),
-        "stderr": err[:90],
+        "stderr": err.removeprefix("selfrag: error: ")[:220],
     }
 
 

@@ -50,12 +50,13 @@ def ask(index_dir, server, *extra):
         ("wait-long", "asks to wait 600 s", 2),  # Retry-After over two minutes: the model list, one call
         ("hang", "did not answer in time", 4),  # per-request timeout, bounded attempts
         ("reset", "cannot reach the endpoint", 4),
-        ("html", "every call to the endpoint failed", 30),  # bad shape: candidates dropped, then a clear error
+        ("html", "body that is not JSON", 30),  # bad shape: candidates dropped, then a clear error
         ("no-choices", "every call to the endpoint failed", 30),
         ("error-object", "every call to the endpoint failed", 30),
         ("truncated-json", "every call to the endpoint failed", 30),
         ("malformed", "every call to the endpoint failed", 30),  # re-asked once, then dropped
         ("500", "every call to the endpoint failed", 40),
+        ("cut-prompt", "silently truncated the prompt", 30),  # usage far below the estimate: not trusted
     ],
 )
 def test_failing_endpoint_ends_with_one_line_and_exit_1(fault, message, max_requests, index_dir, capsys):

@@ -320,6 +320,21 @@ async def test_silent_prompt_truncation_is_detected():
     assert (await model(router2).chat(long_request, Meter())).prompt_tokens == 5100
 
 
+@pytest.mark.parametrize(("words", "reported", "flagged"), [(300, 16, True), (300, 200, False), (40, 1, False)])
+async def test_truncation_check_covers_ordinary_prompts_and_skips_tiny_ones(words, reported, flagged):
+    """A 300-word prompt read as 16 tokens was cut; a tiny prompt is too small to judge across tokenizers."""
+    request = ChatRequest("retrieve_decide", (Message("user", "word " * words),), DecideReply)
+    router = respx.MockRouter(base_url=BASE)
+    usage = {"prompt_tokens": reported, "completion_tokens": 5, "total_tokens": reported + 5}
+    router.post("/chat/completions").respond(json=completion(GOOD, usage=usage))
+    chat = model(router, settings=EndpointConfig(model="m"))
+    if flagged:
+        with pytest.raises(ContextLengthError, match="silently"):
+            await chat.chat(request, Meter())
+    else:
+        assert (await chat.chat(request, Meter())).prompt_tokens == reported
+
+
 async def test_context_length_error_from_the_server_is_typed():
     router = respx.MockRouter(base_url=BASE)
     route = router.post("/chat/completions")

@@ -33,7 +33,7 @@ async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]
     started, loop = time.monotonic(), asyncio.get_running_loop()
     deadline = loop.time() + run.config.deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
-    steps, citations, streamed, stop = [], report.Citations(), 0, "max_depth"
+    steps, citations, streamed, stop, failure = [], report.Citations(), 0, "max_depth", None
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):
@@ -46,7 +46,7 @@ async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]
             break
         children = [child for _, child in step.outcomes if child is not None]
         if not children:
-            stop = "llm_failure"
+            stop, failure = "llm_failure", next((c.error for c, _ in step.outcomes if c.error), None)
             break
         frontier = beam.prune([*(b for b in frontier if b.final), *children], run.config.beam_width)  # ⑤
         steps.append(report.trace_step(depth, *_fields(step), frontier, run.meter, time.monotonic() - started))
@@ -62,7 +62,7 @@ async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]
             break
     best = beam.best(frontier)
     if not best.segments:
-        _nothing_written(stop, run)
+        _nothing_written(stop, run, failure)
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
@@ -86,13 +86,14 @@ def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, 
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
 
 
-def _nothing_written(stop: str, run: Run) -> None:
-    """An answer that ends before its first sentence is an error, not an empty answer."""
+def _nothing_written(stop: str, run: Run, failure: str | None) -> None:
+    """An answer that ends before its first sentence is an error, not an empty answer; says why it failed."""
     if stop == "deadline":
         raise BudgetError(f"the deadline of {run.config.deadline:g}s passed before a sentence was written")
     if stop == "budget":
         raise BudgetError("the answer's budget ran out before a sentence was written")
-    raise LLMError("every call to the endpoint failed; nothing could be written")
+    reason = f" (first failure: {failure.partition(': ')[2] or failure})" if failure else ""
+    raise LLMError(f"every call to the endpoint failed; nothing could be written{reason}")
 
 
 def _fields(step: StepOutcome) -> tuple:

@@ -36,7 +36,7 @@ RETRYABLE = (408, 409, 429)
 MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and does not retry beyond
 PROBE_RETRIES = 1
 TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means the server cut the prompt
-TRUNCATION_MIN_TOKENS = 512  # shorter prompts are never cut in practice; skip the check
+TRUNCATION_MIN_TOKENS = 128  # below this, template and tokenizer differences dominate; skip the check
 PROBE_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
