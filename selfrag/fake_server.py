@@ -74,6 +74,8 @@ class Stats:
     authorizations: list[str] = field(default_factory=list)  # the Authorization header of every request
     embedding_requests: int = 0  # POST /v1/embeddings (not counted in `requests`, which counts chat calls)
     embedding_inputs: list[str] = field(default_factory=list)  # every text embedded, in arrival order
+    open_connections: int = 0  # client connections not yet closed
+    abandoned: int = 0  # chat requests whose client hung up before the reply
 
     def rounds(self, gap: float) -> int:
         """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
@@ -209,6 +211,7 @@ class FakeOpenAIServer:
         self._loop = None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stats.open_connections += 1
         try:
             while True:
                 request = await _read_request(reader)
@@ -216,16 +219,19 @@ class FakeOpenAIServer:
                     break
                 method, path, headers, body = request
                 self.stats.authorizations.append(headers.get("authorization", ""))
-                if not await self._respond(method, path, body, writer):
+                if not await self._respond(method, path, body, reader, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         except asyncio.CancelledError:  # the server is stopping: end quietly (a cancelled handler task is
             pass  # reported as an error by asyncio's stream callback on Python 3.11)
         finally:
+            self.stats.open_connections -= 1
             writer.close()
 
-    async def _respond(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
+    async def _respond(
+        self, method: str, path: str, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         if method == "GET" and path.endswith("/models"):
             data = {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "me"}]}
             await _write(writer, 200, json.dumps(data).encode())
@@ -246,14 +252,18 @@ class FakeOpenAIServer:
         stats.bodies.append(payload)
         started = time.monotonic()
         try:
-            await asyncio.sleep(self.latency)
-            return await self._answer(payload, writer, stats.requests)
+            if await _hung_up(reader, self.latency):
+                stats.abandoned += 1
+                return False
+            return await self._answer(payload, reader, writer, stats.requests)
         finally:
             stats.in_flight -= 1
             fmt = payload.get("response_format") or {}
             stats.spans.append((started, time.monotonic(), (fmt.get("json_schema") or {}).get("name", "")))
 
-    async def _answer(self, payload: dict[str, Any], writer: asyncio.StreamWriter, number: int) -> bool:
+    async def _answer(
+        self, payload: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int
+    ) -> bool:
         """The reply to chat request `number` (1-based), misbehaving as `fault` says. False closes the socket."""
         fault = None if self.fault == "none" else self.fault
         if fault == "flaky":  # every other request fails with 503
@@ -261,7 +271,9 @@ class FakeOpenAIServer:
         if fault == "429":  # every other request is rate limited, with a short Retry-After
             fault = "429" if number % 2 == 0 else None
         if fault == "hang":
-            await asyncio.sleep(3600)
+            await _hung_up(reader, 3600)
+            self.stats.abandoned += 1
+            return False
         if fault == "reset":
             return False
         canned = FAULT_REPLIES.get(fault or "")
@@ -323,6 +335,16 @@ class FakeOpenAIServer:
                 "total_tokens": prompt + len(content) // 4,
             },
         }
+
+
+async def _hung_up(reader: asyncio.StreamReader, seconds: float) -> bool:
+    """Wait `seconds`, or less if the client closes the connection meanwhile: True when it did."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if reader.at_eof():
+            return True
+        await asyncio.sleep(min(0.02, left))
+    return reader.at_eof()
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes] | None:

@@ -3,6 +3,7 @@ the real command line, the real AsyncOpenAI client and real HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,7 +12,9 @@ import time
 
 import pytest
 
+from selfrag.api import SelfRAG
 from selfrag.cli import main
+from selfrag.config import Config, EndpointConfig
 from selfrag.fake_server import FakeOpenAIServer
 
 
@@ -116,3 +119,30 @@ def test_ctrl_c_exits_130_without_a_traceback(index_dir, tmp_path):
         out, err = child.communicate(timeout=15)
     assert child.returncode == 130
     assert "interrupted" in err and "Traceback" not in err
+
+
+async def _until(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def test_cancelled_answer_cancels_its_calls_and_leaves_no_task_or_connection(index_dir):
+    """Ctrl-C in chat, or a caller's own timeout, cancels an answer: the server sees every in-flight call hang
+    up, no task of ours outlives it, and closing the engine closes every pooled connection."""
+    with FakeOpenAIServer() as server:
+        config = Config(nonce_seed="t", endpoint=EndpointConfig(base_url=server.base_url, model="m"))
+        rag = SelfRAG.from_index(index_dir, config, environ={})
+        await rag.aanswer("How many days for refunds?")  # probes done, connections pooled
+        server.latency = 60
+        task = asyncio.create_task(rag.aanswer("How many days for refunds?"))
+        await _until(lambda: server.stats.in_flight >= 1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await _until(lambda: server.stats.in_flight == 0)
+        assert server.stats.abandoned >= 1
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        await rag.aclose()
+        await _until(lambda: server.stats.open_connections == 0)
