@@ -7,7 +7,9 @@
 - Stored: the reply (text, token logprobs, finish reason, usage), what the call cost in the answer's Meter
   (requests incl. SDK retries, tokens) and its latency. A hit replays those into the Meter, so calls, tokens
   and model seconds per question are the same on a rerun as on the first run; hits are counted apart.
-- JSON text in SQLite (WAL), never pickle. An entry that fails to decode is a miss and is deleted.
+- JSON text in SQLite (WAL), never pickle. An entry that fails to decode is a miss and is deleted. A file
+  that is not a SQLite database is refused with a hint; a write that fails (disk full, read-only file)
+  turns caching off for the rest of the run and is reported, and the run goes on.
 - Only temperature-0 requests are cached (a sampled reply is not a function of the request).
 - Capabilities are cached per endpoint too, so a fully cached rerun sends no request at all.
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, ChatResponse, TokenLogprob
 from ..llm.openai_chat import json_schema
 from ..schema import Meter
@@ -35,17 +38,27 @@ class RequestCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL,"
-            " endpoint TEXT NOT NULL, created REAL NOT NULL)"
-        )
         self.corrupt = 0
+        self.write_error: str | None = None  # set by the first failed write; later writes are skipped
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL,"
+                " endpoint TEXT NOT NULL, created REAL NOT NULL)"
+            )
+        except (sqlite3.Error, OSError) as error:
+            raise InputError(
+                f"the request cache {self.path} cannot be used ({error}): delete it, or pass --no-cache"
+            ) from None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT value FROM cache WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self._db.execute("SELECT value FROM cache WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError:  # a damaged page: a miss, like a damaged entry
+            self.corrupt += 1
+            return None
         if row is None:
             return None
         try:
@@ -58,15 +71,24 @@ class RequestCache:
         return value
 
     def put(self, key: str, kind: str, value: dict[str, Any], endpoint: str) -> None:
+        """Store a value; a failed write (disk full, read-only) turns writing off instead of failing the call."""
+        if self.write_error is not None:
+            return
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        self._db.execute(
+        self._write(
             "INSERT OR REPLACE INTO cache (key, kind, value, endpoint, created) VALUES (?, ?, ?, ?, ?)",
             (key, kind, text, endpoint, time.time()),
         )
 
     def discard(self, key: str) -> None:
         self.corrupt += 1
-        self._db.execute("DELETE FROM cache WHERE key = ?", (key,))
+        self._write("DELETE FROM cache WHERE key = ?", (key,))
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        try:
+            self._db.execute(sql, args)
+        except sqlite3.Error as error:
+            self.write_error = str(error)
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM cache").fetchone()[0])

@@ -383,6 +383,8 @@ def _finish(
     summary = summarize(list(records.values()), task=dataset.task, labels=dataset.labels, seed=options.seed)
     row = {"label": system.label, "dataset": dataset.name, "summary": summary}
     table = markdown_table([row])
+    if chat.cache is not None and chat.cache.write_error:
+        message = "; ".join(filter(None, [message, f"the request cache stopped storing ({chat.cache.write_error})"]))
     results = {
         "status": status,
         "message": message,
@@ -400,6 +402,7 @@ def _finish(
             "path": str(options.cache_path) if options.cache_path else None,
             "hits_this_process": chat.counters.hits,
             "misses_this_process": chat.counters.misses,
+            "write_error": chat.cache.write_error if chat.cache is not None else None,
         },
         "versions": versions(),
         "started": _iso(started),

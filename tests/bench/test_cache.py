@@ -6,8 +6,11 @@ import asyncio
 import json
 import sqlite3
 
+import pytest
+
 from helpers import fused
 
+from selfrag.errors import InputError
 from selfrag.bench.cache import CachedChatModel, RequestCache, request_key
 from selfrag.llm.base import Capabilities, ChatRequest, Message
 from selfrag.replies import AnswerReply
@@ -90,3 +93,24 @@ def test_sampled_requests_are_never_cached(tmp_path):
     for _ in range(2):
         asyncio.run(cached.chat(request(temperature=0.7), Meter()))
     assert len(model.calls) == 2 and len(cached.cache) == 1  # only the capabilities record
+
+
+def test_a_cache_that_cannot_grow_stops_storing_and_the_calls_still_succeed(tmp_path):
+    """Disk full (SQLite's SQLITE_FULL, here from a page cap): caching turns off, the run does not fail."""
+    cache = RequestCache(tmp_path / "cache.sqlite3")
+    pages = cache._db.execute("PRAGMA page_count").fetchone()[0]
+    cache._db.execute(f"PRAGMA max_page_count = {pages}")  # no page can be added: as a full disk
+    model = ScriptedChatModel({"answer_direct": lambda r: {"answer": "Paris " * 800}})
+    cached = CachedChatModel(model, cache, endpoint="test")
+    assert "Paris" in asyncio.run(cached.chat(request(), Meter())).text
+    assert cache.write_error is not None and "full" in cache.write_error
+    assert "Paris" in asyncio.run(cached.chat(request("Another question?"), Meter())).text
+    assert len(model.calls) == 2 and len(cache) <= 1  # at most the tiny capabilities entry fitted
+
+
+def test_a_file_that_is_not_a_database_is_refused_with_a_hint(tmp_path):
+    path = tmp_path / "cache.sqlite3"
+    path.write_bytes(b"this is not sqlite, just text that someone left here\n" * 100)
+    with pytest.raises(InputError, match="--no-cache"):
+        RequestCache(path)
+    assert path.read_bytes().startswith(b"this is not sqlite")  # the user's file is left as it was
