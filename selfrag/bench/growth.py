@@ -4,7 +4,7 @@ For each corpus size (default 100, 1,000, 10,000 snippets of HaluEval's pool) th
 snippet of every sampled question plus seeded random distractors; each system answers the same questions
 through the ordinary runner (so each cell is a resumable, cached run folder). Reported per size and system:
 correctness, the engine's critique-based confidence, and beside it a plain similarity-based confidence (the
-top BM25 score over the question's idf mass, `runner.similarity_confidence`), plus coverage. A useful
+top BM25 score over the question's idf mass, `samples.similarity_confidence`), plus coverage. A useful
 confidence falls when correctness falls; the similarity score is shown to see whether it does the same.
 """
 

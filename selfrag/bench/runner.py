@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import fcntl
 import json
-import math
 import os
 import platform
 import subprocess
@@ -39,9 +38,9 @@ from ..files import write_atomic
 from ..llm.base import ChatModel
 from ..schema import Meter
 from . import datasets as ds
-from . import metrics
 from .cache import CachedChatModel, RequestCache, digest
-from .samples import SampleWriter, read_samples
+from .progress import Progress
+from .samples import SampleWriter, build_record, read_samples
 from .score import markdown_table, summarize
 from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, answer, parse_system
 
@@ -304,65 +303,6 @@ async def _answer_all(
     return "complete", ""
 
 
-def build_record(
-    example: ds.Example,
-    outcome: Any,
-    error: str | None,
-    dataset: ds.Dataset,
-    index: Any,
-    chat: CachedChatModel,
-    wall: float,
-) -> dict[str, Any]:
-    """One samples.jsonl record: the gold, what the system did, and its cost. No correctness judgement."""
-    top_score, similarity = similarity_confidence(index, example.question)
-    record: dict[str, Any] = {
-        "id": example.id,
-        "status": "ok" if error is None else "failed",
-        "error": error,
-        "question": example.question,
-        "answers": list(example.answers),
-        "gold_label": example.label,
-        "gold_chunks": list(example.gold_chunks),
-        "gold_sentences": list(example.gold_sentences),
-        "similarity_confidence": similarity,
-        "top_score": top_score,
-    }
-    usage = {
-        "wall_time": round(wall, 4),
-        "model_seconds": round(chat.counters.model_seconds, 4),
-        "cache_hits": chat.counters.hits,
-        "requests_sent": chat.counters.sent,
-    }
-    if outcome is None:
-        return {**record, "usage": usage}
-    body = outcome.to_dict()
-    body["usage"] = {**body["usage"], **usage}
-    body["cited_sentences"] = cited_sentences(body["citations"], body["cited_texts"], dataset.sentences)
-    return {**record, **body}
-
-
-def cited_sentences(citations: list[str], texts: list[str], sentences: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """The sentence each citation rests on: the sentence of its chunk the citing text overlaps most
-    (`<chunk>/?` when none overlaps, so it counts as a cited non-gold sentence)."""
-    out = []
-    for key, text in zip(citations, texts, strict=True):
-        index = metrics.align_sentence(text, sentences.get(key, ()))
-        out.append(f"{key}/{'?' if index is None else index}")
-    return list(dict.fromkeys(out))
-
-
-def similarity_confidence(index: Any, question: str) -> tuple[float, float]:
-    """(top-1 BM25 score, that score over the summed idf of the question's terms, capped at 1): a plain
-    similarity-based confidence, the kind a retriever-only system reports. Not the engine's confidence."""
-    hits = index.find_relevant_chunks(question, 1)
-    if not hits:
-        return 0.0, 0.0
-    terms = list(dict.fromkeys(index.analyze(question)))
-    mass = sum(index.idf(terms)) if terms else 0.0
-    top = float(hits[0].score)
-    return round(top, 6), round(min(1.0, top / mass), 6) if mass > 0 else 0.0
-
-
 def _finish(
     options: RunOptions,
     dataset: ds.Dataset,
@@ -437,50 +377,3 @@ def versions() -> dict[str, str]:
 
 def _iso(stamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
-
-
-class Progress:
-    """One status line on stderr: done/total, errors, cache hits, tokens, ETA (a new line per question when
-    stderr is not a terminal, at most every few seconds)."""
-
-    def __init__(self, total: int, done: int, stream: TextIO, *, enabled: bool = True) -> None:
-        self.total, self.done, self.stream, self.enabled = total, done, stream, enabled
-        self.errors = self.hits = self.tokens = self.count = 0
-        self.started = time.monotonic()
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self._last = 0.0
-
-    def update(self, record: dict[str, Any]) -> None:
-        self.done += 1
-        self.count += 1
-        usage = record.get("usage") or {}
-        self.errors += record["status"] != "ok"
-        self.hits += int(usage.get("cache_hits", 0))
-        self.tokens += int(usage.get("total_tokens", 0) or 0)
-        now = time.monotonic()
-        if self.enabled and (self.tty or now - self._last >= 5 or self.done == self.total):
-            self._last = now
-            self.stream.write(("\r" if self.tty else "") + self.line() + ("" if self.tty else "\n"))
-            self.stream.flush()
-
-    def line(self) -> str:
-        elapsed = time.monotonic() - self.started
-        rate = elapsed / self.count if self.count else math.nan
-        left = (self.total - self.done) * rate if self.count else math.nan
-        eta = "?" if math.isnan(left) else _duration(left)
-        return (
-            f"[{self.done}/{self.total}] errors {self.errors} · cache hits {self.hits} · "
-            f"tokens {self.tokens / 1000:.1f}k · {rate:.1f} s/q · ETA {eta}"
-        )
-
-    def close(self) -> None:
-        if self.enabled and self.tty and self.count:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return (
-        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
-    )

@@ -6,17 +6,23 @@ counts as done; read back with torn-tail repair.
   append): `repair=True` truncates the file to the last good newline (what --resume does), `repair=False`
   ignores it and leaves the file alone (what scoring a live run does). A bad line anywhere else is corruption
   and is refused. If an id appears twice (a failed question retried), the last record wins.
+- `build_record` makes one record: the gold, what the system did, its cost, and the plain similarity
+  confidence beside the engine's own.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import datasets as ds
+from . import metrics
+from .cache import CachedChatModel
 
 SCHEMA_VERSION = 1
 
@@ -84,3 +90,62 @@ class SampleWriter:
 
     def close(self) -> None:
         self._file.close()
+
+
+def build_record(
+    example: ds.Example,
+    outcome: Any,
+    error: str | None,
+    dataset: ds.Dataset,
+    index: Any,
+    chat: CachedChatModel,
+    wall: float,
+) -> dict[str, Any]:
+    """One samples.jsonl record: the gold, what the system did, and its cost. No correctness judgement."""
+    top_score, similarity = similarity_confidence(index, example.question)
+    record: dict[str, Any] = {
+        "id": example.id,
+        "status": "ok" if error is None else "failed",
+        "error": error,
+        "question": example.question,
+        "answers": list(example.answers),
+        "gold_label": example.label,
+        "gold_chunks": list(example.gold_chunks),
+        "gold_sentences": list(example.gold_sentences),
+        "similarity_confidence": similarity,
+        "top_score": top_score,
+    }
+    usage = {
+        "wall_time": round(wall, 4),
+        "model_seconds": round(chat.counters.model_seconds, 4),
+        "cache_hits": chat.counters.hits,
+        "requests_sent": chat.counters.sent,
+    }
+    if outcome is None:
+        return {**record, "usage": usage}
+    body = outcome.to_dict()
+    body["usage"] = {**body["usage"], **usage}
+    body["cited_sentences"] = cited_sentences(body["citations"], body["cited_texts"], dataset.sentences)
+    return {**record, **body}
+
+
+def cited_sentences(citations: list[str], texts: list[str], sentences: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The sentence each citation rests on: the sentence of its chunk the citing text overlaps most
+    (`<chunk>/?` when none overlaps, so it counts as a cited non-gold sentence)."""
+    out = []
+    for key, text in zip(citations, texts, strict=True):
+        index = metrics.align_sentence(text, sentences.get(key, ()))
+        out.append(f"{key}/{'?' if index is None else index}")
+    return list(dict.fromkeys(out))
+
+
+def similarity_confidence(index: Any, question: str) -> tuple[float, float]:
+    """(top-1 BM25 score, that score over the summed idf of the question's terms, capped at 1): a plain
+    similarity-based confidence, the kind a retriever-only system reports. Not the engine's confidence."""
+    hits = index.find_relevant_chunks(question, 1)
+    if not hits:
+        return 0.0, 0.0
+    terms = list(dict.fromkeys(index.analyze(question)))
+    mass = sum(index.idf(terms)) if terms else 0.0
+    top = float(hits[0].score)
+    return round(top, 6), round(min(1.0, top / mass), 6) if mass > 0 else 0.0
