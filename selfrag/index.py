@@ -10,7 +10,7 @@ kept for stemmed+unstemmed fusion (`retrieval.py`).
 On disk (see `store.py` for the atomic CURRENT/generation design): `chunks.jsonl` (one chunk record per
 line, JSON, in row order), per view `<view>.data.npy`, `<view>.indices.npy`, `<view>.indptr.npy` (the CSC
 score matrix, loaded with allow_pickle=False) and `<view>.vocab.json` (terms in id order), any extra files a
-caller adds (`index_paths` adds its file catalog), and `manifest.json`. Nothing is pickled. Loading refuses
+caller adds (`ingest.index_paths` adds its file catalog), and `manifest.json`. Nothing is pickled. Loading refuses
 corrupt, partial, edited, older-format or mismatched indexes and checks the matrix invariants bm25s trusts.
 
 Search: k is clamped to the number of chunks, empty or stopword-only queries return no hits, zero-score hits
@@ -26,7 +26,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from itertools import chain
@@ -39,13 +39,10 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
 from .chunking import ChunkingSettings
-from .corpus import ReadLimits, Skipped
 from .errors import ConfigError, InputError, RetrievalError
-from .ingest import CATALOG, Catalog, ProgressFn, collect
 from .records import CHUNKS, checksum, chunks_jsonl, csc_problem, load_array, npy_bytes, parse_chunks
 from .schema import Chunk, Hit
 from .store import (
-    CURRENT,
     FORMAT,
     FORMAT_VERSION,
     FileOps,
@@ -55,7 +52,6 @@ from .store import (
     unusable,
     write_generation,
 )
-from .tokens import TokenOffsets
 
 VIEWS = ("stemmed", "plain")
 METHODS = ("lucene", "robertson", "atire")
@@ -382,88 +378,3 @@ def _selfrag_version() -> str:
         return metadata.version("selfrag")
     except metadata.PackageNotFoundError:  # running from a source tree
         return str(getattr(sys.modules.get("selfrag"), "__version__", "0+unknown"))
-
-
-# indexing folders ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class IndexReport:
-    """What `index_paths` did; the counters prove which files were re-read."""
-
-    out_dir: Path
-    generation: str  # folder name of the generation written
-    documents: int
-    chunks: int
-    duplicates: int  # chunks collapsed as copies of another
-    files_seen: int  # supported files found
-    files_read: int  # files opened and hashed this run
-    files_reused: int  # files whose stored chunks were reused (unchanged size+mtime, or same hash)
-    files_added: int  # files chunked for the first time
-    files_changed: int  # files whose content changed and were chunked again
-    files_deleted: int  # files of the previous index no longer present (their chunks left the index)
-    skipped: tuple[Skipped, ...]
-    full_rebuild: str | None  # why nothing could be reused, when a previous index existed
-    seconds: float
-
-
-def index_paths(
-    paths: Sequence[str | Path],
-    out_dir: str | Path,
-    *,
-    chunking: ChunkingSettings | None = None,
-    settings: IndexSettings = IndexSettings(),
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    hidden: bool = False,
-    limits: ReadLimits | None = None,
-    progress: ProgressFn | None = None,
-    counter: TokenOffsets | None = None,
-    ops: FileOps | None = None,
-    extra_files: Callable[[Index], Mapping[str, bytes]] | None = None,
-) -> IndexReport:
-    """Index folders and files into `out_dir`, re-reading only what changed since the last run there.
-
-    `include`/`exclude` are globs on paths relative to each root (or bare names); hidden files and folders are
-    skipped unless `hidden`. `progress(done, total, label)` is called after each file and for the index and
-    save stages. `extra_files(index)` may add files to the generation before it is saved (dense vectors,
-    `dense.embed_hook`). Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
-    when the index cannot be written; in every failure the previous index at `out_dir` stays as it was.
-    """
-    started = time.monotonic()
-    out = Path(out_dir)
-    chunking = chunking or ChunkingSettings()
-    previous, why = _previous_catalog(out, chunking)
-    got = collect(paths, previous, chunking=chunking, include=include, exclude=exclude, hidden=hidden,
-                  limits=limits or ReadLimits(), counter=counter, progress=progress, avoid=(out,))  # fmt: skip
-    if not got.chunks:
-        raise InputError(
-            f"nothing to index in {', '.join(map(str, paths))}: no .txt, .md, .html or .jsonl file with text "
-            f"({len(got.skipped)} skipped); check the path and include/exclude patterns"
-        )
-    if progress is not None:
-        progress(0, 1, "building the BM25 index")
-    index = Index.build(got.chunks, settings, chunking=chunking)
-    extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes()}
-    generation = index.save(out, extra=extra, ops=ops)
-    if progress is not None:
-        progress(1, 1, f"saved {generation.name}")
-    t = got.tally
-    return IndexReport(
-        out, generation.name, index.document_count, len(index), got.duplicates, t.seen, t.read, t.reused,
-        t.added, t.changed, t.deleted, got.skipped, why, time.monotonic() - started,
-    )  # fmt: skip
-
-
-def _previous_catalog(out_dir: Path, chunking: ChunkingSettings) -> tuple[Catalog | None, str | None]:
-    if not (out_dir / CURRENT).exists():
-        return None, None
-    try:
-        generation = open_current(out_dir)
-        if generation.manifest.get("chunking") != chunking.to_dict():
-            return None, "the chunking settings changed"
-        if CATALOG not in generation.manifest["files"]:
-            return None, "the previous index has no file catalog"
-        return Catalog.from_bytes(generation.read(CATALOG)), None
-    except (RetrievalError, ValueError) as error:
-        return None, f"the previous index could not be reused ({error})"

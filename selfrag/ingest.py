@@ -25,8 +25,10 @@ from typing import Any
 
 from .chunking import ChunkingSettings, collapse_duplicates, split_text
 from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
-from .errors import InputError
+from .errors import InputError, RetrievalError
+from .index import Index, IndexSettings
 from .schema import Chunk
+from .store import CURRENT, FileOps, open_current
 from .tokens import TokenOffsets, make_counter
 
 CATALOG = "catalog.jsonl"
@@ -214,3 +216,88 @@ def _chunks(records: Iterable[FileRecord]) -> list[Chunk]:
                 )
             chunks += [Chunk(d.doc_id, n, text, d.title, d.source, d.date) for n, text in enumerate(d.chunks)]
     return chunks
+
+
+# indexing folders ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What `index_paths` did; the counters prove which files were re-read."""
+
+    out_dir: Path
+    generation: str  # folder name of the generation written
+    documents: int
+    chunks: int
+    duplicates: int  # chunks collapsed as copies of another
+    files_seen: int  # supported files found
+    files_read: int  # files opened and hashed this run
+    files_reused: int  # files whose stored chunks were reused (unchanged size+mtime, or same hash)
+    files_added: int  # files chunked for the first time
+    files_changed: int  # files whose content changed and were chunked again
+    files_deleted: int  # files of the previous index no longer present (their chunks left the index)
+    skipped: tuple[Skipped, ...]
+    full_rebuild: str | None  # why nothing could be reused, when a previous index existed
+    seconds: float
+
+
+def index_paths(
+    paths: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    chunking: ChunkingSettings | None = None,
+    settings: IndexSettings | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    hidden: bool = False,
+    limits: ReadLimits | None = None,
+    progress: ProgressFn | None = None,
+    counter: TokenOffsets | None = None,
+    ops: FileOps | None = None,
+    extra_files: Callable[[Index], Mapping[str, bytes]] | None = None,
+) -> IndexReport:
+    """Index folders and files into `out_dir`, re-reading only what changed since the last run there.
+
+    `include`/`exclude` are globs on paths relative to each root (or bare names); hidden files and folders are
+    skipped unless `hidden`. `progress(done, total, label)` is called after each file and for the index and
+    save stages. `extra_files(index)` may add files to the generation before it is saved (dense vectors,
+    `dense.embed_hook`). Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
+    when the index cannot be written; in every failure the previous index at `out_dir` stays as it was.
+    """
+    started = time.monotonic()
+    out = Path(out_dir)
+    chunking = chunking or ChunkingSettings()
+    previous, why = _previous_catalog(out, chunking)
+    got = collect(paths, previous, chunking=chunking, include=include, exclude=exclude, hidden=hidden,
+                  limits=limits or ReadLimits(), counter=counter, progress=progress, avoid=(out,))  # fmt: skip
+    if not got.chunks:
+        raise InputError(
+            f"nothing to index in {', '.join(map(str, paths))}: no .txt, .md, .html or .jsonl file with text "
+            f"({len(got.skipped)} skipped); check the path and include/exclude patterns"
+        )
+    if progress is not None:
+        progress(0, 1, "building the BM25 index")
+    index = Index.build(got.chunks, settings or IndexSettings(), chunking=chunking)
+    extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes()}
+    generation = index.save(out, extra=extra, ops=ops)
+    if progress is not None:
+        progress(1, 1, f"saved {generation.name}")
+    t = got.tally
+    return IndexReport(
+        out, generation.name, index.document_count, len(index), got.duplicates, t.seen, t.read, t.reused,
+        t.added, t.changed, t.deleted, got.skipped, why, time.monotonic() - started,
+    )  # fmt: skip
+
+
+def _previous_catalog(out_dir: Path, chunking: ChunkingSettings) -> tuple[Catalog | None, str | None]:
+    if not (out_dir / CURRENT).exists():
+        return None, None
+    try:
+        generation = open_current(out_dir)
+        if generation.manifest.get("chunking") != chunking.to_dict():
+            return None, "the chunking settings changed"
+        if CATALOG not in generation.manifest["files"]:
+            return None, "the previous index has no file catalog"
+        return Catalog.from_bytes(generation.read(CATALOG)), None
+    except (RetrievalError, ValueError) as error:
+        return None, f"the previous index could not be reused ({error})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import httpx2
@@ -148,7 +148,7 @@ async def test_quota_exhaustion_is_fatal_without_a_retry_storm():
     [
         {"retry-after": "600"},
         {"retry-after-ms": "3600000"},
-        {"retry-after": format_datetime(datetime.now(timezone.utc) + timedelta(hours=1), usegmt=True)},
+        {"retry-after": format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)},
     ],
 )
 async def test_retry_after_beyond_two_minutes_is_fatal_after_one_request(headers):

@@ -47,7 +47,8 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..chunking import ChunkingSettings
-    from ..index import IndexSettings, index_paths
+    from ..index import IndexSettings
+    from ..ingest import index_paths
 
     given = {"mode": args.splitter, "max_tokens": args.chunk_size, "overlap": args.chunk_overlap}
     chunking = ChunkingSettings(**{name: value for name, value in given.items() if value is not None})

@@ -373,7 +373,7 @@ def _long_retry_after(error: openai.APIError) -> float | None:
                 seconds = float(value)
             except ValueError:
                 when = email.utils.parsedate_to_datetime(value)
-                seconds = (when - datetime.datetime.now(when.tzinfo or datetime.timezone.utc)).total_seconds()
+                seconds = (when - datetime.datetime.now(when.tzinfo or datetime.UTC)).total_seconds()
         else:
             return None
     except (TypeError, ValueError, OverflowError):

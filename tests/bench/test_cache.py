@@ -7,11 +7,10 @@ import json
 import sqlite3
 
 import pytest
-
 from helpers import fused
 
-from selfrag.errors import InputError
 from selfrag.bench.cache import CachedChatModel, RequestCache, request_key
+from selfrag.errors import InputError
 from selfrag.llm.base import Capabilities, ChatRequest, Message
 from selfrag.replies import AnswerReply
 from selfrag.schema import Meter

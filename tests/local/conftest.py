@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selfrag.index import index_paths
+from selfrag.ingest import index_paths
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.local import INSTALL_MODEL, INSTALL_RUNTIME, MODEL_PACKAGE, embedded_chat
 

@@ -19,7 +19,8 @@ from selfrag.dense import META, VECTORS, DenseSource, DenseVectors, embed_hook, 
 from selfrag.embeddings import OpenAIEmbedder, normalise
 from selfrag.errors import ConfigError, LLMError, RetrievalError
 from selfrag.fake_server import FakeOpenAIServer, hashed_embedding
-from selfrag.index import Index, index_paths
+from selfrag.index import Index
+from selfrag.ingest import index_paths
 from selfrag.retrieval import Retriever
 from selfrag.schema import Meter
 from selfrag.store import open_current

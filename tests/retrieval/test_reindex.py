@@ -11,7 +11,8 @@ import pytest
 
 from selfrag.chunking import ChunkingSettings
 from selfrag.errors import InputError
-from selfrag.index import Index, IndexReport, index_paths
+from selfrag.index import Index
+from selfrag.ingest import IndexReport, index_paths
 
 from .helpers import OLD, WORDS
 
