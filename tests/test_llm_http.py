@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -364,3 +365,51 @@ def test_keys_are_refused_where_they_would_leak():
         EndpointConfig(base_url="http://127.0.0.1:8000/v1", send_openai_key=True), {"OPENAI_API_KEY": "sk-real"}
     )
     assert loopback.api_key == "sk-real"  # loopback over http is fine when asked
+
+
+def storm(failing: int):
+    """A handler that answers 503 to the first `failing` chat requests after the probe, then 200."""
+    seen = {"n": 0}
+
+    def handler(request):
+        seen["n"] += 1
+        if 1 < seen["n"] <= 1 + failing:
+            return respx.MockResponse(503, json={"error": {"message": "overloaded"}})
+        return respx.MockResponse(200, json=completion(GOOD))
+
+    return handler
+
+
+async def fan_out(chat, count):
+    async def one():
+        try:
+            await chat.chat(REQUEST, Meter())
+            return "ok"
+        except LLMError:
+            return "failed"
+
+    await chat.capabilities(Meter())
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one()) for _ in range(count)]
+    return [t.result() for t in tasks]
+
+
+async def test_a_503_burst_across_a_50_call_fan_out_is_absorbed_within_the_attempt_bound():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").mock(side_effect=storm(failing=40))
+    chat = model(router, max_retries=2, settings=EndpointConfig(model="m", max_concurrency=50))
+    outcomes = await fan_out(chat, 50)
+    assert outcomes.count("ok") == 50  # each call had retries left when the burst ended
+    assert len(route.calls) <= 1 + 50 + 40  # the probe, one success per call, one retry per 503
+
+
+async def test_a_sustained_503_storm_is_bounded_and_then_the_breaker_stops_sending():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").mock(side_effect=storm(failing=10**6))
+    chat = model(router, max_retries=2, settings=EndpointConfig(model="m", max_concurrency=50, breaker_threshold=8))
+    outcomes = await fan_out(chat, 50)
+    assert outcomes == ["failed"] * 50  # every call ends in our error, none in a crash
+    sent = len(route.calls)
+    assert sent <= 1 + 50 * 3  # the probe, and at most 1 + max_retries attempts per call
+    outcomes = await fan_out(chat, 10)
+    assert outcomes == ["failed"] * 10 and len(route.calls) == sent  # the open breaker sends nothing
