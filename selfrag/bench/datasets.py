@@ -109,6 +109,28 @@ class Dataset:
         sentences = {key: value for key, value in self.sentences.items() if key in chosen}
         return replace(self, corpus=corpus, sentences=sentences)
 
+    def with_stale_copies(self, copies: int) -> Dataset:
+        """The corpus plus `copies` conflicting near-duplicates of each example's gold snippet: the snippet
+        with the right answer cut out and the dataset's hallucinated answer appended, each copy marked as a
+        different revision. They are not gold. Needs examples with a right and a hallucinated answer (HaluEval);
+        an example whose answer does not occur in its snippet gets no copies."""
+        if copies < 0:
+            raise InputError(f"--stale must be 0 or more, got {copies}")
+        texts, extra = self.chunk_texts(), []
+        for example in self.examples:
+            right = next((p for p in example.pairs if p.gold_label == "right"), None)
+            wrong = next((p for p in example.pairs if p.gold_label == "hallucinated"), None)
+            if right is None or wrong is None:
+                raise InputError(f"{self.name} has no hallucinated answers: stale copies need HaluEval")
+            gold = texts[right.chunk]
+            if not right.statement or right.statement not in gold.text:
+                continue
+            base = " ".join(gold.text.replace(right.statement, " ").split())
+            for number in range(copies):
+                text = f"(Revision {number + 2}.) {base} {wrong.statement}"
+                extra.append(replace(gold, doc_id=f"{gold.doc_id}-stale{number + 1}", text=text))
+        return replace(self, corpus=self.corpus + tuple(extra))
+
     def chunk_texts(self) -> dict[str, Chunk]:
         return {chunk.key: chunk for chunk in self.corpus}
 

@@ -6,6 +6,10 @@ through the ordinary runner (so each cell is a resumable, cached run folder). Re
 correctness, the engine's critique-based confidence, and beside it a plain similarity-based confidence (the
 top BM25 score over the question's idf mass, `samples.similarity_confidence`), plus coverage. A useful
 confidence falls when correctness falls; the similarity score is shown to see whether it does the same.
+
+With `stale` (a list of copy counts) each cell also adds that many conflicting near-duplicates of every gold
+snippet (`Dataset.with_stale_copies`): the pile of stale, contradicting entries that makes a similarity-based
+system more sure and less right. The plot's x axis is the copy count when more than one is given.
 """
 
 from __future__ import annotations
@@ -22,19 +26,26 @@ TRACKED = ("correct", "accuracy", "confidence", "similarity_confidence", "covera
 
 
 def run_growth(
-    base: RunOptions, systems: list[str], sizes: list[int], *, chat: ChatModel | None = None
+    base: RunOptions,
+    systems: list[str],
+    sizes: list[int],
+    *,
+    stale: list[int] | None = None,
+    chat: ChatModel | None = None,
 ) -> tuple[dict[str, Any], int]:
     folder = base.out / f"growth-{base.dataset}"
     cells, code = [], EXIT_OK
-    for size in sizes:
+    for size, copies in [(size, copies) for size in sizes for copies in stale or [0]]:
         for system in systems:
-            options = replace(base, system=system, corpus_size=size, out=folder / f"size-{size}", run_dir=None)
+            cell_dir = folder / (f"size-{size}" + (f"-stale-{copies}" if copies else ""))
+            options = replace(base, system=system, corpus_size=size, stale_copies=copies, out=cell_dir, run_dir=None)
             report = run_benchmark(options, chat=chat)
             code = max(code, report.exit_code, key=SEVERITY.index)
             metrics = report.summary["metrics"]
             cells.append(
                 {
                     "size": size,
+                    "stale": copies,
                     "system": system,
                     "status": report.status,
                     "run_dir": str(report.run_dir),
@@ -43,17 +54,26 @@ def run_growth(
                     **{name: metrics[name] for name in TRACKED if name in metrics},
                 }
             )
-    summary = {"dataset": base.dataset, "limit": base.limit, "seed": base.seed, "sizes": sizes, "cells": cells}
+    summary = {
+        "dataset": base.dataset,
+        "limit": base.limit,
+        "seed": base.seed,
+        "sizes": sizes,
+        "stale": stale or [0],
+        "axis": "stale" if len(stale or [0]) > 1 else "size",
+        "cells": cells,
+    }
     summary["table"] = growth_table(cells)
-    write_atomic(folder / "growth.json", json.dumps(summary, indent=2))
-    write_atomic(folder / "growth.md", summary["table"] + "\n")
+    name = "growth" if summary["axis"] == "size" else "stale"
+    write_atomic(folder / f"{name}.json", json.dumps(summary, indent=2))
+    write_atomic(folder / f"{name}.md", summary["table"] + "\n")
     try:
         from .plots import growth_plot
 
-        growth_plot(summary, folder / "growth.png")
+        growth_plot(summary, folder / f"{name}.png")
     except ImportError:
         pass
-    summary["path"] = str(folder / "growth.json")
+    summary["path"] = str(folder / f"{name}.json")
     return summary, code
 
 
@@ -66,12 +86,14 @@ def growth_table(cells: list[dict[str, Any]]) -> str:
         return f"{100 * metric['value']:.1f} [{100 * metric['low']:.1f}, {100 * metric['high']:.1f}]"
 
     lines = [
-        "| corpus size | system | n | failed | correct | critique conf. | similarity conf. | coverage | calls/q |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| corpus size | stale copies | system | n | failed | correct | critique conf. | similarity conf. | coverage"
+        " | calls/q |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         quality = c.get("correct") or c.get("accuracy")
         values = [cell(quality), cell(c.get("confidence")), cell(c.get("similarity_confidence"))]
         values += [cell(c.get("coverage")), cell(c.get("llm_calls"), False)]
-        lines.append(f"| {c['size']} | {c['system']} | {c['n']} | {c['failed']} | " + " | ".join(values) + " |")
+        head = f"| {c['size']} | {c.get('stale', 0)} | {c['system']} | {c['n']} | {c['failed']} | "
+        lines.append(head + " | ".join(values) + " |")
     return "\n".join(lines)

@@ -94,22 +94,29 @@ def reliability_diagram(label: str, summary: dict[str, Any], path: Path) -> Path
 
 
 def growth_plot(summary: dict[str, Any], path: Path) -> Path:
+    """Correctness and both confidences per system against corpus size (log) or stale copies (linear)."""
     plt = _pyplot()
+    axis = summary.get("axis", "size")
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for system in dict.fromkeys(c["system"] for c in summary["cells"]):
-        cells = sorted((c for c in summary["cells"] if c["system"] == system), key=lambda c: c["size"])
-        sizes = [c["size"] for c in cells]
+        cells = sorted((c for c in summary["cells"] if c["system"] == system), key=lambda c: c.get(axis, 0))
+        xs = [c.get(axis, 0) for c in cells]
         for key, style, what in (("correct", "o-", "correct"), ("confidence", "s--", "critique conf."),
                                  ("similarity_confidence", "^:", "similarity conf.")):  # fmt: skip
             values = [(c.get(key) or c.get("accuracy" if key == "correct" else key) or {}).get("value") for c in cells]
             if all(v is None for v in values):
                 continue
-            ax.plot(sizes, [None if v is None else 100 * v for v in values], style, label=f"{system}: {what}")
-    _log_ticks(ax, (100, 300, 1000, 3000, 10000))
-    ax.set_xlabel("corpus size (chunks, log scale)")
+            ax.plot(xs, [None if v is None else 100 * v for v in values], style, label=f"{system}: {what}")
+    if axis == "size":
+        _log_ticks(ax, (100, 300, 1000, 3000, 10000))
+        ax.set_xlabel("corpus size (chunks, log scale)")
+    else:
+        ax.set_xticks(sorted({c.get("stale", 0) for c in summary["cells"]}))
+        ax.set_xlabel(f"conflicting near-duplicates per gold snippet (corpus {summary['sizes'][0]} + copies)")
     ax.set_ylabel("%")
     ax.set_ylim(0, 100)
-    ax.set_title(f"memory growth on {summary['dataset']} ({summary['cells'][0]['n']} questions)")
+    what = "memory growth" if axis == "size" else "stale near-duplicates"
+    ax.set_title(f"{what} on {summary['dataset']} ({summary['cells'][0]['n']} questions)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -70,6 +70,7 @@ class RunOptions:
     progress: bool = True
     embedded_threads: int | None = None  # llama.cpp threads of the embedded model (None: all cores)
     corpus_size: int | None = None  # memory-growth runs: gold chunks plus seeded distractors up to this size
+    stale_copies: int = 0  # memory-growth runs: conflicting near-duplicates added per gold snippet
     environ: Mapping[str, str] | None = None
 
 
@@ -115,6 +116,8 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     dataset = ds.load(options.dataset, options.data_path).sample(options.limit, options.seed)
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
+    if options.stale_copies:
+        dataset = dataset.with_stale_copies(options.stale_copies)
     system = parse_system(options.system, options.config)
     if system.kind == "critic" and not any(example.pairs for example in dataset.examples):
         raise ConfigError(
@@ -155,7 +158,11 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             else "all examples",
         },
         "seed": options.seed,
-        "corpus": {"size": len(dataset.corpus), "cut": options.corpus_size is not None},
+        "corpus": {
+            "size": len(dataset.corpus),
+            "cut": options.corpus_size is not None,
+            **({"stale_copies": options.stale_copies} if options.stale_copies else {}),
+        },
         "system": system.describe(),
         "endpoint": endpoint_id,
         "retriever": "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",

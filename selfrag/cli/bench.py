@@ -36,6 +36,11 @@ def register(commands: Any) -> None:
     growth.add_argument("--dataset", default="halueval", choices=DATASETS)
     growth.add_argument("--systems", default="selfrag,rag", help="comma-separated systems (default selfrag,rag)")
     growth.add_argument("--sizes", default="100,1000,10000", help="corpus sizes (default 100,1000,10000)")
+    growth.add_argument(
+        "--stale",
+        default="0",
+        help="conflicting near-duplicates per gold snippet, comma-separated (e.g. 0,2,4,8; HaluEval only)",
+    )
     _add_run_options(growth)
     growth.set_defaults(run=growth_command)
 
@@ -125,15 +130,12 @@ def run_command(args: argparse.Namespace) -> int:
 def growth_command(args: argparse.Namespace) -> int:
     from ..bench.growth import run_growth
 
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        raise InputError(f"--sizes must be comma-separated integers, got {args.sizes!r}") from None
+    sizes, stale = _integers(args.sizes, "--sizes"), _integers(args.stale, "--stale")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if args.run_dir:
         raise InputError("bench growth chooses its run folders under --out; --run-dir does not apply")
     base = options_from(args, args.dataset, systems[0])
-    summary, code = run_growth(base, systems, sizes)
+    summary, code = run_growth(base, systems, sizes, stale=stale)
     print(summary["table"])
     print(f"growth results: {summary['path']}", file=sys.stderr)
     return code
@@ -164,3 +166,13 @@ def plot_command(args: argparse.Namespace) -> int:
     for path in plot_runs([Path(d) for d in args.run_dirs], Path(args.out)):
         print(path)
     return 0
+
+
+def _integers(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"{flag} must be comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise InputError(f"{flag} must be comma-separated integers of 0 or more, got {text!r}")
+    return values

@@ -48,6 +48,22 @@ def test_halueval_loader_pools_distinct_snippets(tmp_path):
     assert right.supported and not wrong.supported and wrong.statement == "Zurich"
 
 
+def test_stale_copies_conflict_with_the_gold_snippet_and_are_not_gold(tmp_path):
+    data = ds.load("halueval", write_halueval(tmp_path / "e")).sample(2, 0)
+    grown = data.with_stale_copies(3)
+    gold = {key for example in grown.examples for key in example.gold_chunks}
+    copies = [chunk for chunk in grown.corpus if chunk.key not in {c.key for c in data.corpus}]
+    assert len(copies) == 3 * len({e.gold_chunks[0] for e in data.examples})
+    assert not gold & {chunk.key for chunk in copies} and len({chunk.key for chunk in copies}) == len(copies)
+    for example in grown.examples:
+        right = example.answers[0]
+        mine = [c for c in copies if c.doc_id.startswith(example.gold_chunks[0].split("#")[0] + "-stale")]
+        assert mine and all(right not in c.text and c.text.endswith("Zurich") for c in mine)
+    assert data.with_stale_copies(0).corpus == data.corpus
+    with pytest.raises(InputError, match="HaluEval"):
+        ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h")).with_stale_copies(1)
+
+
 @pytest.mark.parametrize("bad_id", [None, "", 7])
 def test_missing_or_non_string_ids_are_refused(tmp_path, bad_id):
     questions = hotpot_questions()

@@ -231,6 +231,6 @@ def test_growth_runs_each_size_and_keeps_the_gold_chunks(tmp_path):
     rag_small = summary["cells"][1]
     assert rag_small["coverage"]["value"] == 1.0  # with only the gold chunks, retrieval cannot miss
     folder = tmp_path / "runs" / "growth-hotpotqa_smoke"
-    assert (folder / "growth.json").exists() and "| 6 | rag |" in (folder / "growth.md").read_text()
+    assert (folder / "growth.json").exists() and "| 6 | 0 | rag |" in (folder / "growth.md").read_text()
     config = json.loads(next((folder / "size-2").glob("hotpotqa_smoke/rag/*/config.json")).read_text())
     assert config["corpus"] == {"size": 2, "cut": True}
