@@ -71,6 +71,7 @@ class TraceCandidate(_Out):
     status: Literal["kept", "pruned", "failed", "gated"]
     fallback: bool = False
     error: str | None = None
+    suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only
 
 
 class TraceBeam(_Out):
@@ -82,6 +83,7 @@ class TraceBeam(_Out):
     chunks: list[str]
     queries: list[str] = []  # with query variants on: every query searched (the query first, then the variants)
     retrieval_note: str | None = None  # a variant call or the dense search fell back, and why
+    suspicious: dict[str, list[str]] = {}  # chunk key -> injection markers in its text; scored like any other
 
 
 class TraceStep(_Out):

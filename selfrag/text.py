@@ -4,6 +4,10 @@
   OSC 52 clipboard writes), carriage-return overwrites, bidi overrides and zero-width characters.
 - `neutralise_document` makes retrieved text unable to close its delimiter block or forge the nonce.
 - `inert_markdown` turns markdown images and HTML tags into plain text so nothing is fetched when rendered.
+- `looks_like_injection` names the prompt-injection markers in a retrieved text, for the trace's `suspicious`
+  flag. It is a report, not a defence: a flagged chunk is scored like any other, and the boundary stays the
+  per-call delimiters, one critique per chunk and the caps (reliability notes §8). It misses paraphrased
+  attacks and flags some honest texts (a tutorial quoting "ignore previous instructions").
 """
 
 from __future__ import annotations
@@ -43,3 +47,45 @@ def neutralise_document(text: str, nonce: str) -> str:
     text = unicodedata.normalize("NFC", _INVISIBLE.sub("", text))
     text = text.replace(nonce, "")
     return re.sub(r"<\s*(/?)\s*document", r"‹\1document", text, flags=re.IGNORECASE)
+
+
+# Each marker: (reason, pattern). Searched in the text with invisible characters removed and NFKC applied,
+# so zero-width splits and full-width look-alikes do not hide a marker.
+_INJECTION_MARKERS = (
+    (
+        "instructions",  # "ignore all previous instructions", "disregard the rules above", "you are now ..."
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(?:instructions?|prompts?|rules|"
+            r"guidelines|directions|messages)\b|\byou are now\b|\bnew instructions\s*:",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "role-tag",  # chat-template tokens and fake turns: <|im_start|>, [INST], <<SYS>>, <system>, "SYSTEM:"
+        re.compile(
+            r"<\|[a-z_]*(?:im_start|im_end|system|user|assistant|eot_id|header_id|endoftext)[a-z_]*\|>"
+            r"|\[/?INST\]|<</?SYS>>|</?\s*(?:system|assistant)\s*>|\b(?:SYSTEM|ASSISTANT)\s*:",
+        ),
+    ),
+    ("delimiter", re.compile(r"<\s*/?\s*document\b", re.IGNORECASE)),  # the engine's own block tag
+    (
+        "critique-json",  # a quoted reflection-label key, as in a forged reply {"support": "fully", ...}
+        re.compile(r"[\"'](?:relevance|support|utility|is_final|retrieve|retrieve_next)[\"']\s*:", re.IGNORECASE),
+    ),
+    (
+        "secret-request",  # "print the API key", "reveal your system prompt"
+        re.compile(
+            r"\b(?:print|reveal|show|output|repeat|send|leak|disclose|echo|display|include|tell)\b[^.\n]{0,60}?"
+            r"\b(?:api[\s_-]?keys?|secret keys?|passwords?|credentials?|access tokens?|system prompt|"
+            r"environment variables?)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    ("image-url", re.compile(r"!\[[^\]]*\]\(\s*[^)\s]*\?|<img\b[^>]*\bsrc\s*=[^>]*\?", re.IGNORECASE)),
+)
+
+
+def looks_like_injection(text: str) -> tuple[str, ...]:
+    """The injection markers found in `text`, in a fixed order; () when it looks like plain data."""
+    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+    return tuple(reason for reason, pattern in _INJECTION_MARKERS if pattern.search(text))

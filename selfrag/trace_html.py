@@ -2,7 +2,8 @@
 
 The page holds the question, the cited answer and its sources, then the beam search as a nested tree: each
 beam's retrieval decision, and under it every candidate sentence it produced with its chunk, critique labels,
-score and fate (kept, pruned, failed, gated, fallback); the candidates and beams of the returned answer are
+score and fate (kept, pruned, failed, gated, fallback); a chunk with injection markers carries a "suspicious"
+badge naming them (a report: it was scored like any other); the candidates and beams of the returned answer are
 marked as the final path. A footer carries usage and the stop reason.
 
 What it does not do: fetch anything. Styles are inline, there is no script, no font or image by URL, and a
@@ -50,7 +51,7 @@ code{background:var(--code);padding:1px 5px;border-radius:4px;white-space:nowrap
 padding:1px 7px;border-radius:999px;color:#fff;background:var(--muted);white-space:nowrap}
 .b-kept{background:var(--kept)}.b-pruned{background:var(--pruned)}.b-failed{background:var(--failed)}
 .b-gated{background:var(--gated)}.b-fallback{background:var(--fallback)}
-.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
+.b-suspicious{background:#be185d}.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
 .beam{margin:10px 0 4px;padding:6px 10px;border-radius:8px;background:var(--code);font-size:13px;
 color:var(--ink);cursor:pointer}
 .beam .id{font-weight:700}.beam.final-path{background:#fff4d6;outline:2px solid var(--path)}
@@ -185,6 +186,7 @@ class _Tree:
     children: dict[str, list[tuple[int, TraceCandidate]]]  # parent beam id -> (step, candidate)
     path: frozenset[str]
     cited: dict[str, int]  # chunk key -> citation number in the answer
+    suspicious: dict[str, list[str]]  # chunk key -> injection markers in its text
 
 
 def _tree(result: Result) -> str:
@@ -200,6 +202,7 @@ def _tree(result: Result) -> str:
         children=dict(children),
         path=frozenset(result.trace.final_path),
         cited={f"{s.doc_id}#{s.chunk_id}": s.n for s in result.sources},
+        suspicious={key: why for s in steps for b in s.beams for key, why in b.suspicious.items()},
     )
     return "".join(_node(tree, beam.beam) for beam in steps[0].beams)
 
@@ -249,7 +252,9 @@ def _chunk(tree: _Tree, key: str | None) -> str:
         return '<span class="meta">no evidence</span>'
     n = tree.cited.get(key)
     cite = f'<a class="cite" href="#src-{n}">[{n}]</a>' if n else ""
-    return f"<code>{_e(key)}</code>{cite}"
+    why = tree.suspicious.get(key)
+    flag = f' <span class="badge b-suspicious" title="{_e(", ".join(why))}">suspicious</span>' if why else ""
+    return f"<code>{_e(key)}</code>{cite}{flag}"
 
 
 def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:

@@ -21,6 +21,7 @@ from ..result import (
     Usage,
 )
 from ..schema import Beam, Candidate, Chunk, Critique, Meter, Plan, Segment
+from ..text import looks_like_injection
 from .beam import s_sup
 
 
@@ -69,6 +70,7 @@ def trace_step(
             chunks=[chunk.key for chunk in chunks],
             queries=list(getattr(chunks, "queries", ())),
             retrieval_note=getattr(chunks, "note", None),
+            suspicious=_suspicious(chunks),
         )
         for beam, plan, chunks in zip(live, plans, evidence, strict=True)
     ]
@@ -76,6 +78,12 @@ def trace_step(
     return TraceStep(
         step=step, beams=beams, candidates=candidates, kept=sorted(kept), llm_calls=meter.llm_calls, elapsed=elapsed
     )
+
+
+def _suspicious(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
+    """Chunk key -> the injection markers in its text, for the chunks that have any (flagged, not filtered)."""
+    found = {chunk.key: list(looks_like_injection(chunk.text)) for chunk in chunks}
+    return {key: reasons for key, reasons in found.items() if reasons}
 
 
 def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -> TraceCandidate:
@@ -96,6 +104,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         status=status,
         fallback=candidate.index < 0,
         error=candidate.error,
+        suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )
 
 
