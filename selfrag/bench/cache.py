@@ -7,7 +7,8 @@
 - Stored: the reply (text, token logprobs, finish reason, usage), what the call cost in the answer's Meter
   (requests incl. SDK retries, tokens) and its latency. A hit replays those into the Meter, so calls, tokens
   and model seconds per question are the same on a rerun as on the first run; hits are counted apart.
-- JSON text in SQLite (WAL), never pickle. An entry that fails to decode is a miss and is deleted. A file
+- JSON text in SQLite (WAL), never pickle. An entry that fails to decode (malformed, nested too deep for the
+  parser, or longer than `MAX_ENTRY_CHARS`, which is never read into memory) is a miss and is deleted. A file
   that is not a SQLite database is refused with a hint; a write that fails (disk full, read-only file)
   turns caching off for the rest of the run and is reported, and the run goes on.
 - Only temperature-0 requests are cached (a sampled reply is not a function of the request).
@@ -30,6 +31,7 @@ from ..llm.openai_chat import json_schema
 from ..schema import Meter
 
 CACHE_VERSION = 1
+MAX_ENTRY_CHARS = 16 * 2**20  # a stored reply with logprobs is well under 2 MiB; a longer one was not written by us
 METER_FIELDS = ("llm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "failed_calls")
 
 
@@ -55,17 +57,21 @@ class RequestCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         try:
-            row = self._db.execute("SELECT value FROM cache WHERE key = ?", (key,)).fetchone()
+            row = self._db.execute(
+                "SELECT CASE WHEN length(value) <= ? THEN value END FROM cache WHERE key = ?", (MAX_ENTRY_CHARS, key)
+            ).fetchone()
         except sqlite3.DatabaseError:  # a damaged page: a miss, like a damaged entry
             self.corrupt += 1
             return None
         if row is None:
             return None
         try:
+            if row[0] is None:
+                raise ValueError("longer than MAX_ENTRY_CHARS")
             value = json.loads(row[0])
             if not isinstance(value, dict):
                 raise ValueError("not an object")
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # RecursionError: nested deeper than the parser goes
             self.discard(key)
             return None
         return value

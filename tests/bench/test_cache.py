@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 
 import pytest
 from helpers import fused
 
-from selfrag.bench.cache import CachedChatModel, RequestCache, request_key
+from selfrag.bench.cache import MAX_ENTRY_CHARS, CachedChatModel, RequestCache, request_key
 from selfrag.errors import InputError
 from selfrag.llm.base import Capabilities, ChatRequest, Message
 from selfrag.replies import AnswerReply
@@ -113,3 +114,31 @@ def test_a_file_that_is_not_a_database_is_refused_with_a_hint(tmp_path):
     with pytest.raises(InputError, match="--no-cache"):
         RequestCache(path)
     assert path.read_bytes().startswith(b"this is not sqlite")  # the user's file is left as it was
+
+
+DEEP = "[" * 200_000 + "]" * 200_000  # valid JSON nested deeper than the json module's recursion limit
+
+
+@pytest.mark.parametrize(
+    "value",
+    [DEEP, '{"text": ' + DEEP + "}", '{"text": "' + "x" * MAX_ENTRY_CHARS + '"}'],
+    ids=["deep-array", "deep-inside-an-object", "oversized"],
+)
+def test_a_deep_or_oversized_entry_is_a_miss_and_is_deleted(tmp_path, value):
+    path = tmp_path / "cache.sqlite3"
+    model = ScriptedChatModel({"answer_direct": [{"answer": "Paris"}, {"answer": "Paris"}]})
+    asyncio.run(CachedChatModel(model, RequestCache(path), endpoint="test").chat(request(), Meter()))
+    (key,) = sql(path, "SELECT key FROM cache WHERE kind = 'chat'")
+    sql(path, "UPDATE cache SET value = ? WHERE kind = 'chat'", value)
+    cache = RequestCache(path)
+    assert cache.get(key) is None and cache.corrupt == 1
+    assert sql(path, "SELECT COUNT(*) FROM cache WHERE kind = 'chat'") == (0,)  # deleted
+    sql(path, "UPDATE cache SET value = ? WHERE kind = 'capabilities'", value)
+    again = CachedChatModel(model, RequestCache(path), endpoint="test")
+    assert "Paris" in asyncio.run(again.chat(request(), Meter())).text  # asked again, not crashed
+    assert len(model.calls) == 2 and again.counters.misses == 1
+
+
+def sql(path, query, *args):
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        return db.execute(query, args).fetchone()
