@@ -33,6 +33,15 @@ def hotpot_questions() -> list[dict[str, Any]]:
     ]
 
 
+def many_hotpot_questions(copies: int) -> list[dict[str, Any]]:
+    """`copies` x the six questions, each copy with its own ids and wording ("q3-1": "... of Spain (1)?")."""
+    return [
+        dict(q, _id=f"{q['_id']}-{n}", question=q["question"].replace("?", f" ({n})?"))
+        for n in range(copies)
+        for q in hotpot_questions()
+    ]
+
+
 def write_hotpot(folder: Path, questions: list[dict[str, Any]] | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "questions.json").write_text(json.dumps(questions if questions is not None else hotpot_questions()))
