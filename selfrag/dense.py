@@ -3,8 +3,9 @@
 On disk, two extra files in the index generation (listed in its manifest, so sizes and sha256 are checked on
 load like every other file): `dense.vectors.npy`, a float32 matrix with one unit-length row per chunk in
 chunk order (saved with allow_pickle=False), and `dense.json`, `{"format": 1, "model": ..., "dimensions": ...,
-"count": ...}`. A chunk is embedded as "title text", the text BM25 indexes. Loading checks the shape, dtype,
-finiteness and count against the index, and that the generation read holds exactly the index's chunks.
+"count": ...}` (refused unread above `MAX_META_BYTES`). A chunk is embedded as "title text", the text BM25
+indexes. Loading checks the shape, dtype, finiteness and count against the index, and that the generation read
+holds exactly the index's chunks.
 
 At query time `DenseSource` is a `RankedSource` (see retrieval.py) once bound to its queries' vectors:
 `await source.bind(queries, meter)` embeds the queries not seen recently (one request for all of them) and
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 VECTORS = "dense.vectors.npy"
 META = "dense.json"
 DENSE_FORMAT = 1
+MAX_META_BYTES = 64 * 2**10  # dense.json holds four short fields
 QUERY_CACHE = 1024  # query vectors kept per source (the engine often searches the question again)
 ProgressFn = Callable[[int, int, str], None]
 
@@ -95,7 +97,7 @@ def read_vectors(generation: Generation, *, mmap: bool = False) -> DenseVectors:
     """The dense files of one generation, checked (RetrievalError with a rebuild hint when unusable)."""
     out_dir = generation.folder.parent
     try:
-        meta = json.loads(generation.read(META))
+        meta = json.loads(generation.read(META, limit=MAX_META_BYTES))
         matrix = load_array(generation, VECTORS, mmap)
     except (ValueError, OSError, EOFError, RecursionError) as error:
         raise unusable(out_dir, f"its dense vectors cannot be read ({error})") from error
@@ -163,7 +165,7 @@ def previous_vectors(path: str | Path, model: str) -> dict[str, np.ndarray]:
         if vectors.model != model:
             return {}
         chunks = parse_chunks(generation.read(CHUNKS))
-    except (RetrievalError, ValueError, KeyError, TypeError):
+    except (RetrievalError, ValueError, KeyError, TypeError, RecursionError):
         return {}
     if len(chunks) != len(vectors.matrix):
         return {}

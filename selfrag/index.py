@@ -45,6 +45,7 @@ from .schema import Chunk, Hit
 from .store import (
     FORMAT,
     FORMAT_VERSION,
+    MAX_JSON_BYTES,
     FileOps,
     Generation,
     open_current,
@@ -339,7 +340,7 @@ def _view_files(name: str, view: _View) -> dict[str, bytes]:
 def _load_view(generation: Generation, name: str, settings: IndexSettings, num_docs: int, mmap: bool) -> _View:
     out_dir = generation.folder.parent
     try:
-        terms = json.loads(generation.read(f"{name}.vocab.json"))
+        terms = json.loads(generation.read(f"{name}.vocab.json", limit=MAX_JSON_BYTES))
         arrays = {part: load_array(generation, f"{name}.{part}.npy", mmap) for part in _ARRAYS}
     except (ValueError, OSError, EOFError, RecursionError) as error:
         raise unusable(out_dir, f"the {name} matrix cannot be read ({error})") from error

@@ -9,7 +9,9 @@ mtime, sha256, encoding and the chunk texts of its documents before duplicate co
 - a recorded file that is gone (or now skipped) leaves the index.
 
 The racy rule (git's "racily clean" entries) catches a file rewritten in the same second it was indexed with
-the same size. The catalog is only reused with the same chunking settings. Duplicate collapse runs over the
+the same size. The catalog is only reused with the same chunking settings, and only when it can be read: one
+that is malformed, nested too deep or larger than `MAX_CATALOG_BYTES` is not reused, every file is read again
+(a rebuild from scratch) and the report says why. Duplicate collapse runs over the
 whole corpus every time, so deleting the newest copy of a passage brings back an older one.
 """
 
@@ -33,6 +35,7 @@ from .tokens import TokenOffsets, make_counter
 
 CATALOG = "catalog.jsonl"
 CATALOG_VERSION = 1
+MAX_CATALOG_BYTES = 8 * 2**30  # it holds every chunk text of a corpus of up to 2 GiB (ReadLimits), JSON-escaped
 RACY_NS = 2_000_000_000
 
 
@@ -298,6 +301,6 @@ def _previous_catalog(out_dir: Path, chunking: ChunkingSettings) -> tuple[Catalo
             return None, "the chunking settings changed"
         if CATALOG not in generation.manifest["files"]:
             return None, "the previous index has no file catalog"
-        return Catalog.from_bytes(generation.read(CATALOG)), None
+        return Catalog.from_bytes(generation.read(CATALOG, limit=MAX_CATALOG_BYTES)), None
     except (RetrievalError, ValueError) as error:
         return None, f"the previous index could not be reused ({error})"

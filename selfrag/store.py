@@ -13,8 +13,11 @@ it to `DIR/gen-<n>-<hash>/`, then writes `CURRENT.tmp-<random>`, fsyncs it and `
 generations are deleted only after the new one has been read back and verified (`prune`); a reader that
 opens the index at that very moment can fail once with "cannot be read" and succeeds when it retries.
 
-Reading checks, in order: CURRENT's syntax, the manifest's sha256 against CURRENT (so an edited manifest is
-refused), its format name and version, each listed file's size, then its sha256 on the bytes actually used.
+Reading checks, in order: CURRENT's syntax, the manifest's size (at most `MAX_MANIFEST_BYTES`) and sha256
+against CURRENT (so an edited manifest is refused), its format name and version and the names of the files it
+lists (plain names, never `..` or a path), each listed file's size (and, for JSON files, a cap on it, checked
+before anything is read), then its sha256 on the bytes actually used. JSON nested deeper than the parser goes
+is refused like any malformed file.
 Every refusal is a RetrievalError that says how to rebuild. Filesystem calls a save makes go through
 `FileOps`, the seam tests use to make a write, fsync or rename fail.
 """
@@ -41,7 +44,8 @@ FORMAT = "selfrag-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
-MAX_MANIFEST_BYTES = 256 * 2**20
+MAX_JSON_BYTES = 256 * 2**20  # manifest and vocabulary: json.loads can need 20x the file size in memory
+MAX_MANIFEST_BYTES = MAX_JSON_BYTES
 _GENERATION = re.compile(r"^gen-(\d{6})-([0-9a-f]{12})$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -64,14 +68,18 @@ class Generation:
     folder: Path
     manifest: Mapping[str, Any]
 
-    def read(self, name: str) -> bytes:
-        """The bytes of a listed file after checking its size and sha256."""
+    def read(self, name: str, *, limit: int | None = None) -> bytes:
+        """The bytes of a listed file after checking its size (at most `limit`, before reading) and sha256."""
         entry = self.manifest["files"].get(name)
         if entry is None:
             raise unusable(self.folder.parent, f"its manifest does not list {name}")
+        if limit is not None and entry["size"] > limit:
+            raise unusable(self.folder.parent, f"{name} is larger than the {_size(limit)} a valid one can be")
         path = self.folder / name
         try:
             with open(path, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size != entry["size"]:  # before a read of a forged huge size
+                    raise unusable(self.folder.parent, f"{name} does not match its checksum")
                 data = handle.read(entry["size"] + 1)
         except OSError as error:
             raise unusable(self.folder.parent, f"{name} cannot be read ({error.strerror})") from error
@@ -226,6 +234,8 @@ def open_current(out_dir: str | Path) -> Generation:
     folder = out_dir / name
     try:
         with open(folder / MANIFEST, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_MANIFEST_BYTES:
+                raise unusable(out_dir, f"{name}/{MANIFEST} is larger than {_size(MAX_MANIFEST_BYTES)}")
             manifest_bytes = handle.read(MAX_MANIFEST_BYTES + 1)
     except OSError as error:
         raise unusable(out_dir, f"{name}/{MANIFEST} cannot be read ({error.strerror})") from error
@@ -254,12 +264,17 @@ def _parse_manifest(out_dir: Path, data: bytes) -> Mapping[str, Any]:
     return manifest
 
 
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit} bytes"
+
+
 def _valid_entry(name: object, entry: object) -> bool:
     return (
         isinstance(name, str)
-        and bool(_FILE_NAME.match(name))
+        and bool(_FILE_NAME.fullmatch(name))
         and isinstance(entry, dict)
-        and isinstance(entry.get("size"), int)
+        and type(entry.get("size")) is int
+        and entry["size"] >= 0
         and isinstance(entry.get("sha256"), str)
         and bool(_SHA256.match(entry["sha256"]))
     )
