@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -14,6 +16,7 @@ from httpmock import BASE, completion, openai_client, respx_transport
 
 from selfrag.config import EndpointConfig, ResolvedEndpoint, resolve_endpoint
 from selfrag.errors import ContextLengthError, FatalLLMError, LLMError
+from selfrag.fake_server import FakeOpenAIServer
 from selfrag.llm.base import ChatRequest, Message
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.llm.structured import ask
@@ -413,3 +416,95 @@ async def test_a_sustained_503_storm_is_bounded_and_then_the_breaker_stops_sendi
     assert sent <= 1 + 50 * 3  # the probe, and at most 1 + max_retries attempts per call
     outcomes = await fan_out(chat, 10)
     assert outcomes == ["failed"] * 10 and len(route.calls) == sent  # the open breaker sends nothing
+
+
+class CountingTransport(httpx2.AsyncBaseTransport):
+    """Real HTTP (loopback only), counting every request the SDK sends: each is one connection attempt."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.attempts = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.attempts += 1
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def loopback_model(base_url, transport, **settings):
+    endpoint = ResolvedEndpoint(base_url, "sk-test", "test", EndpointConfig(model="m", **settings))
+    return OpenAIChatModel(endpoint, http_client_factory=lambda: httpx2.AsyncClient(transport=transport))
+
+
+async def test_refused_connections_are_bounded_per_call_and_count_toward_the_breaker():
+    """A refused connection is a transient failure, like a 503 after the SDK's retries: each call makes at
+    most max_retries + 1 attempts and fails fast; one refusal does not open the breaker (a restarting server
+    refuses for a moment), `breaker_threshold` refused calls in a row do, and then nothing more is sent."""
+    transport = CountingTransport()
+    with FakeOpenAIServer() as server:
+        chat = loopback_model(server.base_url, transport, max_retries=2, breaker_threshold=2, breaker_cooldown=60)
+        await chat.chat(REQUEST, Meter())  # probed while the server is up; leaving the block closes its port
+    started, spent = time.monotonic(), []
+    for _ in range(2):
+        before = transport.attempts
+        with pytest.raises(LLMError, match="cannot reach the endpoint"):
+            await chat.chat(REQUEST, meter := Meter())
+        spent.append(transport.attempts - before)
+        assert meter.llm_calls == spent[-1]
+        if len(spent) == 1:
+            assert chat.breaker.opened_at is None  # one refused call: counted, not yet opening the breaker
+    assert spent == [3, 3]  # max_retries + 1 attempts per call, no more
+    before = transport.attempts
+    with pytest.raises(LLMError, match="failed 2 times in a row"):
+        await chat.chat(REQUEST, Meter())
+    assert transport.attempts == before  # the open breaker sends nothing
+    assert time.monotonic() - started < 10  # backoff 0.5 s then 1 s per call: no long hang
+    await chat.aclose()
+
+
+async def test_an_endpoint_that_never_answered_is_not_probed_again_once_the_breaker_opens():
+    transport = CountingTransport()
+    chat = loopback_model(
+        f"http://127.0.0.1:{closed_port()}/v1", transport, max_retries=2, breaker_threshold=2, breaker_cooldown=60
+    )
+    for _ in range(2):
+        before = transport.attempts
+        with pytest.raises(LLMError, match="cannot reach the endpoint"):
+            await chat.chat(REQUEST, Meter())
+        assert 1 <= transport.attempts - before <= 1 + 2  # the capability probe, within the attempt bound
+    sent = transport.attempts
+    with pytest.raises(LLMError, match="in a row"):
+        await chat.chat(REQUEST, Meter())
+    assert transport.attempts == sent  # the probe goes through the breaker too
+    await chat.aclose()
+
+
+async def test_a_cancelled_trial_call_does_not_keep_the_breaker_shut():
+    seen = {"n": 0}
+
+    async def handler(request):
+        seen["n"] += 1
+        if seen["n"] == 2:
+            return respx.MockResponse(500, json={"error": {"message": "down"}})
+        if seen["n"] == 3:
+            await asyncio.sleep(30)  # the trial call hangs until the caller's deadline cancels it
+        return respx.MockResponse(200, json=completion(GOOD))
+
+    router = respx.MockRouter(base_url=BASE)
+    router.post("/chat/completions").mock(side_effect=handler)
+    chat = model(router, settings=EndpointConfig(model="m", breaker_threshold=1, breaker_cooldown=0))
+    with pytest.raises(LLMError, match="500"):
+        await chat.chat(REQUEST, Meter())  # the probe passes, the call fails: the breaker opens
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.2):
+            await chat.chat(REQUEST, Meter())  # the trial, cancelled without a verdict
+    await chat.chat(REQUEST, Meter())  # the next trial is let through and closes the breaker
+    assert chat.breaker.opened_at is None and seen["n"] == 4

@@ -2,8 +2,10 @@
 
 It opens after `threshold` consecutive transport failures (each already retried by the SDK), or at once on a
 fatal error (bad key, unknown model, exhausted quota). While open, calls fail at once; after `cooldown`
-seconds one trial call goes through (half-open): success closes it, failure opens it again. A fatal
-opening never closes: the configuration has to change.
+seconds one trial call goes through (half-open): success closes it, failure opens it again; a trial that ends
+without a verdict (cancelled by a deadline) frees the slot for the next one. A fatal opening never closes: the
+configuration has to change. The capability probe goes through the breaker too, so a dead endpoint is not
+probed again and again.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ class Breaker:
     fatal: str | None = None
     trial_running: bool = False
 
-    def check(self) -> None:
-        """Raise instead of calling when the breaker is open; let one trial through after the cooldown."""
+    def check(self) -> bool:
+        """Raise instead of calling when the breaker is open; let one trial through after the cooldown.
+        True when this call is that trial: the caller ends it with `end_trial()` whatever happens."""
         self.check_fatal()
         if self.opened_at is None:
-            return
+            return False
         waited = self.clock() - self.opened_at
         if waited < self.cooldown or self.trial_running:
             raise LLMError(
@@ -37,6 +40,11 @@ class Breaker:
                 f"{max(0.0, self.cooldown - waited):.0f}s more"
             )
         self.trial_running = True
+        return True
+
+    def end_trial(self) -> None:
+        """The trial call is over: a cancelled or inconclusive trial must not block every later call."""
+        self.trial_running = False
 
     def check_fatal(self) -> None:
         """Raise when a fatal error opened the breaker for good."""

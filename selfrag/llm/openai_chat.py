@@ -113,8 +113,13 @@ class OpenAIChatModel:
         _, _, lock = self._loop_state()
         async with lock:
             if self._caps is None:
-                self.breaker.check_fatal()  # an endpoint that failed fatally is not probed again
-                self._caps = await self._probe(meter)
+                trial = self.breaker.check()  # an endpoint that keeps failing is not probed again and again
+                try:
+                    self._caps = await self._probe(meter)
+                finally:
+                    if trial:
+                        self.breaker.end_trial()
+                self.breaker.success()
         return self._caps
 
     async def _probe(self, meter: Meter) -> Capabilities:
@@ -208,13 +213,16 @@ class OpenAIChatModel:
         params = self._params(request, caps)
         client, semaphore, _ = self._loop_state()
         async with semaphore:
-            self.breaker.check()
+            trial = self.breaker.check()
             try:
                 raw = await client.post("/chat/completions", body=params, cast_to=httpx2.Response)
             except openai.APIError as error:
                 meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
                 raise self._failed(error) from None
+            finally:
+                if trial:
+                    self.breaker.end_trial()
         self.breaker.success()
         meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
         try:
