@@ -7,6 +7,7 @@
     ├── LLMError            a call failed after the SDK's own transport retries (keeps status and request id)
     │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted
     │   ├── ContextLengthError  the prompt is longer than the model's context (shrink the evidence)
+    │   ├── RefusalError    the model refused, or a content filter stopped the reply (never re-asked)
     │   └── CritiqueError   structured output still invalid after the last re-ask (keeps raw text and reason)
     └── BudgetError         a per-answer budget (calls, tokens, deadline) ran out
 
@@ -48,6 +49,16 @@ class FatalLLMError(LLMError):
 
 class ContextLengthError(LLMError):
     """The prompt did not fit the model's context: the server said so, or silently cut it."""
+
+
+class RefusalError(LLMError):
+    """The model declined (`message.refusal`) or the endpoint's content filter stopped the reply
+    (`finish_reason: content_filter`). Not a parse failure: asking again will not help, so it is never re-asked;
+    the candidate is dropped with this reason. `kind` is "refusal" or "content_filter"."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class CritiqueError(LLMError):

@@ -37,16 +37,18 @@ def openai_client(router: respx.MockRouter, *, api_key: str = "sk-test", max_ret
 
 
 def completion(
-    content: str,
+    content: str | None,
     *,
     logprobs: list | None = None,
     finish_reason: str = "stop",
     choices: int = 1,
     usage: dict | None = None,
+    message: dict | None = None,
 ) -> dict:
+    """A ChatCompletion body; `message` adds fields to the message (`refusal`, `reasoning_content`)."""
     choice = {
         "index": 0,
-        "message": {"role": "assistant", "content": content},
+        "message": {"role": "assistant", "content": content, **(message or {})},
         "finish_reason": finish_reason,
         "logprobs": {"content": logprobs} if logprobs is not None else None,
     }

@@ -12,16 +12,19 @@ from email.utils import format_datetime
 import httpx2
 import pytest
 import respx
+from helpers import CHUNKS
 from httpmock import BASE, completion, openai_client, respx_transport
 
-from selfrag.config import EndpointConfig, ResolvedEndpoint, resolve_endpoint
-from selfrag.errors import ContextLengthError, FatalLLMError, LLMError
-from selfrag.fake_server import FakeOpenAIServer
+from selfrag.api import SelfRAG
+from selfrag.config import Config, EndpointConfig, ResolvedEndpoint, resolve_endpoint
+from selfrag.errors import ContextLengthError, CritiqueError, FatalLLMError, LLMError, RefusalError
+from selfrag.fake_server import FakeOpenAIServer, echo_responder
 from selfrag.llm.base import ChatRequest, Message
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.llm.structured import ask
 from selfrag.replies import DecideReply
 from selfrag.schema import Meter
+from selfrag.testing import ListRetriever
 
 GOOD = '{"retrieve": "yes", "query": "refunds"}'
 REQUEST = ChatRequest(
@@ -416,6 +419,72 @@ async def test_a_sustained_503_storm_is_bounded_and_then_the_breaker_stops_sendi
     assert sent <= 1 + 50 * 3  # the probe, and at most 1 + max_retries attempts per call
     outcomes = await fan_out(chat, 10)
     assert outcomes == ["failed"] * 10 and len(route.calls) == sent  # the open breaker sends nothing
+
+
+def served(reply):
+    """A route handler: the probe and ordinary calls get a valid reply for their schema (the fake server's
+    echo), calls that `reply(body)` answers (a response, not None) get that instead."""
+
+    def handler(request):
+        body = json.loads(request.content)
+        usage = {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": 20, "total_tokens": 0}
+        return reply(body) or respx.MockResponse(200, json=completion(echo_responder(body), usage=usage))
+
+    return handler
+
+
+def shows(body, doc_id):
+    return f'id="{doc_id}' in body["messages"][-1]["content"] and "FusedReply" in json.dumps(body)
+
+
+async def answer_over_http(router, **knobs):
+    rag = SelfRAG(ListRetriever(CHUNKS), Config(nonce_seed="t", **knobs), chat=model(router), environ={})
+    return await rag.aanswer("How long are refunds accepted?")
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (completion(None, message={"refusal": "I can't help with that."}), "refusal"),
+        (completion(GOOD, finish_reason="content_filter"), "content_filter"),  # its JSON parses: still refused
+    ],
+)
+async def test_refusal_and_content_filter_are_typed_and_never_reasked(reply, kind):
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD))] + [respx.MockResponse(200, json=reply)] * 3
+    with pytest.raises(RefusalError) as caught:
+        await ask(model(router), REQUEST, meter := Meter(), reasks=2)
+    assert caught.value.kind == kind
+    assert len(route.calls) == 2 and meter.reasks == 0  # the probe and one call: asking again will not help
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_without_content_is_reasked_with_more_tokens_and_never_taken_as_the_answer(field):
+    thinking = completion(None, message={field: GOOD}, finish_reason="length")  # valid JSON, but only thoughts
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD))] + [respx.MockResponse(200, json=thinking)] * 3
+    with pytest.raises(CritiqueError, match="only reasoning") as caught:
+        await ask(model(router), REQUEST, meter := Meter())
+    sent = bodies(route)
+    assert len(sent) == 3 and meter.reasks == 1  # one re-ask, then the typed error
+    assert sent[2]["max_tokens"] == 2 * sent[1]["max_tokens"]
+    assert caught.value.raw_text == ""
+
+
+async def test_a_refused_candidate_is_dropped_and_recorded_and_the_step_goes_on():
+    refusal = respx.MockResponse(200, json=completion(None, message={"refusal": "I won't summarise this."}))
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").mock(
+        side_effect=served(lambda body: refusal if shows(body, "policy-2026.md") else None)
+    )
+    result = await answer_over_http(router, max_depth=1)
+    candidates = {c.chunk: c for c in result.trace.steps[0].candidates}
+    refused = candidates["policy-2026.md#0"]
+    assert refused.status == "failed" and refused.error.startswith("RefusalError: the model refused")
+    assert candidates["policy-2024.md#0"].status == "kept" and "[1]" in result.answer
+    assert sum(shows(body, "policy-2026.md") for body in bodies(route)) == 1  # not re-asked
 
 
 class CountingTransport(httpx2.AsyncBaseTransport):

@@ -3,7 +3,8 @@ and (in `separate` mode) one critic call per candidate, possibly on another mode
 
 Label probabilities come from token logprobs when the endpoint returns them, else from the labels (one-hot).
 A failed critic call leaves the candidate with conservative labels (irrelevant, no support, utility 3,
-not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail.
+not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
+content filter is not a verdict on support: that candidate is dropped with the reason instead.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..errors import FatalLLMError, LLMError
+from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Relevance, Support, Utility
 from ..llm.logprobs import label_distribution, mean_token_prob
 from ..llm.structured import Parsed
@@ -138,6 +139,8 @@ async def _judge(candidate: Candidate, run: Run) -> Candidate:
         )
     except FatalLLMError:
         raise
+    except RefusalError as error:  # a refusal says nothing about support: drop the candidate, say why
+        return replace(candidate, error=f"{type(error).__name__}: {error}")
     except LLMError:  # CritiqueError included: conservative labels, the candidate stays comparable
         return replace(candidate, critique=defaulted_critique(), plan=Plan(Decision.YES, "", None, "critic failed"))
     assert isinstance(parsed.value, CritiqueReply)

@@ -48,6 +48,7 @@ class ChatResponse:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    reasoning_only: bool = False  # no answer text, only reasoning (`reasoning_content`), never used as the answer
 
 
 @dataclass(frozen=True, slots=True)

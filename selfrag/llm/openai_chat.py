@@ -26,7 +26,7 @@ from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import BaseModel
 
 from ..config import ResolvedEndpoint, redact_url
-from ..errors import ContextLengthError, FatalLLMError, LLMError
+from ..errors import ContextLengthError, FatalLLMError, LLMError, RefusalError
 from ..schema import Meter
 from ..tokens import TokenCounter, make_counter
 from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
@@ -37,6 +37,7 @@ MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and doe
 PROBE_RETRIES = 1
 TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means the server cut the prompt
 TRUNCATION_MIN_TOKENS = 128  # below this, template and tokenizer differences dominate; skip the check
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # where reasoning models put their thinking
 PROBE_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
@@ -302,7 +303,8 @@ def _has_logprobs(completion: Any) -> bool:
 
 def read_completion(data: Any, meter: Meter) -> ChatResponse:
     """A chat completion body (JSON) as a ChatResponse, or LLMError when it breaks the contract: no choices,
-    an error object instead of a completion, a choice without a message."""
+    an error object instead of a completion, a choice without a message. A refusal or a content filter is a
+    RefusalError even when the content parses; reasoning without content is flagged, never used as the answer."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         meter.failed_calls += 1
@@ -319,8 +321,32 @@ def read_completion(data: Any, meter: Meter) -> ChatResponse:
         meter.failed_calls += 1
         raise LLMError("the endpoint answered a message whose content is not text")
     prompt_tokens, completion_tokens, cached = _add_usage(meter, data.get("usage"), text)
-    finish = choice.get("finish_reason") or "stop"
-    return ChatResponse(text, _tokens(choice.get("logprobs")), str(finish), prompt_tokens, completion_tokens, cached)
+    finish = str(choice.get("finish_reason") or "stop")
+    refused = _refusal(message, finish)
+    if refused is not None:
+        meter.failed_calls += 1
+        raise refused
+    reasoning_only = not text.strip() and _has_reasoning(message)
+    tokens = _tokens(choice.get("logprobs"))
+    return ChatResponse(text, tokens, finish, prompt_tokens, completion_tokens, cached, reasoning_only)
+
+
+def _refusal(message: dict[str, Any], finish: str) -> RefusalError | None:
+    """The typed outcome of a reply the model declined (`refusal`) or a filter stopped (`content_filter`)."""
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip():
+        said = " ".join(refusal.split())[:200]
+        return RefusalError(f"the model refused to answer: {said}", kind="refusal")
+    if finish == "content_filter":
+        return RefusalError(
+            "the endpoint's content filter stopped the reply (finish_reason content_filter)", kind="content_filter"
+        )
+    return None
+
+
+def _has_reasoning(message: dict[str, Any]) -> bool:
+    """Reasoning text where the answer should be (vLLM and DeepSeek: `reasoning_content`; Ollama: `reasoning`)."""
+    return any(isinstance(message.get(key), str) and message[key].strip() for key in REASONING_FIELDS)
 
 
 def _tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:

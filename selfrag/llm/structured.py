@@ -1,8 +1,9 @@
 """Ask for a structured reply: parse, validate, re-ask on invalid output.
 
 Retry ownership: transport failures belong to the SDK inside `ChatModel.chat`; this module owns exactly one
-failure class, a reply that is not valid for its schema (malformed or fenced JSON, a wrong enum, an empty or
-truncated reply). It re-asks up to `reasks` times, telling the model what was wrong, then raises CritiqueError.
+failure class, a reply that is not valid for its schema (malformed or fenced JSON, a wrong enum, an empty,
+reasoning-only or truncated reply). It re-asks up to `reasks` times, telling the model what was wrong, then raises
+CritiqueError. Everything `ChatModel.chat` raises (transport errors, RefusalError) passes through un-asked.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ MAX_REPLY_CHARS = 32_768
 class InvalidReply(Exception):
     """The reply did not validate; internal to this module (becomes CritiqueError when re-asks run out)."""
 
-    def __init__(self, reason: str, raw_text: str) -> None:
+    def __init__(self, reason: str, raw_text: str, *, larger_budget: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.raw_text = raw_text
+        self.larger_budget = larger_budget  # the re-ask gets twice the max_tokens (the reply ran out of tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +53,15 @@ def extract_json(text: str) -> str:
 def parse_reply(response: ChatResponse, schema: type[T]) -> T:
     """Validate one reply against its schema, or raise InvalidReply saying why."""
     text = response.text or ""
+    if response.reasoning_only:
+        reason = "the reply held only reasoning (reasoning_content) and no answer: write the JSON object itself"
+        raise InvalidReply(reason, text, larger_budget=True)
     if not text.strip():
         raise InvalidReply("the reply was empty", text)
     if len(text) > MAX_REPLY_CHARS:
         raise InvalidReply("the reply was far too long", text[:200])
     if response.finish_reason == "length":
-        raise InvalidReply("the reply was cut off by the token limit: answer more briefly", text)
+        raise InvalidReply("the reply was cut off by the token limit: answer more briefly", text, larger_budget=True)
     try:
         return schema.model_validate_json(extract_json(text))
     except ValidationError as error:
@@ -73,7 +78,7 @@ def _reask(request: ChatRequest, failure: InvalidReply) -> ChatRequest:
         "Reply again with only the JSON object, every field filled, using only the allowed values."
     )
     messages = (*request.messages, Message("assistant", failure.raw_text[:2000]), Message("user", fix))
-    budget = request.max_tokens * 2 if "token limit" in failure.reason else request.max_tokens
+    budget = request.max_tokens * 2 if failure.larger_budget else request.max_tokens
     return replace(request, messages=messages, max_tokens=budget)
 
 

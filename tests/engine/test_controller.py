@@ -8,7 +8,7 @@ import pytest
 from helpers import by_document, document_of, fused, plain
 
 from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
-from selfrag.errors import ContextLengthError, CritiqueError, InputError
+from selfrag.errors import ContextLengthError, CritiqueError, InputError, RefusalError
 from selfrag.testing import Scripted, ScriptedChatModel
 
 Q = "How long are refunds accepted?"
@@ -291,6 +291,34 @@ def test_separate_critic_judges_each_candidate_on_the_critic_model(engine):
     assert "Sentence to judge: You have 30 days." in critic.calls[0].messages[-1].content
     assert result.sources[0].doc_id == "policy-2026.md"
     assert result.usage.rounds == 3  # decide, write, critique
+
+
+CRITIQUE_2024 = {
+    "relevance": "relevant",
+    "evidence": "refunds are accepted within 14 days",
+    "support": "fully",
+    "utility": 4,
+    "is_final": True,
+    "retrieve_next": "no",
+    "next_query": "",
+}
+
+
+def separate(critic_reply, engine, **knobs):
+    critic = ScriptedChatModel({"critique_candidate": critic_reply}, name="critic")
+    script = {"retrieve_decide": DECIDE_YES, "generate_segment": {"sentence": "You have 14 days."}}
+    return critic, engine(script, critic_chat=critic, critic="separate", **knobs).answer(Q)
+
+
+def test_a_critic_refusal_drops_the_candidate_instead_of_defaulting_its_labels(engine):
+    refusal = RefusalError("the model refused to answer: no", kind="refusal")
+    critic, result = separate(
+        by_document({"policy-2026.md": refusal, "policy-2024.md": CRITIQUE_2024}), engine, max_depth=1
+    )
+    statuses = {c.chunk: (c.status, c.error) for c in result.trace.steps[0].candidates}
+    assert statuses["policy-2026.md#0"] == ("failed", "RefusalError: the model refused to answer: no")
+    assert statuses["policy-2024.md#0"] == ("kept", None)
+    assert len(critic.calls_to("critique_candidate")) == 2  # one per candidate: the refusal was not re-asked
 
 
 def test_claimed_support_without_a_quote_from_the_chunk_is_downgraded(engine):
