@@ -144,7 +144,7 @@ async def test_quota_exhaustion_is_fatal_without_a_retry_storm():
     with pytest.raises(FatalLLMError, match="quota"):
         await ask(chat, REQUEST, Meter())
     sent = len(route.calls)
-    assert sent <= 1 + 3  # the probe (no retries) and one call with the SDK's two retries
+    assert sent <= 3  # the probe and its one SDK retry (the SDK retries every 429); never the 1 + 2 x 3 storm
     with pytest.raises(FatalLLMError):
         await ask(chat, REQUEST, Meter())
     assert len(route.calls) == sent  # the breaker is open for good: nothing more is sent
@@ -485,6 +485,50 @@ async def test_a_refused_candidate_is_dropped_and_recorded_and_the_step_goes_on(
     assert refused.status == "failed" and refused.error.startswith("RefusalError: the model refused")
     assert candidates["policy-2024.md#0"].status == "kept" and "[1]" in result.answer
     assert sum(shows(body, "policy-2026.md") for body in bodies(route)) == 1  # not re-asked
+
+
+async def test_a_prompt_still_too_long_after_the_shrink_fails_its_candidate_after_two_calls():
+    too_long = respx.MockResponse(
+        400, json={"error": {"message": "maximum context length is 512", "code": "context_length_exceeded"}}
+    )
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").mock(
+        side_effect=served(lambda body: too_long if shows(body, "policy-2026.md") else None)
+    )
+    result = await answer_over_http(router, max_depth=1)
+    tries = [body for body in bodies(route) if shows(body, "policy-2026.md")]
+    assert len(tries) == 2  # the full chunk, then once with half of it; no third call
+    failed = next(c for c in result.trace.steps[0].candidates if c.chunk == "policy-2026.md#0")
+    assert failed.status == "failed" and failed.error.startswith("ContextLengthError")
+    assert "[1]" in result.answer  # the other candidate carried the step
+
+
+async def test_a_truncated_reply_is_reasked_with_a_larger_max_tokens_in_the_request_body():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [
+        respx.MockResponse(200, json=completion(GOOD)),  # probe
+        respx.MockResponse(200, json=completion('{"retrieve": "ye', finish_reason="length")),
+        respx.MockResponse(200, json=completion(GOOD)),
+    ]
+    parsed = await ask(model(router), REQUEST, Meter())
+    first, reask = bodies(route)[1:]
+    assert parsed.value.retrieve == "yes"
+    assert reask["max_tokens"] == 2 * first["max_tokens"]
+
+
+async def test_a_transport_error_is_never_turned_into_a_reask():
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD))] + [
+        respx.MockResponse(500, headers={"retry-after-ms": "1"}, json={"error": {"message": "boom"}})
+    ] * 6
+    with pytest.raises(LLMError, match="500") as caught:
+        await ask(model(router, max_retries=1), REQUEST, meter := Meter(), reasks=2)
+    assert not isinstance(caught.value, CritiqueError)
+    assert len(route.calls) == 1 + 2  # the probe, one call and its SDK retry: no re-ask on top
+    assert meter.reasks == 0 and meter.parse_failures == 0
+    assert all(len(body["messages"]) == 2 for body in bodies(route)[1:])  # no re-ask prompt was ever sent
 
 
 class CountingTransport(httpx2.AsyncBaseTransport):

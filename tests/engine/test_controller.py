@@ -310,6 +310,17 @@ def separate(critic_reply, engine, **knobs):
     return critic, engine(script, critic_chat=critic, critic="separate", **knobs).answer(Q)
 
 
+def test_a_critique_cut_off_twice_ends_as_the_defaulted_critique(engine):
+    cut = Scripted('{"relevance": "relevant", "evidence": "refunds are acc', finish_reason="length")
+    critic, result = separate(lambda request: cut, engine, ndocs=1, max_depth=1)
+    calls = critic.calls_to("critique_candidate")
+    assert len(calls) == 2 and calls[1].max_tokens == 2 * calls[0].max_tokens  # one larger re-ask, no more
+    candidate = result.trace.steps[0].candidates[0]
+    assert candidate.status == "kept" and candidate.error is None
+    assert candidate.critique.status == "defaulted"
+    assert (candidate.critique.relevance, candidate.critique.support) == ("irrelevant", "no")
+
+
 def test_a_critic_refusal_drops_the_candidate_instead_of_defaulting_its_labels(engine):
     refusal = RefusalError("the model refused to answer: no", kind="refusal")
     critic, result = separate(

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from selfrag.errors import CritiqueError
-from selfrag.llm.base import ChatRequest, Message
-from selfrag.llm.structured import ask, extract_json
-from selfrag.replies import DecideReply, FusedReply
+from selfrag.llm.base import ChatRequest, ChatResponse, Message
+from selfrag.llm.structured import InvalidReply, ask, extract_json, parse_reply
+from selfrag.replies import CritiqueReply, DecideReply, FusedReply
 from selfrag.schema import Meter
 from selfrag.testing import Scripted, ScriptedChatModel
 
@@ -83,3 +88,82 @@ async def test_empty_or_refusing_replies_are_reasked_then_reported(content):
     with pytest.raises(CritiqueError):
         await ask(model, request(), meter := Meter(), reasks=1)
     assert meter.llm_calls == 2 and meter.parse_failures == 2
+
+
+SCHEMAS = st.sampled_from([DecideReply, FusedReply, CritiqueReply])
+FINISH = st.sampled_from(["stop", "length", "content_filter", "", "tool_calls"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=20,
+)
+FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "retrieve": st.sampled_from(["yes", "no", "continue", 3]),
+        "query": st.text(max_size=20),
+        "relevance": st.sampled_from(["relevant", "irrelevant", "very"]),
+        "sentence": st.text(max_size=40),
+        "evidence": st.text(max_size=40),
+        "support": st.sampled_from(["fully", "partially", "no", None]),
+        "utility": st.integers(-1, 7),
+        "is_final": st.booleans() | st.text(max_size=3),
+        "retrieve_next": st.text(max_size=8),
+        "next_query": st.text(max_size=8),
+    },
+)
+
+
+@st.composite
+def replies(draw: st.DrawFn) -> str:
+    """Arbitrary text, JSON of any shape, or near-miss critiques, cut anywhere, fenced or wrapped in prose."""
+    body = draw(st.text() | st.builds(json.dumps, JSON_VALUES) | st.builds(json.dumps, FIELDS))
+    if draw(st.booleans()):
+        body = body[: draw(st.integers(0, len(body)))]
+    wrap = draw(st.sampled_from(["{}", "```json\n{}\n```", "```{}", "Sure! {} Hope it helps", "{}}}{{"]))
+    return wrap.replace("{}", body, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=replies(), schema=SCHEMAS, finish=FINISH, reasoning_only=st.booleans())
+def test_parse_reply_lets_only_invalid_reply_escape(text, schema, finish, reasoning_only):
+    response = ChatResponse(text, finish_reason=finish, reasoning_only=reasoning_only)
+    try:
+        value = parse_reply(response, schema)
+    except InvalidReply as failure:
+        assert failure.reason and isinstance(failure.raw_text, str)
+    else:
+        assert isinstance(value, schema) and finish != "length" and not reasoning_only
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(replies(), min_size=2, max_size=2), schema=SCHEMAS)
+def test_asking_for_any_reply_ends_in_a_value_or_a_critique_error(texts, schema):
+    model = ScriptedChatModel({"retrieve_decide": texts})
+    meter = Meter()
+    try:
+        parsed = asyncio.run(ask(model, request(schema), meter, reasks=1))
+    except CritiqueError as error:
+        assert error.reason and meter.llm_calls == 2
+    else:
+        assert isinstance(parsed.value, schema) and meter.llm_calls == parsed.attempts <= 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    value=st.builds(
+        FusedReply,
+        relevance=st.sampled_from(["relevant", "irrelevant"]),
+        sentence=st.text(min_size=1, max_size=60).filter(str.strip),
+        evidence=st.text(max_size=60),
+        support=st.sampled_from(["fully", "partially", "no"]),
+        utility=st.sampled_from([1, 2, 3, 4, 5]),
+        is_final=st.booleans(),
+        retrieve_next=st.sampled_from(["yes", "no", "continue"]),
+        next_query=st.text(max_size=20),
+    ),
+    wrap=st.sampled_from(["{}", "```json\n{}\n```", "```\n{}```", "Here it is: {}\nDone."]),
+)
+def test_a_valid_reply_round_trips_fenced_or_not(value, wrap):
+    text = wrap.replace("{}", value.model_dump_json(), 1)
+    assert parse_reply(ChatResponse(text), FusedReply) == value
