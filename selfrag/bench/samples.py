@@ -1,7 +1,8 @@
-"""samples.jsonl: one JSON record per finished question, appended, flushed and fsynced before the question
+"""samples.jsonl: one JSON record per finished question, appended (unbuffered) and fsynced before the question
 counts as done; read back with torn-tail repair.
 
-- A record is `json.dumps(..., ensure_ascii=False, allow_nan=False) + "\\n"` with `schema_version`.
+- A record is `json.dumps(..., ensure_ascii=False, allow_nan=False) + "\\n"` with `schema_version`. A failed
+  write or fsync cuts the file back to where the record began (`SampleWriter`), so it never counts as done.
 - Reading: the last line without its newline, or one that does not parse, is a torn write (a kill during the
   append): `repair=True` truncates the file to the last good newline (what --resume does), `repair=False`
   ignores it and leaves the file alone (what scoring a live run does). A bad line anywhere else is corruption
@@ -12,6 +13,7 @@ counts as done; read back with torn-tail repair.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -76,17 +78,31 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 
 
 class SampleWriter:
-    """Appends records durably: write, flush, fsync; an OSError (disk full) propagates and nothing counts."""
+    """Appends records durably: write, then fsync; only then does the question count as done.
+
+    The file is unbuffered, so no half-written line waits in a buffer to be flushed later. When the write or
+    the fsync fails (ENOSPC, EIO), the file is cut back to its length before the append and the OSError
+    propagates: a line that was written but not synced must not make a resumed run skip its question.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._file = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, allow_nan=False) + "\n"
-        self._file.write(line.encode("utf-8"))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        fd = self._file.fileno()
+        before = os.fstat(fd).st_size
+        try:
+            data = memoryview(line.encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # if even this fails, resume's torn-tail repair is the fallback
+                os.ftruncate(fd, before)
+                os.fsync(fd)
+            raise
 
     def close(self) -> None:
         self._file.close()

@@ -234,3 +234,55 @@ def test_growth_runs_each_size_and_keeps_the_gold_chunks(tmp_path):
     assert (folder / "growth.json").exists() and "| 6 | 0 | rag |" in (folder / "growth.md").read_text()
     config = json.loads(next((folder / "size-2").glob("hotpotqa_smoke/rag/*/config.json")).read_text())
     assert config["corpus"] == {"size": 2, "cut": True}
+
+
+def fsync_failing_on(monkeypatch, name, nth):
+    """Make os.fsync raise ENOSPC on the `nth` sync of the file called `name`; returns the file's bytes as
+    they were after the last sync that succeeded."""
+    real_fsync, seen, synced = os.fsync, {"n": 0}, {"bytes": b""}
+
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if os.path.basename(path) == name:
+            seen["n"] += 1
+            if seen["n"] == nth:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real_fsync(fd)
+            synced["bytes"] = Path(path).read_bytes()
+            return
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def test_a_record_whose_fsync_failed_is_cut_from_the_file(tmp_path, monkeypatch):
+    from selfrag.bench.samples import SampleWriter
+
+    path = tmp_path / "samples.jsonl"
+    writer = SampleWriter(path)
+    try:
+        writer.write({"id": "a", "status": "ok"})
+        good = path.read_bytes()
+        fsync_failing_on(monkeypatch, "samples.jsonl", 1)
+        with pytest.raises(OSError, match="No space left"):
+            writer.write({"id": "b", "status": "ok"})
+        assert path.read_bytes() == good  # the written but unsynced line is gone
+        writer.write({"id": "c", "status": "ok"})  # space again: the next line follows the last good one
+    finally:
+        writer.close()
+    assert list(read_samples(path, repair=False)[0]) == ["a", "c"]
+
+
+def test_disk_full_at_fsync_leaves_the_question_undone_and_resume_answers_it(tmp_path, monkeypatch):
+    synced = fsync_failing_on(monkeypatch, "samples.jsonl", 3)
+    first = run_benchmark(options(tmp_path), chat=ScriptedChatModel({"answer_direct": direct_answer}))
+    assert first.status == "error" and first.exit_code == EXIT_INCOMPLETE and "No space left" in first.message
+    samples = first.run_dir / "samples.jsonl"
+    assert samples.read_bytes() == synced["bytes"] and synced["bytes"].count(b"\n") == 2  # nothing unsynced
+    monkeypatch.undo()
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    resumed = run_benchmark(options(tmp_path, resume=True), chat=chat)
+    assert resumed.exit_code == EXIT_OK and len(chat.calls) == 4  # the third question is answered again
+    ids = [s["id"] for s in samples_of(resumed)]
+    assert len(ids) == 6 and len(set(ids)) == 6
