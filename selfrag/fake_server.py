@@ -3,8 +3,8 @@
 It answers `GET /v1/models`, `POST /v1/embeddings` and `POST /v1/chat/completions` after a fixed latency, with
 replies that fit the requested JSON schema (`echo_responder`: sentences copied from the document in the prompt,
 so answers are grounded and citations checkable). It records every request's start and end time, the peak
-number in flight, and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bad bodies, rate limits).
-It runs in a background thread with its own event loop and binds only to 127.0.0.1.
+number in flight, and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bodies cut short,
+bad bodies, rate limits). It runs in a background thread with its own event loop and binds only to 127.0.0.1.
 
 Embeddings (`hashed_embedding`) are deterministic hashed bags of words and character trigrams: texts that share
 words or word pieces ("labour" and "labor") come out similar. They exercise the plumbing and carry no meaning
@@ -55,6 +55,7 @@ FAULTS = (
     "auth",
     "hang",
     "reset",
+    "cut",
     "html",
     "truncated-json",
     "no-choices",
@@ -276,6 +277,10 @@ class FakeOpenAIServer:
             return False
         if fault == "reset":
             return False
+        if fault == "cut":  # the headers promise the whole body, half of it arrives, then the connection closes
+            body = json.dumps(self._completion(payload)).encode()
+            await _write(writer, 200, body[: len(body) // 2], length=len(body))
+            return False
         canned = FAULT_REPLIES.get(fault or "")
         if canned is not None:
             status, body, headers = canned
@@ -362,7 +367,14 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[st
     return method, path, headers, await reader.readexactly(length) if length else b""
 
 
-async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+async def _write(
+    writer: asyncio.StreamWriter,
+    status: int,
+    body: bytes,
+    headers: dict[str, str] | None = None,
+    *,
+    length: int | None = None,  # the Content-Length to announce, when it should not match the body (a cut)
+) -> None:
     reason = {
         200: "OK",
         400: "Bad Request",
@@ -372,7 +384,8 @@ async def _write(writer: asyncio.StreamWriter, status: int, body: bytes, headers
         500: "Internal Server Error",
         503: "Service Unavailable",
     }.get(status, "Error")
-    fields = {"content-type": "application/json", **(headers or {}), "content-length": str(len(body))}
+    announced = len(body) if length is None else length
+    fields = {"content-type": "application/json", **(headers or {}), "content-length": str(announced)}
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
     writer.write(head.encode() + body)
     await writer.drain()
