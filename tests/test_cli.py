@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 import socket
 import sys
 import time
@@ -152,3 +154,34 @@ def test_trace_html_is_written_next_to_the_answer(index_dir, server, tmp_path, c
     html = page.read_text()
     assert "<html" in html and "Refunds are accepted within 30 days" in html
     assert "wrote the search tree" in capsys.readouterr().err
+
+
+def full_disk_at(name, real):
+    """`os.open` or `os.mkdir` failing with ENOSPC for what an index save creates in its temp folder."""
+
+    def call(path, *args, **kwargs):
+        creating = name == "mkdir" or (args[0] & os.O_CREAT)
+        if creating and "/.tmp-" in os.fspath(path):
+            raise OSError(errno.ENOSPC, "No space left on device", os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    return call
+
+
+@pytest.mark.parametrize("name", ["open", "mkdir"])
+def test_index_on_a_full_disk_exits_1_with_one_line_and_the_old_index_still_loads(
+    index_dir, tmp_path, capsys, monkeypatch, name
+):
+    from selfrag.index import Index
+
+    (tmp_path / "corpus" / "gifts.md").write_text("Gift cards never expire and can be topped up online.")
+    before = sorted(p.name for p in index_dir.iterdir())
+    monkeypatch.setattr(os, name, full_disk_at(name, getattr(os, name)))
+    code = main(["index", str(tmp_path / "corpus"), "--out", str(index_dir), "--quiet"])
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "No space left on device" in err and "previous index is untouched" in err
+    assert sorted(p.name for p in index_dir.iterdir()) == before  # no temp folder left behind
+    index = Index.load(index_dir)
+    assert index.document_count == 3 and index.find_relevant_chunks("gift cards", 3) == []
