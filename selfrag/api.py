@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .config import Config, EndpointConfig, resolve_endpoint
 from .engine.context import Deps, Retriever, Run
 from .engine.controller import search
-from .errors import ConfigError, InputError
+from .errors import BudgetError, ConfigError, InputError
 from .llm.base import ChatModel
 from .llm.openai_chat import OpenAIChatModel
 from .prompts import PromptBook
@@ -80,13 +80,20 @@ class SelfRAG:
         """Events of one answer: a StepEvent per step, a SegmentEvent per settled sentence, then a DoneEvent."""
         question = check_question(question)
         run = Run(self.deps, config or self.config, question, conversation, Meter(), self._secret)
-        capabilities = await self.chat.capabilities(run.meter)
+        deadline = asyncio.get_running_loop().time() + run.config.deadline  # the probe counts against it too
+        try:
+            async with asyncio.timeout_at(deadline):
+                capabilities = await self.chat.capabilities(run.meter)
+        except TimeoutError:
+            raise BudgetError(
+                f"the deadline of {run.config.deadline:g}s passed before a sentence was written"
+            ) from None
         extras = {
             "prompts": self.deps.prompts.versions(),
             "capabilities": capabilities.describe(),
             "model": self.chat.name,
         }
-        async for event in search(run, extras):
+        async for event in search(run, extras, deadline):
             yield event
 
     async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:

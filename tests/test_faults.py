@@ -184,11 +184,6 @@ async def test_a_deadline_shorter_than_the_request_timeout_ends_a_slow_answer_on
     assert elapsed <= 1 + EPSILON
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: SelfRAG.astream probes the endpoint's capabilities before search() starts the deadline, "
-    "so a slow first request is waited for up to --timeout (fix belongs in selfrag/api.py)",
-)
 def test_the_deadline_also_bounds_the_first_request_to_a_slow_endpoint(index_dir, capsys):
     with FakeOpenAIServer(latency=5) as server:
         code, elapsed = ask(index_dir, server, "--timeout", "30", "--deadline", "1")

@@ -28,10 +28,11 @@ class StepOutcome:
     outcomes: tuple[tuple[Candidate, Beam | None], ...]  # each candidate and the child beam it became
 
 
-async def search(run: Run, extras: Mapping[str, object]) -> AsyncIterator[Event]:
-    """Segment-level beam search for one question; yields StepEvent, SegmentEvent, ..., DoneEvent."""
+async def search(run: Run, extras: Mapping[str, object], deadline: float | None = None) -> AsyncIterator[Event]:
+    """Segment-level beam search for one question; yields StepEvent, SegmentEvent, ..., DoneEvent. `deadline`
+    (event-loop time) defaults to now + the config's deadline."""
     started, loop = time.monotonic(), asyncio.get_running_loop()
-    deadline = loop.time() + run.config.deadline
+    deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
     steps, citations, streamed, stop, failure = [], report.Citations(), 0, "max_depth", None
     for depth in range(run.config.max_depth):
