@@ -133,6 +133,8 @@ def scan(
     """
     exclude = tuple(exclude) if hidden else (*HIDDEN, *exclude)
     given = Path(root)
+    if "\x00" in str(given):
+        raise InputError(f"the path {str(given)!r} holds a NUL byte; pass an existing folder or file")
     try:
         base = Path(os.path.realpath(given))  # the root itself may be a link; nothing below it is followed
         info = os.stat(base)

@@ -30,7 +30,7 @@ from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
 from .errors import InputError, RetrievalError
 from .index import Index, IndexSettings
 from .schema import Chunk
-from .store import CURRENT, FileOps, open_current
+from .store import CURRENT, FileOps, checked_folder, open_current
 from .tokens import TokenOffsets, make_counter
 
 CATALOG = "catalog.jsonl"
@@ -268,7 +268,7 @@ def index_paths(
     when the index cannot be written; in every failure the previous index at `out_dir` stays as it was.
     """
     started = time.monotonic()
-    out = Path(out_dir)
+    out = checked_folder(out_dir)
     chunking = chunking or ChunkingSettings()
     previous, why = _previous_catalog(out, chunking)
     got = collect(paths, previous, chunking=chunking, include=include, exclude=exclude, hidden=hidden,

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RetrievalError
+from .errors import InputError, RetrievalError
 
 FORMAT = "selfrag-index"
 FORMAT_VERSION = 1
@@ -94,6 +94,13 @@ class Generation:
         return self.folder / name
 
 
+def checked_folder(out_dir: str | Path) -> Path:
+    """`out_dir` as a Path; InputError if it holds a NUL byte (which no file name can)."""
+    if "\x00" in str(out_dir):
+        raise InputError(f"the index folder {str(out_dir)!r} holds a NUL byte; pass a real folder name")
+    return Path(out_dir)
+
+
 def rebuild_hint(out_dir: str | Path) -> str:
     return f"rebuild it with: selfrag index PATH --out {out_dir}"
 
@@ -107,7 +114,7 @@ def write_generation(
     out_dir: Path, files: Mapping[str, bytes], manifest: Mapping[str, Any], ops: FileOps = FileOps()
 ) -> Path:
     """Write `files` plus a manifest (with their sizes and hashes added) as the new current generation."""
-    out_dir = Path(out_dir)
+    out_dir = checked_folder(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -221,7 +228,7 @@ def _current_name(out_dir: Path) -> str | None:
 
 def open_current(out_dir: str | Path) -> Generation:
     """The current generation of the index at `out_dir`, with its manifest checked (not yet its files)."""
-    out_dir = Path(out_dir)
+    out_dir = checked_folder(out_dir)
     pointer = out_dir / CURRENT
     if not pointer.is_file():
         raise RetrievalError(f"no index at {out_dir}; build one with: selfrag index PATH --out {out_dir}")

@@ -185,3 +185,28 @@ def test_index_on_a_full_disk_exits_1_with_one_line_and_the_old_index_still_load
     assert sorted(p.name for p in index_dir.iterdir()) == before  # no temp folder left behind
     index = Index.load(index_dir)
     assert index.document_count == 3 and index.find_relevant_chunks("gift cards", 3) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["index", "{corpus}", "--out", "{tmp}/o\x00x"], "--out"),
+        (["index", "{corpus}\x00", "--out", "{tmp}/o"], "PATH"),
+        (["ask", "q?", "--index", "{tmp}/i\x00dx"], "--index"),
+        (["ask", "q?", "--index", "{index}", "--trace-html", "{tmp}/o\x00.html"], "--trace-html"),
+        (["search", "refunds", "--index", "{index}\x00"], "--index"),
+        (["bench", "run", "--dataset", "hotpotqa_smoke", "--system", "rag", "--out", "{tmp}/o\x00x"], "--out"),
+        (["bench", "run", "--dataset", "hotpotqa_smoke", "--system", "rag", "--run-dir", "{tmp}/o\x00x"], "--run-dir"),
+        (["bench", "score", "{tmp}/o\x00x"], "RUN_DIR"),
+    ],
+    ids=["index-out", "index-path", "ask-index", "ask-trace-html", "search-index", "bench-out", "bench-run-dir",
+         "bench-score"],  # fmt: skip
+)
+def test_a_nul_byte_in_a_path_is_a_one_line_usage_error(argv, flag, index_dir, tmp_path, capsys):
+    argv = [a.format(corpus=tmp_path / "corpus", index=index_dir, tmp=tmp_path) for a in argv]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"selfrag: error: {flag} holds a NUL byte") and len(err.strip().splitlines()) == 1
+    assert "internal error" not in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing was created

@@ -50,7 +50,7 @@ class RequestCache:
                 "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL,"
                 " endpoint TEXT NOT NULL, created REAL NOT NULL)"
             )
-        except (sqlite3.Error, OSError) as error:
+        except (sqlite3.Error, OSError, ValueError) as error:  # ValueError: a NUL byte in the path
             raise InputError(
                 f"the request cache {self.path} cannot be used ({error}): delete it, or pass --no-cache"
             ) from None

@@ -1,8 +1,9 @@
 """The benchmark runner: one dataset x one system into one run folder, durable and resumable.
 
-Run folder `<out>/<dataset>/<system label>/<config hash 8>/`:
+Run folder `<out>/<dataset>/<system label>/<config hash 8>/` (each part a plain name matching `SAFE_NAME`, never
+`.` or `..`, so the folder stays inside `<out>`; a NUL byte in `--out` or `--run-dir` is refused up front):
     config.json    the resolved configuration (no secrets), written once; its hash names the folder
-    samples.jsonl  one record per finished question, appended + flushed + fsynced (samples.py)
+    samples.jsonl  one record per finished question, appended + fsynced, cut back if that fails (samples.py)
     results.json   metrics with bootstrap 95 % intervals, status, dataset checksum, seed, versions,
                    endpoint capabilities, cache statistics, times (written atomically at the end)
     results.md     the markdown table (also printed on stdout)
@@ -23,6 +24,7 @@ import fcntl
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -46,6 +48,7 @@ from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, answer, pars
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
 RUNNER_VERSION = 1
+SAFE_NAME = re.compile(r"[A-Za-z0-9._+-]{1,64}")  # a dataset name or system label used as a folder name
 
 
 class RunError(SelfRagError):
@@ -113,6 +116,9 @@ def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | Non
 def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream: TextIO | None = None) -> RunReport:
     """Run (or resume) one dataset x system; never raises for question-level failures."""
     environ = os.environ if options.environ is None else options.environ
+    for flag, path in (("--out", options.out), ("--run-dir", options.run_dir)):
+        if path is not None and "\x00" in str(path):
+            raise InputError(f"{flag} {str(path)!r} holds a NUL byte; pass a real folder name")
     dataset = ds.load(options.dataset, options.data_path).sample(options.limit, options.seed)
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
@@ -128,10 +134,24 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     else:
         inner, endpoint_id = chat, f"given|{chat.name}"
     config = resolved_config(options, dataset, system, endpoint_id)
-    run_dir = options.run_dir or options.out / dataset.name / system.label / config["hash"][:8]
+    run_dir = options.run_dir or run_folder(options.out, dataset.name, system.label, config["hash"])
     run_dir.mkdir(parents=True, exist_ok=True)
     with folder_lock(run_dir):
         return asyncio.run(_run(options, dataset, system, inner, endpoint_id, config, run_dir, stream or sys.stderr))
+
+
+def run_folder(out: Path, dataset: str, label: str, config_hash: str) -> Path:
+    """`<out>/<dataset>/<label>/<hash 8>`; InputError unless each part is a plain name and the folder is in `out`."""
+    parts = (("dataset name", dataset), ("system label", label), ("config hash", config_hash[:8]))
+    for what, part in parts:
+        if not SAFE_NAME.fullmatch(part) or part in (".", ".."):
+            raise InputError(
+                f"the {what} {part!r} cannot name a run folder: use 1 to 64 letters, digits, '.', '_', '+' or '-'"
+            )
+    folder = out / dataset / label / config_hash[:8]
+    if not Path(os.path.normpath(folder)).is_relative_to(os.path.normpath(out)):
+        raise InputError(f"the run folder {folder} would be outside --out {out}")
+    return folder
 
 
 def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, endpoint_id: str) -> dict[str, Any]:

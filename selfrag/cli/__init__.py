@@ -1,7 +1,8 @@
 """The command line: `selfrag index`, `ask`, `search`, ... Only this package prints or sets exit codes.
 
 stdout carries the answer (or JSON); stderr carries progress, the trace, warnings and errors. Exit codes:
-0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error, 130 Ctrl-C.
+0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error (an argument
+holding a NUL byte is one too, refused in one line before the command runs), 130 Ctrl-C.
 Each command lives in its own module with a `register(subparsers)` that sets `run`.
 """
 
@@ -13,9 +14,10 @@ import traceback
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import SelfRagError
+from ..errors import InputError, SelfRagError
 from ..text import clean_for_terminal
 from . import ask, bench, chat, config_cmd, doctor, index, judge, search
+from .common import refuse_nul_bytes
 
 COMMANDS = (index, ask, search, chat, doctor, config_cmd, bench, judge)
 
@@ -32,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        refuse_nul_bytes(args)
+    except InputError as error:
+        print(f"selfrag: error: {error}", file=sys.stderr)
+        return 2
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

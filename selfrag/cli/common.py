@@ -93,6 +93,19 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML config file (default: ~/.config/selfrag/config.toml)")
 
 
+POSITIONALS = {"paths": "PATH", "question": "QUESTION", "query": "QUERY", "run_dirs": "RUN_DIR"}  # dest -> metavar
+
+
+def refuse_nul_bytes(args: argparse.Namespace) -> None:
+    """InputError naming the first argument that holds a NUL byte: no path, name or question can contain one
+    (the OS would refuse it deep inside the command, as "embedded null byte")."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list | tuple) else [value]
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            flag = POSITIONALS.get(name, "--" + name.replace("_", "-"))
+            raise InputError(f"{flag} holds a NUL byte (\\x00); no path, name or question can contain one")
+
+
 def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The engine and endpoint values given as flags (None where a flag was not given)."""
     return {name: getattr(args, name, None) for name in ENGINE_FLAGS}

@@ -286,3 +286,39 @@ def test_disk_full_at_fsync_leaves_the_question_undone_and_resume_answers_it(tmp
     assert resumed.exit_code == EXIT_OK and len(chat.calls) == 4  # the third question is answered again
     ids = [s["id"] for s in samples_of(resumed)]
     assert len(ids) == 6 and len(set(ids)) == 6
+
+
+BAD_NAMES = ["..", ".", "../../etc", "/etc", "a/b", "a\x00b", "", "x" * 65, "a b", "a\nb"]
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+@pytest.mark.parametrize("part", ["dataset", "label"])
+def test_run_folder_parts_must_be_plain_names(tmp_path, part, bad):
+    from selfrag.bench.runner import run_folder
+
+    names = {"dataset": "halueval", "label": "selfrag+wsup0"} | {part: bad}
+    with pytest.raises(InputError, match="cannot name a run folder"):
+        run_folder(tmp_path / "runs", names["dataset"], names["label"], "0123456789abcdef")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_every_system_label_names_a_folder_inside_out(tmp_path):
+    from selfrag.bench.runner import run_folder
+    from selfrag.bench.systems import parse_system
+
+    out, config = tmp_path / "runs", Config(**BENCH_DEFAULTS)
+    names = ["no-retrieval", "rag", "critic", "selfrag", "selfrag-beam2", "selfrag+separate+always", "selfrag+wsup0",
+             "selfrag+wsup-0.5", "selfrag-b12+never"]  # fmt: skip
+    labels = [parse_system(name, config).label for name in names]
+    labels.append(parse_system("selfrag", config.with_values(w_sup=1e-5)).label)  # printed as wsup1e-05
+    for label in labels:
+        folder = run_folder(out, "hotpotqa_smoke", label, "0123456789abcdef")
+        assert folder.parent.parent.parent == out and folder.name == "01234567"
+
+
+@pytest.mark.parametrize("field", ["out", "run_dir"])
+def test_a_nul_byte_in_the_run_folder_is_refused_before_anything_runs(tmp_path, field):
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    with pytest.raises(InputError, match="NUL byte"):
+        run_benchmark(options(tmp_path, **{field: tmp_path / "ru\x00ns"}), chat=chat)
+    assert chat.calls == [] and not (tmp_path / "ru").exists()

@@ -15,7 +15,7 @@ import pytest
 
 from selfrag.chunking import ChunkingSettings
 from selfrag.dense import MAX_META_BYTES, META, DenseVectors, previous_vectors
-from selfrag.errors import RetrievalError
+from selfrag.errors import InputError, RetrievalError
 from selfrag.index import Index
 from selfrag.ingest import CATALOG, MAX_CATALOG_BYTES, index_paths
 from selfrag.store import MAX_JSON_BYTES, MAX_MANIFEST_BYTES
@@ -206,3 +206,22 @@ def test_an_unreadable_catalog_is_not_reused_and_every_file_is_read_again(
     assert isinstance(damage, bytes) or f"{CATALOG} is larger than" in report.full_rebuild  # refused unread
     assert report.files_read == 3 and report.chunks == 3
     assert len(Index.load(out)) == 3
+
+
+# paths holding a NUL byte ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["out", "source", "load"])
+def test_a_nul_byte_in_a_path_is_an_input_error_not_a_value_error(
+    tmp_path: Path, words: ChunkingSettings, where: str
+) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "a.txt", "Some words to index.")
+    with pytest.raises(InputError, match="NUL byte"):
+        if where == "out":
+            index_paths([docs], tmp_path / "o\x00x", chunking=words)
+        elif where == "source":
+            index_paths([tmp_path / "do\x00cs"], tmp_path / "idx", chunking=words)
+        else:
+            Index.load(tmp_path / "i\x00dx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
