@@ -152,9 +152,10 @@ def scan(
         entries.append(entry)
         total += entry.size
         if len(entries) > limits.max_files or total > limits.max_total_bytes:
+            what = f"{limits.max_files}" if len(entries) > limits.max_files else f"{amount(limits.max_total_bytes)} of"
             raise InputError(
-                f"{given} holds more than {limits.max_files} files or {limits.max_total_bytes // MiB} MiB;"
-                " narrow it with include/exclude patterns or raise the limits"
+                f"{given} holds more than {what} supported files; narrow it with include/exclude patterns or raise"
+                " the limits"
             )
     return entries, skipped
 
@@ -224,8 +225,13 @@ def _file_problem(rel: str, info: os.stat_result, limits: ReadLimits) -> str | N
     if suffix not in KINDS:
         return f"unsupported file type {suffix or '(no suffix)'}; supported: {', '.join(sorted(KINDS))}"
     if info.st_size > limits.max_file_bytes:
-        return f"larger than the {limits.max_file_bytes // MiB} MiB cap"
+        return f"larger than the {amount(limits.max_file_bytes)} cap"
     return None
+
+
+def amount(size: int) -> str:
+    """A byte count as people write caps: whole MiB when it is one, else bytes."""
+    return f"{size // MiB} MiB" if size >= MiB and size % MiB == 0 else f"{size} bytes"
 
 
 def _rel(base: Path, path: Path) -> str:
@@ -277,7 +283,7 @@ def read_bytes(path: Path, cap: int) -> tuple[bytes, os.stat_result] | str:
         if not stat.S_ISREG(info.st_mode):
             return "not a regular file (FIFO, socket or device)"
         if info.st_size > cap:
-            return f"larger than the {cap // MiB} MiB cap"
+            return f"larger than the {amount(cap)} cap"
         parts, total = [], 0
         while total <= cap:
             part = os.read(fd, min(MiB, cap + 1 - total))
@@ -286,7 +292,7 @@ def read_bytes(path: Path, cap: int) -> tuple[bytes, os.stat_result] | str:
             parts.append(part)
             total += len(part)
         if total > cap:
-            return f"larger than the {cap // MiB} MiB cap"
+            return f"larger than the {amount(cap)} cap"
         return b"".join(parts), info
     except OSError as error:
         return f"cannot read: {error.strerror}"

@@ -5,11 +5,15 @@ from __future__ import annotations
 import codecs
 import os
 import socket
+import stat
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from selfrag.corpus import (
     FileEntry,
@@ -247,3 +251,151 @@ def test_single_file_root(tmp_path: Path) -> None:
     path = write(tmp_path / "one.md", "# One\n\ntext")
     corpus = read_folder(path)
     assert [(d.doc_id, d.title) for d in corpus.documents] == [("one.md", "One")]
+
+
+# special files: devices and /proc (B7) -----------------------------------------------------------------------
+
+
+def within(seconds: float, call):  # type: ignore[no-untyped-def]
+    """`call()` run in a daemon thread (its result, or its exception re-raised here); fails if it is still
+    running after `seconds`, i.e. it blocked."""
+    outcome: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except Exception as error:  # noqa: BLE001 - re-raised in the test's thread
+            outcome.append((False, error))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    assert not worker.is_alive(), "reading blocked"
+    ok, value = outcome[0]
+    if not ok:
+        raise value  # type: ignore[misc]
+    return value
+
+
+def test_character_devices_in_a_folder_are_skipped_without_blocking(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "ok.txt", "regular words")
+    try:
+        os.mknod(root / "zero.txt", stat.S_IFCHR | 0o644, os.makedev(1, 5))  # what /dev/zero is
+        os.mknod(root / "null.md", stat.S_IFCHR | 0o644, os.makedev(1, 3))  # what /dev/null is
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    corpus = within(10, lambda: read_folder(root))
+    assert [d.doc_id for d in corpus.documents] == ["ok.txt"]  # type: ignore[attr-defined]
+    skipped = reasons(corpus.skipped)  # type: ignore[attr-defined]
+    assert "not a regular file" in skipped["zero.txt"] and "not a regular file" in skipped["null.md"]
+    swapped = within(10, lambda: read_entry(FileEntry(root, "zero.txt", 0, 0)))  # as if swapped in after the scan
+    assert isinstance(swapped, Skipped) and "not a regular file" in swapped.reason
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null", "/dev/urandom"])
+def test_a_device_given_as_the_root_is_refused_without_blocking(tmp_path: Path, device: str) -> None:
+    if not os.path.exists(device):
+        pytest.skip(f"{device} is missing")
+    (tmp_path / "link.txt").symlink_to(device)
+    for root in (Path(device), tmp_path / "link.txt"):  # the root itself may be a link: it is resolved
+        with pytest.raises(InputError, match="neither a folder nor a regular file"):
+            within(10, lambda root=root: scan(root))
+    assert within(10, lambda: read_bytes(Path(device), 2**20)) == "not a regular file (FIFO, socket or device)"
+
+
+def test_a_proc_file_reporting_size_zero_is_read_to_its_end_and_capped() -> None:
+    path = Path("/proc/self/status")
+    if not path.exists():
+        pytest.skip("no /proc")
+    assert os.stat(path).st_size == 0  # the size it reports is not what it holds
+    data, _ = within(10, lambda: read_bytes(path, 2**20))  # type: ignore[misc]
+    assert b"Name:" in data and len(data) > 0
+    assert within(10, lambda: read_bytes(path, 16)) == "larger than the 16 bytes cap"  # stopped at cap + 1
+    assert "unsupported file type (no suffix)" in scan(path)[1][0].reason  # as a root: skipped, never read
+
+
+# caps at their limit and one past it (B8) --------------------------------------------------------------------
+
+
+def test_folder_depth_at_the_cap_is_read_and_one_deeper_is_skipped_and_reported(tmp_path: Path) -> None:
+    limit = ReadLimits().max_depth
+    assert limit == 32
+    folders = [f"d{i}" for i in range(1, limit + 2)]  # d1/d2/.../d33
+    for depth in (limit - 1, limit, limit + 1):
+        write(tmp_path.joinpath(*folders[:depth], f"at-{depth}.txt"), f"a file {depth} folders down")
+    entries, skipped = scan(tmp_path)
+    assert [e.rel.rsplit("/", 1)[-1] for e in entries] == ["at-31.txt", "at-32.txt"]
+    assert reasons(skipped) == {"/".join(folders): "deeper than 32 folders"}
+
+
+def test_file_size_at_the_cap_is_read_and_one_byte_more_is_skipped(tmp_path: Path) -> None:
+    write(tmp_path / "at.txt", "x" * 1000)
+    write(tmp_path / "over.txt", "x" * 1001)
+    corpus = read_folder(tmp_path, limits=ReadLimits(max_file_bytes=1000))
+    assert [d.doc_id for d in corpus.documents] == ["at.txt"]
+    assert reasons(corpus.skipped) == {"over.txt": "larger than the 1000 bytes cap"}
+
+
+def test_total_bytes_at_the_cap_are_read_and_one_byte_more_stops_with_a_report(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "x" * 600)
+    write(tmp_path / "b.txt", "y" * 400)
+    limits = ReadLimits(max_total_bytes=1000)
+    assert [e.rel for e in scan(tmp_path, limits=limits)[0]] == ["a.txt", "b.txt"]
+    write(tmp_path / "c.txt", "z")
+    with pytest.raises(InputError, match="more than 1000 bytes of supported files; narrow it with include/exclude"):
+        scan(tmp_path, limits=limits)
+    assert len(scan(tmp_path, limits=ReadLimits(max_total_bytes=1001))[0]) == 3
+
+
+def test_file_count_at_the_cap_is_read_and_one_more_stops_with_a_report(tmp_path: Path) -> None:
+    for i in range(3):
+        write(tmp_path / f"{i}.txt", "x")
+    assert len(scan(tmp_path, limits=ReadLimits(max_files=3))[0]) == 3
+    write(tmp_path / "3.txt", "x")
+    with pytest.raises(InputError, match="more than 3 supported files"):
+        scan(tmp_path, limits=ReadLimits(max_files=3))
+
+
+# decoding any bytes (B11) ------------------------------------------------------------------------------------
+
+ENCODINGS = {"utf-8", "utf-8-sig", "utf-16", "utf-32", "cp1252"}
+BOMS = [codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE]
+PIECES = [b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc0\xaf", b"\x00", b"\r", b"\n", b"\xe9", b"a",
+          b"\x00\xd8", b"\xff\xfe", "é".encode(), "e\u0301".encode()]  # fmt: skip
+ANY_BYTES = st.one_of(
+    st.binary(max_size=2000),
+    st.tuples(st.sampled_from(BOMS), st.binary(max_size=400)).map(b"".join),
+    st.lists(st.sampled_from(PIECES), max_size=60).map(b"".join),
+    st.tuples(st.sampled_from(BOMS), st.lists(st.sampled_from(PIECES), max_size=60).map(b"".join)).map(b"".join),
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(data=ANY_BYTES)
+def test_any_bytes_decode_to_clean_text_or_are_called_binary(data: bytes) -> None:
+    decoded = decode(data)
+    has_bom = any(data.startswith(bom) for bom in BOMS)
+    if decoded is None:
+        assert not has_bom and b"\x00" in data[:8192]
+        return
+    text, encoding = decoded
+    assert isinstance(text, str) and encoding in ENCODINGS
+    text.encode("utf-8")  # strict: raises on a lone surrogate
+    assert "\r" not in text and unicodedata.is_normalized("NFC", text)
+
+
+@pytest.mark.parametrize(
+    ("data", "text", "encoding"),
+    [
+        (b"ok \xed\xa0\x80 ok", "ok í\u00a0€ ok", "cp1252"),  # an encoded lone surrogate: not UTF-8
+        (codecs.BOM_UTF16_LE + b"\x00\xd8" + "a".encode("utf-16-le"), "\ufffda", "utf-16"),  # lone surrogate
+        (codecs.BOM_UTF32_LE + "naïve ☃".encode("utf-32-le"), "naïve ☃", "utf-32"),
+        (codecs.BOM_UTF32_BE + "naïve ☃".encode("utf-32-be"), "naïve ☃", "utf-32"),
+        (codecs.BOM_UTF32_LE + (0xD800).to_bytes(4, "little") + "a".encode("utf-32-le"), "\ufffda", "utf-32"),
+        (codecs.BOM_UTF32_LE + b"a\x00", "\ufffd", "utf-32"),  # truncated code unit
+    ],
+    ids=["utf8-surrogate", "utf16-surrogate", "utf32-le", "utf32-be", "utf32-surrogate", "utf32-truncated"],
+)
+def test_surrogates_and_utf32(data: bytes, text: str, encoding: str) -> None:
+    assert decode(data) == (text, encoding)
