@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .config import Config, EndpointConfig, resolve_endpoint
+from .conversation import clip_history
 from .engine.context import Deps, Retriever, Run
 from .engine.controller import search
 from .errors import BudgetError, ConfigError, InputError
@@ -77,9 +78,16 @@ class SelfRAG:
     async def astream(
         self, question: str, *, conversation: str = "", config: Config | None = None
     ) -> AsyncIterator[Event]:
-        """Events of one answer: a StepEvent per step, a SegmentEvent per settled sentence, then a DoneEvent."""
+        """Events of one answer: a StepEvent per step, a SegmentEvent per settled sentence, then a DoneEvent.
+
+        `conversation` is the history before this question, as text (e.g. `Conversation.render()`: "User: ..." /
+        "Assistant: ..." lines). Only its most recent `MAX_HISTORY_CHARS` (4,000) characters reach the prompts:
+        older turns are dropped first, cut at the start of a turn where possible (`clip_history`), as the chat
+        does. A question longer than `MAX_QUESTION_CHARS` is refused with InputError.
+        """
         question = check_question(question)
-        run = Run(self.deps, config or self.config, question, conversation, Meter(), self._secret)
+        history = clip_history(check_conversation(conversation))
+        run = Run(self.deps, config or self.config, question, history, Meter(), self._secret)
         deadline = asyncio.get_running_loop().time() + run.config.deadline  # the probe counts against it too
         try:
             async with asyncio.timeout_at(deadline):
@@ -97,6 +105,7 @@ class SelfRAG:
             yield event
 
     async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:
+        """The answer's Result; `conversation` as in `astream` (its most recent 4,000 characters are used)."""
         async for event in self.astream(question, conversation=conversation, config=config):
             if isinstance(event, DoneEvent):
                 return event.result
@@ -153,6 +162,13 @@ def check_question(question: str) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise InputError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
     return question.strip()
+
+
+def check_conversation(conversation: str) -> str:
+    if not isinstance(conversation, str):
+        kind = type(conversation).__name__
+        raise InputError(f"the conversation must be text (e.g. Conversation.render()), not {kind}")
+    return conversation
 
 
 def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:

@@ -1,0 +1,92 @@
+"""Conversation history within its budget: the chat's `Conversation.render` and the API's `conversation=` text
+both keep the most recent 4,000 characters, dropping the oldest turns first."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import plain
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selfrag.conversation import MAX_HISTORY_CHARS, Conversation, clip_history
+from selfrag.errors import InputError
+
+Q = "How long are refunds accepted?"
+NO_RETRIEVAL = {"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")}
+
+
+def talk(n: int, size: int) -> Conversation:
+    conversation = Conversation()
+    for i in range(n):
+        conversation = conversation.add(f"question {i} " + "q" * size, f"answer {i} " + "a" * size)
+    return conversation
+
+
+def test_render_keeps_the_newest_whole_turns_and_drops_the_oldest_first() -> None:
+    conversation = talk(6, 450)  # about 930 characters per turn: four fit in 4,000
+    rendered = conversation.render()
+    assert len(rendered) <= MAX_HISTORY_CHARS
+    kept = [line.split()[2] for line in rendered.splitlines() if line.startswith("User: ")]
+    assert kept == ["2", "3", "4", "5"]  # turns 0 and 1 dropped, order kept
+    assert rendered.startswith("User: question 2") and rendered.endswith("answer 5 " + "a" * 450)
+    assert talk(2, 10).render() == "\n".join(
+        [f"User: question {i} {'q' * 10}\nAssistant: answer {i} {'a' * 10}" for i in range(2)]
+    )  # under the budget: everything, unchanged
+    assert Conversation().render() == ""
+
+
+def test_a_newest_turn_longer_than_the_budget_keeps_its_most_recent_part() -> None:
+    rendered = talk(3, 100).add("long question", "x" * 5_000 + " the end.").render()
+    assert len(rendered) <= MAX_HISTORY_CHARS and rendered.endswith("x the end.")
+    assert "question 2" not in rendered
+
+
+def test_clip_history_cuts_at_a_turn_then_a_line_then_anywhere() -> None:
+    assert clip_history("short history") == "short history"
+    text = talk(10, 450).render(max_chars=10**9)
+    clipped = clip_history(text)
+    assert len(clipped) <= MAX_HISTORY_CHARS and text.endswith(clipped) and clipped.startswith("User: question 6")
+    lines = "\n".join(f"line {i:04d}" for i in range(1_000))  # no turns: whole lines
+    assert clip_history(lines, 100) == "\n".join(f"line {i:04d}" for i in range(990, 1_000))  # 99 characters
+    assert clip_history("z" * 5_000 + "!", 10) == "z" * 9 + "!"  # one long line: the last characters
+    exact = "User: old\nUser: new"
+    assert clip_history(exact, len("User: new")) == "User: new"  # a turn starting right at the cut is kept
+
+
+TEXT = st.text(st.characters(blacklist_characters=":", blacklist_categories=("Cs",)), max_size=1_500)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(turns=st.lists(st.tuples(TEXT, TEXT), max_size=12), budget=st.integers(50, 5_000))
+def test_clipping_the_rendered_text_keeps_the_same_turns_as_render(turns: list[tuple[str, str]], budget: int) -> None:
+    conversation = Conversation()
+    for question, answer in turns:
+        conversation = conversation.add(question, answer)
+    full = conversation.render(max_chars=10**9)
+    clipped = clip_history(full, budget)
+    assert len(clipped) <= budget and full.endswith(clipped)
+    rendered = conversation.render(max_chars=budget)
+    if rendered.startswith("User: "):  # whole turns fitted: the text form keeps exactly those
+        assert clipped == rendered
+
+
+def test_the_api_sends_only_the_most_recent_4000_characters_of_a_conversation(engine) -> None:  # type: ignore[no-untyped-def]
+    history = "User: OLDEST question\nAssistant: the first answer\n" + talk(12, 450).render(max_chars=10**9)
+    history += "\nUser: NEWEST question\nAssistant: the latest answer"
+    assert len(history) > 10_000
+    rag = engine(NO_RETRIEVAL)
+    assert rag.answer(Q, conversation=history).answer == "Thirty days."
+    (decide,) = rag.chat.calls_to("retrieve_decide")
+    prompt = "\n".join(m.content for m in decide.messages)
+    kept = clip_history(history)
+    assert kept in prompt and "NEWEST question" in prompt and "OLDEST" not in prompt
+    assert len(kept) <= MAX_HISTORY_CHARS and kept.startswith("User: ")
+    for call in rag.chat.calls:  # no prompt carries more of the history
+        assert "OLDEST" not in "\n".join(m.content for m in call.messages)
+
+
+def test_a_conversation_that_is_not_text_is_refused_before_any_call(engine) -> None:  # type: ignore[no-untyped-def]
+    rag = engine(NO_RETRIEVAL)
+    with pytest.raises(InputError, match="conversation must be text"):
+        rag.answer(Q, conversation=["User: hi"])  # type: ignore[arg-type]
+    assert rag.chat.calls == []
