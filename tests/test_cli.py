@@ -199,8 +199,16 @@ def test_index_on_a_full_disk_exits_1_with_one_line_and_the_old_index_still_load
         (["bench", "run", "--dataset", "hotpotqa_smoke", "--system", "rag", "--run-dir", "{tmp}/o\x00x"], "--run-dir"),
         (["bench", "score", "{tmp}/o\x00x"], "RUN_DIR"),
     ],
-    ids=["index-out", "index-path", "ask-index", "ask-trace-html", "search-index", "bench-out", "bench-run-dir",
-         "bench-score"],  # fmt: skip
+    ids=[
+        "index-out",
+        "index-path",
+        "ask-index",
+        "ask-trace-html",
+        "search-index",
+        "bench-out",
+        "bench-run-dir",
+        "bench-score",
+    ],
 )
 def test_a_nul_byte_in_a_path_is_a_one_line_usage_error(argv, flag, index_dir, tmp_path, capsys):
     argv = [a.format(corpus=tmp_path / "corpus", index=index_dir, tmp=tmp_path) for a in argv]
