@@ -9,7 +9,8 @@ Run folder `<out>/<dataset>/<system label>/<config hash 8>/` (each part a plain 
     results.md     the markdown table (also printed on stdout)
     .lock          held (flock) while a process uses the folder; a second process is refused
 
---resume skips finished ids (ok, and failed unless --retry-failed), repairs a torn last line, and refuses a
+--resume skips finished ids (ok, and failed on their own unless --retry-failed; a question that failed at
+the endpoint is always asked again), repairs a torn last line, and refuses a
 folder whose config differs. Metrics are always computed from samples.jsonl, so resumed = uninterrupted.
 
 Exit codes: 0 complete, no failed question; 3 complete, some questions failed (recorded and counted);
@@ -240,8 +241,7 @@ async def _run(
     done, report = read_samples(samples, repair=True)
     if report.repaired:
         print(f"note: repaired a torn last line in {samples} ({report.torn_bytes} bytes dropped)", file=stream)
-    keep = {"ok"} if options.retry_failed else {"ok", "failed"}
-    todo = [e for e in dataset.examples if done.get(e.id, {}).get("status") not in keep]
+    todo = [e for e in dataset.examples if not _settled(done.get(e.id), options.retry_failed)]
     from ..index import Index
 
     index = Index.build(dataset.corpus)
@@ -272,6 +272,16 @@ async def _run(
     return _finish(options, dataset, system, config, run_dir, chat, capabilities, started, status, message)
 
 
+def _settled(record: dict[str, Any] | None, retry_failed: bool) -> bool:
+    """Whether --resume skips a question: answered, or failed on its own (invalid output, budget) unless
+    --retry-failed. A question that failed because the endpoint did (an outage) is always asked again."""
+    if record is None:
+        return False
+    if record.get("status") == "ok":
+        return True
+    return not retry_failed and record.get("failure") != "endpoint"
+
+
 async def _answer_all(
     options: RunOptions,
     dataset: ds.Dataset,
@@ -296,7 +306,7 @@ async def _answer_all(
             view = chat.scoped()
             ctx = Context(dataset, index, chunks, prompts, view)
             began = time.monotonic()
-            outcome, error = None, None
+            outcome, error, kind = None, None, "question"
             try:
                 outcome = await answer(system, example, ctx)
             except FatalLLMError as failure:
@@ -306,11 +316,14 @@ async def _answer_all(
                 error = f"{type(failure).__name__}: {failure}"
                 endpoint_level = isinstance(failure, LLMError) and not isinstance(failure, CritiqueError)
                 streak["failures"] = streak["failures"] + 1 if endpoint_level else 0
+                kind = "endpoint" if endpoint_level else "question"
             except Exception as failure:  # a bug on one question: recorded, the run goes on
                 error = f"internal {type(failure).__name__}: {failure}"
             if error is None:
                 streak["failures"] = 0
             record = build_record(example, outcome, error, dataset, index, view, time.monotonic() - began)
+            if error is not None:
+                record["failure"] = kind
             try:
                 writer.write(record)
             except OSError as failure:  # disk full: the question is not done; stop scheduling

@@ -24,7 +24,7 @@ from selfrag.bench.samples import read_samples
 from selfrag.bench.score import score_run
 from selfrag.bench.systems import BENCH_DEFAULTS
 from selfrag.config import Config
-from selfrag.errors import FatalLLMError, InputError, LLMError
+from selfrag.errors import CritiqueError, FatalLLMError, InputError, LLMError
 from selfrag.testing import ScriptedChatModel
 
 from .fixtures import CAPITALS, write_hotpot
@@ -122,14 +122,23 @@ def test_resume_repairs_a_torn_last_line_and_counts_nothing_twice(tmp_path):
 
 
 def test_retry_failed_answers_failed_questions_again_and_the_last_record_wins(tmp_path):
-    broken = ScriptedChatModel({"answer_direct": LLMError("the endpoint answered 503: busy")})
-    first = run_benchmark(options(tmp_path, max_consecutive_failures=100), chat=broken)
+    broken = ScriptedChatModel({"answer_direct": CritiqueError("reply still invalid after 2 attempts")})
+    first = run_benchmark(options(tmp_path), chat=broken)
     assert first.summary["failed"] == 6
     again = run_benchmark(options(tmp_path, resume=True), chat=ScriptedChatModel({}))
-    assert again.summary["failed"] == 6  # failed questions are done unless retried
+    assert again.summary["failed"] == 6  # a question that failed on its own is done unless retried
     chat = ScriptedChatModel({"answer_direct": direct_answer})
     third = run_benchmark(options(tmp_path, resume=True, retry_failed=True), chat=chat)
     assert len(chat.calls) == 6 and third.summary["failed"] == 0 and third.summary["n"] == 6
+
+
+def test_questions_that_failed_at_the_endpoint_are_asked_again_on_a_plain_resume(tmp_path):
+    broken = ScriptedChatModel({"answer_direct": LLMError("the endpoint answered 503: busy")})
+    first = run_benchmark(options(tmp_path, max_consecutive_failures=100), chat=broken)
+    assert first.summary["failed"] == 6 and {r["failure"] for r in samples_of(first)} == {"endpoint"}
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    again = run_benchmark(options(tmp_path, resume=True), chat=chat)
+    assert len(chat.calls) == 6 and again.summary["failed"] == 0 and again.exit_code == EXIT_OK
 
 
 def test_consecutive_endpoint_failures_stop_the_run(tmp_path):
