@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -73,3 +74,9 @@ def by_document(table: dict[str, dict[str, Any]]) -> Callable[[ChatRequest], dic
         raise AssertionError(f"no scripted reply for document {doc[:80]!r}")
 
     return reply
+
+
+def default_ctrl_c() -> None:
+    """`preexec_fn` for a child that a test will send SIGINT: a child started under a background job (`cmd &`,
+    nohup, some CI runners) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from helpers import default_ctrl_c
 
 from selfrag.api import SelfRAG
 from selfrag.cli import main
@@ -131,6 +132,7 @@ def test_ctrl_c_exits_130_without_a_traceback(index_dir, tmp_path):
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            preexec_fn=default_ctrl_c,
         )
         deadline = time.monotonic() + 15
         while not server.stats.authorizations and time.monotonic() < deadline:

@@ -621,3 +621,56 @@ async def test_a_cancelled_trial_call_does_not_keep_the_breaker_shut():
             await chat.chat(REQUEST, Meter())  # the trial, cancelled without a verdict
     await chat.chat(REQUEST, Meter())  # the next trial is let through and closes the breaker
     assert chat.breaker.opened_at is None and seen["n"] == 4
+
+
+def counting(status_for):
+    """An async route handler that holds each call 20 ms, records the peak of calls in flight per phase, and
+    answers `status_for(n)` (None: a good reply) for the n-th request."""
+    state = {"n": 0, "in_flight": 0, "peak": 0}
+
+    async def handler(request):
+        state["n"] += 1
+        status = status_for(state["n"])
+        if status is not None:
+            return respx.MockResponse(status, json={"error": {"message": "slow down"}}, headers={"retry-after-ms": "1"})
+        state["in_flight"] += 1
+        state["peak"] = max(state["peak"], state["in_flight"])
+        await asyncio.sleep(0.02)
+        state["in_flight"] -= 1
+        return respx.MockResponse(200, json=completion(GOOD))
+
+    return handler, state
+
+
+def own_client_model(router, **settings):
+    """A model that builds its own HTTP client (as in real use) over the respx router."""
+    endpoint = ResolvedEndpoint(BASE, "sk-test", "test", EndpointConfig(model="m", max_retries=3, **settings))
+    return OpenAIChatModel(endpoint, http_client_factory=lambda: httpx2.AsyncClient(transport=respx_transport(router)))
+
+
+async def test_a_429_episode_cuts_the_calls_in_flight_once_and_clean_rounds_grow_them_back():
+    router = respx.MockRouter(base_url=BASE)
+    handler, state = counting(lambda n: 429 if 2 <= n <= 21 else None)  # the whole first round is told to wait
+    router.post("/chat/completions").mock(side_effect=handler)
+    chat = own_client_model(router, max_concurrency=20)
+    assert await fan_out(chat, 20) == ["ok"] * 20  # the SDK waited as told and retried
+    cuts = [(allowed, cause) for _, allowed, cause in chat.limit.changes if cause == "429"]
+    assert cuts == [(16, "429")]  # twenty 429s in one episode: one cut by a fifth, not twenty
+    state["peak"] = 0
+    assert await fan_out(chat, 30) == ["ok"] * 30
+    assert state["peak"] < 20  # still below the cap of 20 that the first round used
+    assert await fan_out(chat, 200) == ["ok"] * 200
+    assert chat.limit.allowed == 20  # clean rounds grew it back to the cap, one slot at a time
+    assert [allowed for _, allowed, cause in chat.limit.changes if cause == "clean"] == [17, 18, 19, 20]
+    await chat.aclose()
+
+
+async def test_5xx_errors_do_not_cut_the_calls_in_flight():
+    router = respx.MockRouter(base_url=BASE)
+    handler, state = counting(lambda n: 503 if 2 <= n <= 21 else None)
+    router.post("/chat/completions").mock(side_effect=handler)
+    chat = own_client_model(router, max_concurrency=20)
+    assert await fan_out(chat, 20) == ["ok"] * 20
+    assert chat.limit.allowed == 20 and chat.limit.changes == []  # an outage is the breaker's business
+    assert state["peak"] == 20
+    await chat.aclose()

@@ -3,20 +3,19 @@
 - Transport retries (connection errors, timeouts, 408/409/429/5xx) belong to the SDK (`max_retries`).
 - Capabilities (structured-output flavour, logprobs, n) are probed once per instance, never guessed from
   model names, and reported in results. Probes run with SDK retries off.
-- One semaphore per endpoint bounds requests in flight. The client is created inside the running event loop
-  (one per loop), so the sync door can call `asyncio.run` repeatedly.
+- An adaptive gate per endpoint bounds requests in flight: the configured cap, cut by a fifth per 429 episode
+  and grown back on clean responses (limiter.py). The client is created inside the running event loop (one per
+  loop), so the sync door can call `asyncio.run` repeatedly.
 - Every HTTP request is counted in the answer's Meter, retries and probes included.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
-import email.utils
 import functools
 import json
-import math
 import ssl
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +30,7 @@ from ..schema import Meter
 from ..tokens import TokenCounter, make_counter
 from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
 from .breaker import Breaker
+from .limiter import AdaptiveLimit, Gate, retry_after
 
 RETRYABLE = (408, 409, 429)
 MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and does not retry beyond
@@ -61,20 +61,21 @@ class OpenAIChatModel:
         self._endpoint = endpoint
         self._own_client = client is None
         self._http_client_factory = http_client_factory
-        self._clients: dict[int, tuple[AsyncOpenAI, asyncio.Semaphore, asyncio.Lock]] = {}
+        self._clients: dict[int, tuple[AsyncOpenAI, Gate, asyncio.Lock]] = {}
         if client is not None:
             self._given = client
         self._caps: Capabilities | None = None
         self._ssl: ssl.SSLContext | None = None
         settings = endpoint.settings
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
+        self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
 
     @property
     def name(self) -> str:
         model = self._caps.model if self._caps else self._endpoint.settings.model
         return f"{model or '?'}@{redact_url(self._endpoint.base_url or 'openai')}"
 
-    def _loop_state(self) -> tuple[AsyncOpenAI, asyncio.Semaphore, asyncio.Lock]:
+    def _loop_state(self) -> tuple[AsyncOpenAI, Gate, asyncio.Lock]:
         loop_id = id(asyncio.get_running_loop())
         if loop_id not in self._clients:
             settings = self._endpoint.settings
@@ -89,16 +90,27 @@ class OpenAIChatModel:
                     http_client=self._http_client(),
                 )
             )
-            self._clients = {loop_id: (client, asyncio.Semaphore(settings.max_concurrency), asyncio.Lock())}
+            self._clients = {loop_id: (client, Gate(self.limit), asyncio.Lock())}
         return self._clients[loop_id]
 
     def _http_client(self) -> httpx2.AsyncClient:
-        """A fresh HTTP client for this loop; the TLS context (costly to build) is made once and shared."""
+        """A fresh HTTP client for this loop that reports every response (SDK retries included) to the adaptive
+        limit; the TLS context (costly to build) is made once and shared."""
         if self._http_client_factory is not None:
-            return self._http_client_factory()
-        if self._ssl is None:
-            self._ssl = ssl.create_default_context()
-        return DefaultAsyncHttpxClient(verify=self._ssl)
+            client = self._http_client_factory()
+        else:
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            client = DefaultAsyncHttpxClient(verify=self._ssl)
+        hooks = client.event_hooks
+        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), self._observe]}
+        return client
+
+    async def _observe(self, response: httpx2.Response) -> None:
+        if response.status_code == 429:
+            self.limit.rate_limited(time.monotonic(), retry_after(response.headers))
+        elif response.status_code < 400:
+            self.limit.succeeded(time.monotonic())
 
     async def aclose(self) -> None:
         """Close the clients this instance created (a client passed in stays the caller's)."""
@@ -163,8 +175,8 @@ class OpenAIChatModel:
         )
 
     async def _first_model(self, meter: Meter) -> str:
-        client, semaphore, _ = self._loop_state()
-        async with semaphore:
+        client, gate, _ = self._loop_state()
+        async with gate:
             meter.llm_calls += 1
             try:
                 page = await client.with_options(max_retries=0).models.list()
@@ -178,8 +190,8 @@ class OpenAIChatModel:
     async def _try(self, meter: Meter, **params: Any) -> Any | None:
         """One probe request: the reply, or None when the server rejects the feature. One SDK retry, so a
         passing 5xx is not mistaken for a missing feature (llama.cpp answers an unknown format with 500)."""
-        client, semaphore, _ = self._loop_state()
-        async with semaphore:
+        client, gate, _ = self._loop_state()
+        async with gate:
             try:
                 raw = await client.with_options(max_retries=PROBE_RETRIES).chat.completions.with_raw_response.create(
                     **params
@@ -212,8 +224,8 @@ class OpenAIChatModel:
         contract check rather than the SDK's models: OpenAI-compatible servers vary in what they send."""
         caps = await self.capabilities(meter)
         params = self._params(request, caps)
-        client, semaphore, _ = self._loop_state()
-        async with semaphore:
+        client, gate, _ = self._loop_state()
+        async with gate:
             trial = self.breaker.check()
             try:
                 raw = await client.post("/chat/completions", body=params, cast_to=httpx2.Response)
@@ -395,24 +407,8 @@ def _attempts_spent(error: openai.APIError, max_retries: int) -> int:
 def _long_retry_after(error: openai.APIError) -> float | None:
     """The wait a 429/503 asks for when it is longer than the SDK will wait (it then gives up at once)."""
     response = getattr(error, "response", None)
-    if response is None:
-        return None
-    headers = response.headers
-    try:
-        if "retry-after-ms" in headers:
-            seconds = float(headers["retry-after-ms"]) / 1000
-        elif "retry-after" in headers:
-            value = headers["retry-after"]
-            try:
-                seconds = float(value)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value)
-                seconds = (when - datetime.datetime.now(when.tzinfo or datetime.UTC)).total_seconds()
-        else:
-            return None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return seconds if math.isfinite(seconds) and seconds > MAX_RETRY_AFTER else None
+    seconds = retry_after(response.headers) if response is not None else None
+    return seconds if seconds is not None and seconds > MAX_RETRY_AFTER else None
 
 
 def _translate(error: openai.APIError, api_key: str) -> LLMError:

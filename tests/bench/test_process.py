@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from helpers import default_ctrl_c
+
 from selfrag.bench.samples import read_samples
 from selfrag.cli import bench
 from selfrag.fake_server import FakeOpenAIServer
@@ -188,7 +190,7 @@ def test_ctrl_c_stops_the_run_with_whole_lines_and_resume_finishes_it(tmp_path):
     env, out = environment(tmp_path), tmp_path / "runs"
     with FakeOpenAIServer(latency=0.3) as server:
         process = subprocess.Popen(command(tmp_path, server, out), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                   stderr=subprocess.PIPE, text=True, preexec_fn=default_ctrl_c)  # fmt: skip
         wait_for(lambda: (len(samples(out)) >= 2 and server.stats.in_flight >= 1) or process.poll() is not None)
         process.send_signal(signal.SIGINT)  # the question in flight is cancelled
         _, err = process.communicate(timeout=20)
