@@ -232,11 +232,7 @@ def _fmt(metric: dict[str, Any] | None, *, percent: bool) -> str:
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-QA_COLUMNS = (
-    "match",
-    "em",
-    "f1",
-    "correct",
+EVIDENCE_AND_COST = (
     "coverage",
     "evidence_mass",
     "citation_precision",
@@ -247,19 +243,8 @@ QA_COLUMNS = (
     "total_tokens",
     "wall_time",
 )
-CLAIM_COLUMNS = (
-    "accuracy",
-    "macro_f1",
-    "coverage",
-    "evidence_mass",
-    "citation_precision",
-    "citation_recall",
-    "confidence",
-    "retrieval_frequency",
-    "llm_calls",
-    "total_tokens",
-    "wall_time",
-)
+QA_COLUMNS = ("match", "em", "f1", "correct", *EVIDENCE_AND_COST)
+CLAIM_COLUMNS = ("accuracy", "macro_f1", *EVIDENCE_AND_COST)
 HEADERS = {
     "match": "match",
     "em": "EM",
