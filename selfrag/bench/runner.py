@@ -41,11 +41,12 @@ from ..files import write_atomic
 from ..llm.base import ChatModel
 from ..schema import Meter
 from . import datasets as ds
+from .answer import answer
 from .cache import CachedChatModel, RequestCache, digest
 from .progress import Progress
 from .samples import SampleWriter, build_record, read_samples
 from .score import markdown_table, summarize
-from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, answer, parse_system
+from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, parse_system
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
 RUNNER_VERSION = 1

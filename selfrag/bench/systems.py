@@ -1,13 +1,16 @@
-"""The systems under test, all on the same model and the same BM25 index, behind one call:
-`await answer(system, example, context) -> Outcome`.
+"""What every benchmark system shares: the system registry (`System`, `parse_system`), the prompt book, the
+per-question `Context`, the `Outcome` a system returns, and the helpers for numbered documents, citations,
+usage and one critic call on a (statement, chunk) pair.
+
+The systems under test, all on the same model and the same BM25 index (dispatched by answer.py):
 
     no-retrieval   one call, the model's own knowledge (answer_direct / verify_claim_direct)
     rag            plain RAG: top-ndocs chunks in one prompt, one answer, citations requested
                    (rag_answer / rag_verify_claim)
-    selfrag        the engine (SelfRAG.aanswer) for QA; the closed-set protocol (claims.py) for claims.
+    selfrag        the engine (SelfRAG.aanswer) for QA (qa.py); the closed-set protocol (claims.py) for claims.
                    Greedy by default; --beam-width 2 for the beam; ablations by flags:
                    --critic separate, --w-sup 0, --mode always
-    critic         critic agreement: ISSUP of the engine's critic prompt on gold-labelled (statement,
+    critic         critic agreement (qa.py): ISSUP of the engine's critic prompt on gold-labelled (statement,
                    document) pairs: CLIMATE-FEVER's claim/sentence labels, HaluEval's right vs hallucinated
                    answer with the same knowledge
 
@@ -23,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..engine.beam import s_rel, s_sup
 from ..engine.context import Deps, Run
 from ..engine.critic import check_quote, critique_from, defaulted_critique
 from ..errors import ConfigError, FatalLLMError, LLMError
@@ -32,7 +34,7 @@ from ..llm.base import ChatModel
 from ..prompts import PromptBook, load_prompt
 from ..replies import CritiqueReply
 from ..schema import Chunk, Critique, Meter
-from .datasets import Dataset, Example
+from .datasets import Dataset
 
 BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
 KINDS = ("no-retrieval", "rag", "selfrag", "critic")
@@ -149,25 +151,6 @@ class Context:
         return Run(deps, system.config, question, "", meter, secret)
 
 
-async def answer(system: System, example: Example, ctx: Context) -> Outcome:
-    task = ctx.dataset.task
-    if system.kind == "critic":
-        return await critic_agreement(system, example, ctx)
-    if task == "claim":
-        from . import claims
-
-        if system.kind == "no-retrieval":
-            return await claims.direct(system, example, ctx)
-        if system.kind == "rag":
-            return await claims.rag(system, example, ctx)
-        return await claims.closed_set(system, example, ctx)
-    if system.kind == "no-retrieval":
-        return await qa_direct(system, example, ctx)
-    if system.kind == "rag":
-        return await qa_rag(system, example, ctx)
-    return await qa_selfrag(system, example, ctx)
-
-
 def usage_of(meter: Meter, *, rounds: int, retrieval_frequency: float) -> dict[str, Any]:
     return {
         "llm_calls": meter.llm_calls,
@@ -200,119 +183,6 @@ def cited_chunks(numbers: list[int], chunks: list[Chunk]) -> list[Chunk]:
         if isinstance(n, int) and 1 <= n <= len(chunks) and n not in seen:
             seen[n] = chunks[n - 1]
     return list(seen.values())
-
-
-# -- QA ------------------------------------------------------------------------------------------------
-
-
-async def qa_direct(system: System, example: Example, ctx: Context) -> Outcome:
-    meter = Meter()
-    run = ctx.run(system, example.question, meter)
-    parsed = await run.ask("answer_direct", logprobs=False, question=example.question)
-    text = parsed.value.answer.strip()  # type: ignore[attr-defined]
-    return Outcome(text, text, stop_reason="final", usage=usage_of(meter, rounds=1, retrieval_frequency=0.0))
-
-
-async def qa_rag(system: System, example: Example, ctx: Context) -> Outcome:
-    meter = Meter()
-    run = ctx.run(system, example.question, meter)
-    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, system.config.ndocs)]
-    parsed = await run.ask(
-        "rag_answer", logprobs=False, question=example.question, documents=documents_block(run, chunks)
-    )
-    reply = parsed.value
-    text = reply.answer.strip()  # type: ignore[attr-defined]
-    cited = cited_chunks(list(reply.citations), chunks)  # type: ignore[attr-defined]
-    markers = "".join(f"[{chunks.index(c) + 1}]" for c in cited)
-    return Outcome(
-        text,
-        f"{text} {markers}".strip(),
-        citations=[c.key for c in cited],
-        cited_texts=[text] * len(cited),
-        retrieved=[c.key for c in chunks],
-        usage=usage_of(meter, rounds=1, retrieval_frequency=1.0),
-    )
-
-
-async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
-    from ..api import SelfRAG
-
-    rag = SelfRAG(ctx.index, system.config, chat=ctx.chat, critic_chat=ctx.critic_chat, prompts=ctx.prompts, environ={})
-    result = await rag.aanswer(example.question)
-    retrieved: dict[str, None] = {}
-    queries: dict[str, None] = {}
-    for step in result.trace.steps:
-        for beam in step.beams:
-            retrieved.update(dict.fromkeys(beam.chunks))
-            if beam.decision == "yes":
-                queries[beam.query or example.question] = None
-    cited = [s for s in result.segments if s.chunk is not None]
-    usage = result.usage
-    return Outcome(
-        " ".join(s.text for s in result.segments),
-        result.answer,
-        citations=[s.chunk for s in cited],  # type: ignore[misc]
-        cited_texts=[s.text for s in cited],
-        retrieved=list(retrieved),
-        queries=list(queries),
-        confidence=result.confidence,
-        segments=[
-            {
-                "text": s.text,
-                "chunk": s.chunk,
-                "relevance": s.critique.relevance,
-                "support": s.critique.support,
-                "utility": s.critique.utility,
-                "score": s.score,
-                "status": s.critique.status,
-            }
-            for s in result.segments
-        ],
-        stop_reason=result.stop_reason,
-        usage={
-            "llm_calls": usage.llm_calls,
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-            "rounds": usage.rounds,
-            "retrieval_frequency": usage.retrieval_frequency,
-            "steps": usage.steps,
-            "reasks": usage.reasks,
-            "parse_failures": usage.parse_failures,
-        },
-    )
-
-
-# -- critic agreement ----------------------------------------------------------------------------------
-
-
-async def critic_agreement(system: System, example: Example, ctx: Context) -> Outcome:
-    """ISSUP of the engine's critic prompt (`critique_candidate`) on each gold-labelled pair of the example."""
-    if not example.pairs:
-        raise ConfigError(f"dataset {ctx.dataset.name} has no gold-labelled pairs for the critic system")
-    meter = Meter()
-    run = ctx.run(system, example.question, meter)
-    question = example.question if ctx.dataset.task == "qa" else f"Is this claim true? {example.question}"
-    pairs = []
-    for pair in example.pairs:
-        chunk = ctx.chunks[pair.chunk]
-        critique, raw = await judge_pair(run, question, pair.statement, chunk)
-        pairs.append(
-            {
-                "chunk": pair.chunk,
-                "statement": pair.statement,
-                "gold_supported": pair.supported,
-                "gold_label": pair.gold_label,
-                "support": Critique.top(critique.support).value,  # type: ignore[union-attr]
-                "relevance": Critique.top(critique.relevance).value,  # type: ignore[union-attr]
-                "s_sup": round(s_sup(critique.support), 6),  # type: ignore[arg-type]
-                "s_rel": round(s_rel(critique.relevance), 6),  # type: ignore[arg-type]
-                "estimator": critique.estimator,
-                "status": critique.status,
-                "raw_support": raw,
-            }
-        )
-    return Outcome(pairs=pairs, usage=usage_of(meter, rounds=len(pairs), retrieval_frequency=0.0))
 
 
 async def judge_pair(run: Run, question: str, statement: str, chunk: Chunk) -> tuple[Critique, str]:

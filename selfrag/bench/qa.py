@@ -1,0 +1,119 @@
+"""The QA systems (no-retrieval, plain RAG, the Self-RAG engine) and critic agreement, one function each."""
+
+from __future__ import annotations
+
+from ..engine.beam import s_rel, s_sup
+from ..errors import ConfigError
+from ..schema import Critique, Meter
+from .datasets import Example
+from .systems import Context, Outcome, System, cited_chunks, documents_block, judge_pair, usage_of
+
+
+async def qa_direct(system: System, example: Example, ctx: Context) -> Outcome:
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    parsed = await run.ask("answer_direct", logprobs=False, question=example.question)
+    text = parsed.value.answer.strip()  # type: ignore[attr-defined]
+    return Outcome(text, text, stop_reason="final", usage=usage_of(meter, rounds=1, retrieval_frequency=0.0))
+
+
+async def qa_rag(system: System, example: Example, ctx: Context) -> Outcome:
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, system.config.ndocs)]
+    parsed = await run.ask(
+        "rag_answer", logprobs=False, question=example.question, documents=documents_block(run, chunks)
+    )
+    reply = parsed.value
+    text = reply.answer.strip()  # type: ignore[attr-defined]
+    cited = cited_chunks(list(reply.citations), chunks)  # type: ignore[attr-defined]
+    markers = "".join(f"[{chunks.index(c) + 1}]" for c in cited)
+    return Outcome(
+        text,
+        f"{text} {markers}".strip(),
+        citations=[c.key for c in cited],
+        cited_texts=[text] * len(cited),
+        retrieved=[c.key for c in chunks],
+        usage=usage_of(meter, rounds=1, retrieval_frequency=1.0),
+    )
+
+
+async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
+    from ..api import SelfRAG
+
+    rag = SelfRAG(ctx.index, system.config, chat=ctx.chat, critic_chat=ctx.critic_chat, prompts=ctx.prompts, environ={})
+    result = await rag.aanswer(example.question)
+    retrieved: dict[str, None] = {}
+    queries: dict[str, None] = {}
+    for step in result.trace.steps:
+        for beam in step.beams:
+            retrieved.update(dict.fromkeys(beam.chunks))
+            if beam.decision == "yes":
+                queries[beam.query or example.question] = None
+    cited = [s for s in result.segments if s.chunk is not None]
+    usage = result.usage
+    return Outcome(
+        " ".join(s.text for s in result.segments),
+        result.answer,
+        citations=[s.chunk for s in cited],  # type: ignore[misc]
+        cited_texts=[s.text for s in cited],
+        retrieved=list(retrieved),
+        queries=list(queries),
+        confidence=result.confidence,
+        segments=[
+            {
+                "text": s.text,
+                "chunk": s.chunk,
+                "relevance": s.critique.relevance,
+                "support": s.critique.support,
+                "utility": s.critique.utility,
+                "score": s.score,
+                "status": s.critique.status,
+            }
+            for s in result.segments
+        ],
+        stop_reason=result.stop_reason,
+        usage={
+            "llm_calls": usage.llm_calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "rounds": usage.rounds,
+            "retrieval_frequency": usage.retrieval_frequency,
+            "steps": usage.steps,
+            "reasks": usage.reasks,
+            "parse_failures": usage.parse_failures,
+        },
+    )
+
+
+# -- critic agreement ----------------------------------------------------------------------------------
+
+
+async def critic_agreement(system: System, example: Example, ctx: Context) -> Outcome:
+    """ISSUP of the engine's critic prompt (`critique_candidate`) on each gold-labelled pair of the example."""
+    if not example.pairs:
+        raise ConfigError(f"dataset {ctx.dataset.name} has no gold-labelled pairs for the critic system")
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    question = example.question if ctx.dataset.task == "qa" else f"Is this claim true? {example.question}"
+    pairs = []
+    for pair in example.pairs:
+        chunk = ctx.chunks[pair.chunk]
+        critique, raw = await judge_pair(run, question, pair.statement, chunk)
+        pairs.append(
+            {
+                "chunk": pair.chunk,
+                "statement": pair.statement,
+                "gold_supported": pair.supported,
+                "gold_label": pair.gold_label,
+                "support": Critique.top(critique.support).value,  # type: ignore[union-attr]
+                "relevance": Critique.top(critique.relevance).value,  # type: ignore[union-attr]
+                "s_sup": round(s_sup(critique.support), 6),  # type: ignore[arg-type]
+                "s_rel": round(s_rel(critique.relevance), 6),  # type: ignore[arg-type]
+                "estimator": critique.estimator,
+                "status": critique.status,
+                "raw_support": raw,
+            }
+        )
+    return Outcome(pairs=pairs, usage=usage_of(meter, rounds=len(pairs), retrieval_frequency=0.0))
