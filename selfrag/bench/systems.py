@@ -105,7 +105,7 @@ def parse_system(name: str, config: Config) -> System:
             values["critic"] = mod
         elif mod in ("always", "never", "adaptive"):
             values["mode"] = mod
-        elif (weight := re.fullmatch(r"wsup(-?[0-9.]+)", mod)) is not None:
+        elif (weight := re.fullmatch(r"wsup(-?[0-9.]+(?:e[-+]?[0-9]+)?)", mod)) is not None:
             values["w_sup"] = float(weight.group(1))
         else:
             raise ConfigError(f"unknown ablation {mod!r} in {name!r}; use separate, always, never or wsup<weight>")

@@ -323,6 +323,7 @@ def test_every_system_label_names_a_folder_inside_out(tmp_path):
     for label in labels:
         folder = run_folder(out, "hotpotqa_smoke", label, "0123456789abcdef")
         assert folder.parent.parent.parent == out and folder.name == "01234567"
+        assert parse_system(label, config).label == label  # a printed label is accepted back by --system
 
 
 @pytest.mark.parametrize("field", ["out", "run_dir"])
