@@ -62,14 +62,28 @@ def parse_reply(response: ChatResponse, schema: type[T]) -> T:
         raise InvalidReply("the reply was far too long", text[:200])
     if response.finish_reason == "length":
         raise InvalidReply("the reply was cut off by the token limit: answer more briefly", text, larger_budget=True)
+    body = extract_json(text)
     try:
-        return schema.model_validate_json(extract_json(text))
+        return schema.model_validate_json(body)
     except ValidationError as error:
         first = error.errors()[0]
+        if first.get("type") == "json_invalid" and (lenient := _lenient_json(body)) is not None:
+            try:
+                return schema.model_validate(lenient)
+            except ValidationError as second:
+                first = second.errors()[0]
         where = ".".join(str(part) for part in first.get("loc", ())) or "reply"
         raise InvalidReply(f"{where}: {first.get('msg', 'invalid')}", text) from None
-    except json.JSONDecodeError as error:  # pragma: no cover - pydantic wraps these, kept for safety
-        raise InvalidReply(f"not JSON: {error.msg}", text) from None
+
+
+def _lenient_json(body: str) -> object | None:
+    """The reply read with raw control characters allowed inside strings: small models often write a literal
+    newline or tab in an answer, which strict JSON forbids and which costs nothing to accept (text shown later
+    is sanitised anyway). None when it is not JSON even so."""
+    try:
+        return json.loads(body, strict=False)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _reask(request: ChatRequest, failure: InvalidReply) -> ChatRequest:
