@@ -56,7 +56,8 @@ class OpenAIChatModel:
         client: AsyncOpenAI | None = None,
         http_client_factory: Callable[[], httpx2.AsyncClient] | None = None,
     ) -> None:
-        """`client`: use this AsyncOpenAI as it is (the caller owns it). `http_client_factory`: build our own
+        """`client`: use this AsyncOpenAI as it is (the caller owns it; its responses are not observed, so the
+        limit on requests in flight stays at max_concurrency). `http_client_factory`: build our own
         client per event loop over this transport (an ASGI app, a test's mock transport)."""
         self._endpoint = endpoint
         self._own_client = client is None
