@@ -4,6 +4,7 @@
   OSC 52 clipboard writes), carriage-return overwrites, bidi overrides and zero-width characters.
 - `neutralise_document` makes retrieved text unable to close its delimiter block or forge the nonce.
 - `inert_markdown` turns markdown images and HTML tags into plain text so nothing is fetched when rendered.
+- `redact_secrets` hides what looks like a key in a message that quotes user input (a usage error).
 - `looks_like_injection` names the prompt-injection markers in a retrieved text, for the trace's `suspicious`
   flag. It is a report, not a defence: a flagged chunk is scored like any other, and the boundary stays the
   per-call delimiters, one critique per chunk and the caps (reliability notes §8). It misses paraphrased
@@ -89,3 +90,20 @@ def looks_like_injection(text: str) -> tuple[str, ...]:
     """The injection markers found in `text`, in a fixed order; () when it looks like plain data."""
     text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     return tuple(reason for reason, pattern in _INJECTION_MARKERS if pattern.search(text))
+
+
+_SECRET_FLAG = re.compile(r"['\"]?-[-\w]*(key|token|secret|password|passwd|auth)[-\w]*['\"]?", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"\b(sk|pk|rk|gsk|hf|xai|ghp|gho|glpat|key)[-_][\w-]{6,}|\bAIza[\w-]{20,}|\beyJ[\w.-]{20,}")
+
+
+def redact_secrets(message: str) -> str:
+    """`message` with each word shaped like a key (sk-..., hf_..., a JWT), and the word after a key-like flag
+    (`--api-key X`, `--token=X`), replaced by ***. For messages that quote the command line back."""
+    words = message.split(" ")
+    for n, word in enumerate(words):
+        flag, equals, _ = word.partition("=")
+        if (n and _SECRET_FLAG.fullmatch(words[n - 1].partition("=")[0])) or _SECRET_VALUE.search(word):
+            words[n] = "***"
+        elif equals and _SECRET_FLAG.fullmatch(flag):
+            words[n] = f"{flag}=***"
+    return " ".join(words)

@@ -218,3 +218,28 @@ def test_a_nul_byte_in_a_path_is_a_one_line_usage_error(argv, flag, index_dir, t
     assert err.startswith(f"selfrag: error: {flag} holds a NUL byte") and len(err.strip().splitlines()) == 1
     assert "internal error" not in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing was created
+
+
+CANARY = "sk-canary-4f9d2c71e0"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ask", "q?", "--index", "x", "--api-key", CANARY],  # keys are never flags
+        ["ask", "q?", "--index", "x", f"--api-key={CANARY}"],
+        ["ask", "q?", "--index", "x", "--openai-token", "hunter2-not-a-key-shape"],
+        ["ask", "q?", "--index", "x", CANARY],  # a stray positional shaped like a key
+        ["bench", "run", "--dataset", "halueval", "--system", CANARY],  # an invalid value quoted in the error
+    ],
+)
+def test_a_key_on_the_command_line_is_refused_without_being_echoed(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    err = capsys.readouterr().err
+    assert code == 2 and "***" in err
+    assert CANARY not in err and "hunter2" not in err
+    if argv[0] == "ask":  # argparse's own error also says where a key goes instead
+        assert "SELFRAG_API_KEY" in err.splitlines()[-1]

@@ -12,18 +12,32 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import InputError, SelfRagError
-from ..text import clean_for_terminal
+from ..text import clean_for_terminal, redact_secrets
 from . import ask, bench, chat, config_cmd, doctor, index, judge, search
 from .common import refuse_nul_bytes
 
 COMMANDS = (index, ask, search, chat, doctor, config_cmd, bench, judge)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="selfrag", description="Self-RAG answers with citations from your documents.")
+class Parser(argparse.ArgumentParser):
+    """argparse that never echoes a secret: a usage error quotes the offending arguments, and someone who
+    typed `--api-key sk-...` (keys are never flags) must not find the key in their terminal's scrollback or a CI
+    log."""
+
+    def error(self, message: str) -> NoReturn:
+        redacted = redact_secrets(message)
+        hint = (
+            " (keys are never flags: set SELFRAG_API_KEY, or OPENAI_API_KEY for OpenAI)" if redacted != message else ""
+        )
+        super().error(redacted + hint)
+
+
+def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
+    parser = Parser(prog=prog, description="Self-RAG answers with citations from your documents.")
     parser.add_argument("--version", action="version", version=f"selfrag {__version__}")
     parser.add_argument("--debug", action="store_true", help="print tracebacks of failures")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -32,22 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
+    """The one door of every command (`prog` names the program in messages: benchmarks/run.py uses it too)."""
+    args = build_parser(prog).parse_args(argv)
     try:
         refuse_nul_bytes(args)
     except InputError as error:
-        print(f"selfrag: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {redact_secrets(str(error))}", file=sys.stderr)
         return 2
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
-        print("selfrag: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except SelfRagError as error:
         if args.debug:
             traceback.print_exc()
-        print(f"selfrag: error: {clean_for_terminal(str(error))}", file=sys.stderr)
+        print(f"{prog}: error: {redact_secrets(clean_for_terminal(str(error)))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 1
@@ -55,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(
-            f"selfrag: internal error: {type(error).__name__}: {clean_for_terminal(str(error))} "
+            f"{prog}: internal error: {type(error).__name__}: {redact_secrets(clean_for_terminal(str(error)))} "
             "(run with --debug for details)",
             file=sys.stderr,
         )

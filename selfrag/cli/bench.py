@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..text import redact_secrets
 from .common import add_engine_options, engine_flags
 
 DATASETS = ("hotpotqa_smoke", "halueval", "scifact", "climate_fever")
@@ -118,7 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         report = run_benchmark(options_from(args, args.dataset, args.system))
     except (ConfigError, InputError) as error:
-        print(f"selfrag bench: error: {error}", file=sys.stderr)
+        print(f"selfrag bench: error: {redact_secrets(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     print(report.table)
     print(f"run folder: {report.run_dir} ({report.status})", file=sys.stderr)
