@@ -180,14 +180,31 @@ async def test_retry_after_beyond_two_minutes_is_fatal_after_one_request(headers
         {"content": b"<html><body>Bad gateway</body></html>", "headers": {"content-type": "text/html"}},
         {"json": {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}},
         {"json": {"error": {"message": "overloaded"}}},
+        {"content": b'{"id": "x", "object": "chat.completion", "choi', "headers": {"content-type": "application/json"}},
     ],
 )
 async def test_200_that_is_not_a_completion_becomes_a_clean_error(body):
     router = respx.MockRouter(base_url=BASE)
     route = router.post("/chat/completions")
     route.side_effect = [respx.MockResponse(200, json=completion(GOOD)), respx.MockResponse(200, **body)]
-    with pytest.raises(LLMError):
-        await ask(model(router), REQUEST, Meter())
+    with pytest.raises(LLMError) as caught:
+        await ask(model(router, max_retries=2), REQUEST, meter := Meter())
+    assert type(caught.value) is LLMError  # a typed error of ours, not an AttributeError or a re-ask loop
+    assert len(route.calls) == 2 and meter.llm_calls == 2 and meter.reasks == 0  # the probe and one call
+
+
+async def test_a_run_of_200_error_pages_opens_the_breaker():
+    router = respx.MockRouter(base_url=BASE)
+    page = respx.MockResponse(200, content=b"<html>Bad gateway</html>", headers={"content-type": "text/html"})
+    route = router.post("/chat/completions")
+    route.side_effect = [respx.MockResponse(200, json=completion(GOOD))] + [page] * 10
+    chat = model(router, settings=EndpointConfig(model="m", breaker_threshold=3))
+    for _ in range(3):
+        with pytest.raises(LLMError, match="not JSON"):
+            await chat.chat(REQUEST, Meter())
+    with pytest.raises(LLMError, match="failed 3 times in a row"):
+        await chat.chat(REQUEST, Meter())
+    assert len(route.calls) == 1 + 3  # the fourth call was refused without being sent
 
 
 async def test_usage_and_cached_tokens_are_accounted():

@@ -237,14 +237,22 @@ class OpenAIChatModel:
             finally:
                 if trial:
                     self.breaker.end_trial()
-        self.breaker.success()
         meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
         try:
             data = raw.json()
         except ValueError:
             meter.failed_calls += 1
+            self.breaker.failure()  # a proxy's error page with status 200 is an endpoint failure too
             raise LLMError("the endpoint answered 200 with a body that is not JSON (an error page?)") from None
-        response = read_completion(data, meter)
+        try:
+            response = read_completion(data, meter)
+        except RefusalError:
+            self.breaker.success()  # the endpoint works; the model declined
+            raise
+        except LLMError:
+            self.breaker.failure()
+            raise
+        self.breaker.success()
         self._check_not_truncated(request, response)
         return response
 
