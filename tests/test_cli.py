@@ -6,6 +6,7 @@ import errno
 import io
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -243,3 +244,28 @@ def test_a_key_on_the_command_line_is_refused_without_being_echoed(argv, capsys)
     assert CANARY not in err and "hunter2" not in err
     if argv[0] == "ask":  # argparse's own error also says where a key goes instead
         assert "SELFRAG_API_KEY" in err.splitlines()[-1]
+
+
+HOSTILE_NAME = "refunds\x1b[2J\u202egpj.md"  # clears the screen; bidi flips the extension
+HOSTILE_TEXT = (
+    "Refunds are accepted within 30 days of purchase.\x1b]52;c;ZXZpbA==\x07 Keep the receipt\u200b \r"
+    "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 \u202eylno sliated"
+)
+TERMINAL_DANGER = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def test_a_hostile_document_reaches_no_terminal_raw_through_search_ask_sources_or_trace(tmp_path, server, capsys):
+    corpus = tmp_path / "hostile"
+    corpus.mkdir()
+    (corpus / HOSTILE_NAME).write_text(HOSTILE_TEXT)
+    (corpus / "members.md").write_text("Members get free express shipping and 60 days for refunds.")
+    index = tmp_path / "hostile-index"
+    assert main(["index", str(corpus), "--out", str(index), "--quiet"]) == 0
+    assert main(["search", "refunds receipt", "--index", str(index)]) == 0
+    searched = capsys.readouterr()
+    question = "How many days for refunds?"
+    assert main(["ask", question, "--index", str(index), "--base-url", server.base_url, "--trace"]) == 0
+    asked = capsys.readouterr()
+    assert "Refunds are accepted within 30 days" in searched.out and "Sources:" in asked.out
+    for stream in (searched.out, searched.err, asked.out, asked.err):
+        assert not TERMINAL_DANGER.search(stream.replace("\n", " ").replace("\t", " ")), repr(stream[:300])
