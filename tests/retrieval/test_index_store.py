@@ -331,3 +331,35 @@ def test_concurrent_save_is_refused_while_locked(saved: Path, pet_index: Index) 
     finally:
         os.close(fd)
     assert len(Index.load(saved)) == 6
+
+
+def test_selfrag_index_is_refused_while_another_process_writes_the_same_index(
+    saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+
+    from selfrag.cli import main
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(saved / "LOCK")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        corpus = tmp_path / "docs"
+        corpus.mkdir()
+        (corpus / "a.md").write_text("A second writer must wait its turn.")
+        assert main(["index", str(corpus), "--out", str(saved), "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert "another process is writing" in err and err.count("\n") == 1
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert len(Index.load(saved)) == 6  # the index the other process guards is untouched
+
+
+HOLD_LOCK = """
+import fcntl, sys, time
+lock = open(sys.argv[1], "a")
+fcntl.flock(lock, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(60)
+"""
