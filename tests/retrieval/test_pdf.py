@@ -41,3 +41,26 @@ def test_pdf_text_is_indexed_and_broken_pdfs_are_skipped(tmp_path):
     corpus = read_folder(tmp_path)
     assert [(d.doc_id, d.text) for d in corpus.documents] == [("policy.pdf", "Refunds are accepted within 30 days.")]
     assert [(s.path, s.reason.split(" (")[0]) for s in corpus.skipped] == [("broken.pdf", "unreadable PDF")]
+
+
+def test_encrypted_and_oversized_pdfs_are_skipped_with_their_reason(tmp_path):
+    from pypdf import PdfReader, PdfWriter
+
+    from selfrag.formats import MAX_PDF_PAGES
+
+    locked = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf("Secret fee schedule."))))
+    locked.encrypt(user_password="pw", owner_password="owner")
+    locked.write(tmp_path / "locked.pdf")
+    huge = PdfWriter()
+    for _ in range(MAX_PDF_PAGES + 1):  # blank pages: a small file that declares one page over the cap
+        huge.add_blank_page(width=72, height=72)
+    huge.write(tmp_path / "huge.pdf")
+    at_cap = PdfWriter()
+    for _ in range(MAX_PDF_PAGES):
+        at_cap.add_blank_page(width=72, height=72)
+    at_cap.write(tmp_path / "at-cap.pdf")
+    corpus = read_folder(tmp_path)
+    reasons = {s.path: s.reason for s in corpus.skipped}
+    assert reasons["locked.pdf"].startswith("encrypted PDF")
+    assert reasons["huge.pdf"].startswith(f"PDF has more than {MAX_PDF_PAGES} pages")
+    assert "at-cap.pdf" not in reasons  # at the cap it is read (blank pages: no text, so no document either)
