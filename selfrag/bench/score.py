@@ -232,6 +232,14 @@ def _fmt(metric: dict[str, Any] | None, *, percent: bool) -> str:
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def _cell(summary: dict[str, Any], column: str) -> str:
+    """One table cell. A run served mostly from the request cache gets no seconds per question: its wall time
+    is replay time, and the calls' recorded latencies overlap (they queued together), so neither is a cost."""
+    if column == "wall_time" and summary.get("cache_hits", 0) > summary.get("requests_sent", 0):
+        return "cached"
+    return _fmt(summary["metrics"].get(column), percent=column not in COST_METRICS)
+
+
 EVIDENCE_AND_COST = (
     "coverage",
     "evidence_mass",
@@ -279,7 +287,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             out.append("|---" * (len(columns) + 4) + "|")
             for r in answer_rows:
                 s = r["summary"]
-                cells = [_fmt(s["metrics"].get(c), percent=c not in COST_METRICS) for c in columns]
+                cells = [_cell(s, c) for c in columns]
                 ece = s["calibration"].get("critique", {}).get("ece")
                 out.append(
                     f"| {r['label']} | {s['n']} | {s['failed']} | "
