@@ -5,7 +5,7 @@ included. A 429 cuts the limit by a fifth, once per rate-limit episode: the next
 what the server's Retry-After asks, whichever is longer, so one burst of 429s across a fan-out of 30 calls
 costs one cut, not thirty. Each successful response grows the limit by 1/limit (about one slot per clean round),
 back up to the cap. 5xx and network errors neither cut nor grow it: fewer connections do not fix an outage,
-and the circuit breaker owns that case. Every change is kept in `changes` (time, new limit, cause).
+and the circuit breaker owns that case. The last 256 changes are kept in `changes` (time, new limit, cause).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class AdaptiveLimit:
     cap: int
     limit: float = 0.0
     next_cut_at: float = -math.inf
-    changes: list[tuple[float, int, str]] = field(default_factory=list)
+    changes: collections.deque[tuple[float, int, str]] = field(default_factory=lambda: collections.deque(maxlen=256))
 
     def __post_init__(self) -> None:
         self.limit = float(self.cap)
