@@ -150,8 +150,9 @@ def score_command(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
     else:
         print(markdown_table(rows))
-        print("### Confidence and calibration\n")
-        print(calibration_table(rows))
+        if any("critic" not in row["summary"] for row in rows):  # critic-agreement runs carry no confidence
+            print("### Confidence and calibration\n")
+            print(calibration_table(rows))
     if args.check:
         for folder, row in zip(args.run_dirs, rows, strict=True):
             stored = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))["summary"]
