@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from bench.fixtures import write_hotpot
 
 from selfrag.cli import main
 from selfrag.fake_server import FakeOpenAIServer
@@ -231,7 +232,7 @@ CANARY = "sk-canary-4f9d2c71e0"
         ["ask", "q?", "--index", "x", f"--api-key={CANARY}"],
         ["ask", "q?", "--index", "x", "--openai-token", "hunter2-not-a-key-shape"],
         ["ask", "q?", "--index", "x", CANARY],  # a stray positional shaped like a key
-        ["bench", "run", "--dataset", "halueval", "--system", CANARY],  # an invalid value quoted in the error
+        ["ask", "q?", "--index", "x", "--mode", CANARY],  # an invalid choice is quoted in the error
     ],
 )
 def test_a_key_on_the_command_line_is_refused_without_being_echoed(argv, capsys):
@@ -242,8 +243,14 @@ def test_a_key_on_the_command_line_is_refused_without_being_echoed(argv, capsys)
     err = capsys.readouterr().err
     assert code == 2 and "***" in err
     assert CANARY not in err and "hunter2" not in err
-    if argv[0] == "ask":  # argparse's own error also says where a key goes instead
-        assert "SELFRAG_API_KEY" in err.splitlines()[-1]
+    assert "SELFRAG_API_KEY" in err.splitlines()[-1]  # and says where a key goes instead
+
+
+def test_an_error_that_quotes_a_value_hides_a_key(tmp_path, capsys):
+    data = write_hotpot(tmp_path / "data")
+    code = main(["bench", "run", "--dataset", "hotpotqa_smoke", "--data", str(data), "--system", CANARY])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown system ***" in err and CANARY not in err
 
 
 HOSTILE_NAME = "refunds\x1b[2J\u202egpj.md"  # clears the screen; bidi flips the extension
