@@ -93,7 +93,7 @@ def looks_like_injection(text: str) -> tuple[str, ...]:
 
 
 _SECRET_FLAG = re.compile(r"['\"]?-[-\w]*(key|token|secret|password|passwd|auth)[-\w]*['\"]?", re.IGNORECASE)
-_SECRET_VALUE = re.compile(r"\b(sk|pk|rk|gsk|hf|xai|ghp|gho|glpat|key)[-_][\w-]{6,}|\bAIza[\w-]{20,}|\beyJ[\w.-]{20,}")
+_SECRET_VALUE = re.compile(r"\b(sk|pk|rk|gsk|hf|xai|ghp|gho|glpat)[-_][\w-]{6,}|\bAIza[\w-]{20,}|\beyJ[\w.-]{20,}")
 
 
 def redact_secrets(message: str) -> str:

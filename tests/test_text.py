@@ -56,7 +56,10 @@ def test_a_document_can_never_close_its_block_or_hold_the_nonce(text, nonce):
         ("unrecognized arguments: --api-key sk-abc123xyz", "unrecognized arguments: --api-key ***"),
         ("unrecognized arguments: --token=plainvalue", "unrecognized arguments: --token=***"),
         ("invalid choice: 'hf_abcdefghijk' (choose from 'a')", "invalid choice: *** (choose from 'a')"),
-        ("unrecognized arguments: --bogus ./my-key-notes.txt", "unrecognized arguments: --bogus ./my-key-notes.txt"),
+        (
+            "unrecognized arguments: --bogus ./key-figures-2024.txt",
+            "unrecognized arguments: --bogus ./key-figures-2024.txt",
+        ),
     ],
 )
 def test_redact_secrets_hides_key_shaped_words_and_values_of_key_flags_only(message, expected):
