@@ -30,7 +30,7 @@ from ..llm.logprobs import label_distribution
 from ..llm.structured import Parsed
 from ..schema import Chunk, Critique, Meter
 from .datasets import CLAIM_LABELS, Example
-from .systems import LABELS, Context, Outcome, System, cited_chunks, documents_block, judge_pair, usage_of
+from .systems import LABELS, Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
 VERDICT_SENTENCE = {
     "supports": "{claim}",
@@ -54,14 +54,10 @@ async def direct(system: System, example: Example, ctx: Context, meter: Meter | 
 
 
 async def rag(system: System, example: Example, ctx: Context) -> Outcome:
-    meter = Meter()
-    run = ctx.run(system, example.question, meter)
-    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, system.config.ndocs)]
-    parsed = await run.ask(
-        "rag_verify_claim", logprobs=False, claim=example.question, documents=documents_block(run, chunks)
+    reply, chunks, cited, usage = await ask_over_top_chunks(
+        system, example, ctx, "rag_verify_claim", claim=example.question
     )
-    label = LABELS[parsed.value.label]  # type: ignore[attr-defined]
-    cited = cited_chunks(list(parsed.value.citations), chunks)  # type: ignore[attr-defined]
+    label = LABELS[reply.label]
     return Outcome(
         label,
         label,
@@ -69,7 +65,7 @@ async def rag(system: System, example: Example, ctx: Context) -> Outcome:
         citations=[c.key for c in cited],
         cited_texts=[example.question] * len(cited),
         retrieved=[c.key for c in chunks],
-        usage=usage_of(meter, rounds=1, retrieval_frequency=1.0),
+        usage=usage,
     )
 
 

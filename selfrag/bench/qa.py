@@ -6,7 +6,7 @@ from ..engine.beam import s_rel, s_sup
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .datasets import Example
-from .systems import Context, Outcome, System, cited_chunks, documents_block, judge_pair, usage_of
+from .systems import Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
 
 async def qa_direct(system: System, example: Example, ctx: Context) -> Outcome:
@@ -18,15 +18,10 @@ async def qa_direct(system: System, example: Example, ctx: Context) -> Outcome:
 
 
 async def qa_rag(system: System, example: Example, ctx: Context) -> Outcome:
-    meter = Meter()
-    run = ctx.run(system, example.question, meter)
-    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, system.config.ndocs)]
-    parsed = await run.ask(
-        "rag_answer", logprobs=False, question=example.question, documents=documents_block(run, chunks)
+    reply, chunks, cited, usage = await ask_over_top_chunks(
+        system, example, ctx, "rag_answer", question=example.question
     )
-    reply = parsed.value
-    text = reply.answer.strip()  # type: ignore[attr-defined]
-    cited = cited_chunks(list(reply.citations), chunks)  # type: ignore[attr-defined]
+    text = reply.answer.strip()
     markers = "".join(f"[{chunks.index(c) + 1}]" for c in cited)
     return Outcome(
         text,
@@ -34,7 +29,7 @@ async def qa_rag(system: System, example: Example, ctx: Context) -> Outcome:
         citations=[c.key for c in cited],
         cited_texts=[text] * len(cited),
         retrieved=[c.key for c in chunks],
-        usage=usage_of(meter, rounds=1, retrieval_frequency=1.0),
+        usage=usage,
     )
 
 

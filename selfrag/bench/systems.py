@@ -34,7 +34,7 @@ from ..llm.base import ChatModel
 from ..prompts import PromptBook, load_prompt
 from ..replies import CritiqueReply
 from ..schema import Chunk, Critique, Meter
-from .datasets import Dataset
+from .datasets import Dataset, Example
 
 BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
 KINDS = ("no-retrieval", "rag", "selfrag", "critic")
@@ -183,6 +183,19 @@ def cited_chunks(numbers: list[int], chunks: list[Chunk]) -> list[Chunk]:
         if isinstance(n, int) and 1 <= n <= len(chunks) and n not in seen:
             seen[n] = chunks[n - 1]
     return list(seen.values())
+
+
+async def ask_over_top_chunks(
+    system: System, example: Example, ctx: Context, prompt: str, **values: str
+) -> tuple[Any, list[Chunk], list[Chunk], dict[str, Any]]:
+    """Plain RAG's one call: the top-ndocs chunks in numbered blocks, one reply. Returns the reply, the chunks,
+    the chunks the reply cites (valid numbers, first mention) and the usage."""
+    meter = Meter()
+    run = ctx.run(system, example.question, meter)
+    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, system.config.ndocs)]
+    parsed = await run.ask(prompt, logprobs=False, documents=documents_block(run, chunks), **values)
+    cited = cited_chunks(list(parsed.value.citations), chunks)  # type: ignore[attr-defined]
+    return parsed.value, chunks, cited, usage_of(meter, rounds=1, retrieval_frequency=1.0)
 
 
 async def judge_pair(run: Run, question: str, statement: str, chunk: Chunk) -> tuple[Critique, str]:
