@@ -1,6 +1,6 @@
 """How the command line behaves when the endpoint misbehaves.
 
-For each fault mode of the loopback fake server (selfrag.fake_server.FAULTS), runs
+For each fault mode of the loopback fake server (selfrag.testing.fake_server.FAULTS), runs
 `selfrag ask --json` in a subprocess against it and prints: exit code, whether an answer came back,
 HTTP requests the server saw, the engine's own count, wall time, and the first line of stderr.
 
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from selfrag.cli import main as selfrag_main
-from selfrag.fake_server import FAULTS, FakeOpenAIServer
+from selfrag.testing.fake_server import FAULTS, FakeOpenAIServer
 
 DOCS = {
     "refunds.md": "Refunds are accepted within 30 days of purchase. A receipt is required.",

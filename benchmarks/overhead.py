@@ -1,6 +1,6 @@
 """How much wall time does the engine add on top of the model's latency?
 
-Starts a loopback OpenAI-compatible server (selfrag.fake_server, in its own process, as a real endpoint would
+Starts a loopback OpenAI-compatible server (selfrag.testing.fake_server, in its own process, as a real endpoint would
 be) that waits a fixed latency L before every reply, answers a few questions with the real engine and the real
 AsyncOpenAI client over HTTP, and prints per question: wall time, LLM calls, sequential rounds (counted by the
 engine and observed by the server), peak requests in flight, and ratio = wall / (rounds x L). A ratio near 1
@@ -20,7 +20,7 @@ import sys
 import time
 
 from selfrag import Chunk, Config, EndpointConfig, SelfRAG
-from selfrag.index import Index
+from selfrag.retrieval.index import Index
 
 TOPICS = ["refund", "shipping", "warranty", "battery", "screen", "keyboard", "invoice", "account", "login", "delivery"]
 
@@ -35,10 +35,10 @@ def corpus(n_docs: int = 60) -> list[Chunk]:
 
 
 class ServerProcess:
-    """`python -m selfrag.fake_server` in a subprocess; `spans()` asks it for every request's (start, end)."""
+    """`python -m selfrag.testing.fake_server` in a subprocess; `spans()` asks it for every request's (start, end)."""
 
     def __init__(self, latency: float, final_after: int) -> None:
-        argv = [sys.executable, "-m", "selfrag.fake_server", "--latency", str(latency),
+        argv = [sys.executable, "-m", "selfrag.testing.fake_server", "--latency", str(latency),
                 "--final-after", str(final_after)]  # fmt: skip
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdin and self.process.stdout

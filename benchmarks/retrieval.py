@@ -18,7 +18,7 @@ and "passage:" prefixes) can serve passages and queries from two servers. `--den
 mode on a seeded subset (all judged documents plus random others, N in all) when the local model is too slow
 for the whole corpus; such figures are comparable with each other, not with published ones. Dense q/s count
 search and fusion with the query vectors already embedded; the embedding time is reported on its own.
-The fake server's hashed embeddings (`selfrag.fake_server`) measure plumbing only, never quality.
+The fake server's hashed embeddings (`selfrag.testing.fake_server`) measure plumbing only, never quality.
 
 The data is read in place, never copied. Timings are wall-clock on the current machine; other processes
 running at the same time lower them.
@@ -47,13 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # irmetrics sits next 
 
 import irmetrics  # noqa: E402
 
-from selfrag.chunking import ChunkingSettings, chunk_documents  # noqa: E402
 from selfrag.config import EndpointConfig, is_loopback, resolve_endpoint  # noqa: E402
-from selfrag.corpus import load_beir_corpus  # noqa: E402
-from selfrag.dense import DenseSource, embed_chunks  # noqa: E402
-from selfrag.embeddings import OpenAIEmbedder  # noqa: E402
-from selfrag.index import Index, IndexSettings  # noqa: E402
-from selfrag.retrieval import RetrievalSettings, Retriever  # noqa: E402
+from selfrag.retrieval.chunking import ChunkingSettings, chunk_documents  # noqa: E402
+from selfrag.retrieval.corpus import load_beir_corpus  # noqa: E402
+from selfrag.retrieval.dense import DenseSource, embed_chunks  # noqa: E402
+from selfrag.retrieval.embeddings import OpenAIEmbedder  # noqa: E402
+from selfrag.retrieval.index import Index, IndexSettings  # noqa: E402
+from selfrag.retrieval.strategies import RetrievalSettings, Retriever  # noqa: E402
 from selfrag.schema import Chunk, Hit, Meter  # noqa: E402
 
 DEFAULT_DATA = (

@@ -24,7 +24,7 @@ from .result import DoneEvent, Event, Result
 from .schema import Meter
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
+    from .retrieval.embeddings import Embedder
 
 MAX_QUESTION_CHARS = 8_000
 
@@ -60,9 +60,9 @@ class SelfRAG:
         """An engine over a saved index, searched with the config's retrieval strategy. When the index holds
         dense vectors (and `dense` is not off), queries are embedded on the config's endpoint, or by
         `embedder`, and the cosine ranking is fused with BM25."""
-        from .dense import open_dense
-        from .index import Index  # bm25s is imported only when an index is actually opened
-        from .retrieval import RetrievalSettings, Retriever
+        from .retrieval.dense import open_dense
+        from .retrieval.index import Index  # bm25s is imported only when an index is actually opened
+        from .retrieval.strategies import RetrievalSettings, Retriever
 
         config = config or Config()
         settings = RetrievalSettings(
@@ -173,11 +173,11 @@ def check_conversation(conversation: str) -> str:
 
 def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:
     """The configured endpoint; with nothing configured at all (no base URL, no key), the embedded local model."""
-    from .diagnose import nothing_configured
+    from .cli.diagnose import nothing_configured
 
     resolved = resolve_endpoint(endpoint, environ)
     if nothing_configured(resolved):
-        from .local import embedded_chat  # imports llama_cpp only when it is used
+        from .llm.local import embedded_chat  # imports llama_cpp only when it is used
 
         return embedded_chat(endpoint, environ)
     return OpenAIChatModel(resolved)

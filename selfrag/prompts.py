@@ -1,7 +1,7 @@
 """Prompt files: one TOML file per prompt in `prompts/`, with declared inputs and a reply model.
 
 Each file holds `name` (= file stem), `version`, `description`, `inputs` (the $variables it uses, no more, no
-less), `response_model` (a class in `selfrag.replies`), `system` and `user`. Rendering uses `string.Template`
+less), `response_model` (a class in `selfrag.engine.replies`), `system` and `user`. Rendering uses `string.Template`
 with `substitute`, so a missing value is an error, never an empty string; a literal dollar sign is `$$`.
 
 The folder is found in the installed wheel (`selfrag/prompts`, force-included at build time) or, for an
@@ -18,9 +18,9 @@ from string import Template
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .engine.replies import REPLY_MODELS
 from .errors import ConfigError
 from .llm.base import Message
-from .replies import REPLY_MODELS
 
 
 class PromptSpec(BaseModel):

@@ -14,7 +14,7 @@ import pytest
 from bench.fixtures import write_hotpot
 
 from selfrag.cli import main
-from selfrag.fake_server import FakeOpenAIServer
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

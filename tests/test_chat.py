@@ -8,7 +8,7 @@ import time
 
 import pexpect
 
-from selfrag.fake_server import FakeOpenAIServer
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 PROMPT = ">>>"  # prompt_toolkit draws the trailing space with a cursor move
 

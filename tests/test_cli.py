@@ -15,7 +15,7 @@ import pytest
 from bench.fixtures import write_hotpot
 
 from selfrag.cli import main
-from selfrag.fake_server import FakeOpenAIServer
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 
 @pytest.fixture
@@ -174,7 +174,7 @@ def full_disk_at(name, real):
 def test_index_on_a_full_disk_exits_1_with_one_line_and_the_old_index_still_loads(
     index_dir, tmp_path, capsys, monkeypatch, name
 ):
-    from selfrag.index import Index
+    from selfrag.retrieval.index import Index
 
     (tmp_path / "corpus" / "gifts.md").write_text("Gift cards never expire and can be topped up online.")
     before = sorted(p.name for p in index_dir.iterdir())

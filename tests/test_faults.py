@@ -17,7 +17,7 @@ from selfrag.api import SelfRAG
 from selfrag.cli import main
 from selfrag.config import Config, EndpointConfig
 from selfrag.errors import BudgetError
-from selfrag.fake_server import FakeOpenAIServer
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 QUESTION = "How many days for refunds?"
 EPSILON = 0.5  # seconds past the deadline allowed for cancelling the calls and closing their connections

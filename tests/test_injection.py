@@ -12,8 +12,8 @@ from helpers import by_document, document_of, fused
 from selfrag import Chunk
 from selfrag.cli import main
 from selfrag.cli.common import render_segment
-from selfrag.fake_server import FakeOpenAIServer
 from selfrag.result import SegmentEvent
+from selfrag.testing.fake_server import FakeOpenAIServer
 from selfrag.text import looks_like_injection
 
 ATTACK = Chunk(

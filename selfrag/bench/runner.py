@@ -102,7 +102,7 @@ def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | Non
         resolved = resolve_endpoint(endpoint, environ)
         url = redact_url(resolved.base_url or "openai").rstrip("/")
         return OpenAIChatModel(resolved), f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
-    from ..local import embedded_chat, served
+    from ..llm.local import embedded_chat, served
 
     chat = embedded_chat(endpoint, environ, n_threads=threads)
     serving = served()
@@ -187,6 +187,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
         },
         "system": system.describe(),
         "endpoint": endpoint_id,
+        # the text is part of the run hash: it keeps the old module name so existing runs still match
         "retriever": "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",
     }
     return {**body, "hash": digest(body)}
@@ -243,7 +244,7 @@ async def _run(
     if report.repaired:
         print(f"note: repaired a torn last line in {samples} ({report.torn_bytes} bytes dropped)", file=stream)
     todo = [e for e in dataset.examples if not _settled(done.get(e.id), options.retry_failed)]
-    from ..index import Index
+    from ..retrieval.index import Index
 
     index = Index.build(dataset.corpus)
     cache = RequestCache(options.cache_path) if options.cache_path else None

@@ -28,11 +28,11 @@ from typing import Any
 from ..config import Config
 from ..engine.context import Deps, Run
 from ..engine.critic import check_quote, critique_from, defaulted_critique
+from ..engine.replies import CritiqueReply
 from ..errors import ConfigError, FatalLLMError, LLMError
 from ..labels import CriticMode, Mode
 from ..llm.base import ChatModel
 from ..prompts import PromptBook, load_prompt
-from ..replies import CritiqueReply
 from ..schema import Chunk, Critique, Meter
 from .datasets import Dataset, Example
 
@@ -139,7 +139,7 @@ class Context:
     """What every system shares for one question."""
 
     dataset: Dataset
-    index: Any  # selfrag.index.Index (or any retriever with find_relevant_chunks)
+    index: Any  # selfrag.retrieval.index.Index (or any retriever with find_relevant_chunks)
     chunks: dict[str, Chunk]
     prompts: PromptBook
     chat: ChatModel  # a per-question view of the (cached) endpoint

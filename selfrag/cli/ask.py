@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     rag = SelfRAG.from_index(args.index, config)
     result = asyncio.run(_ask(rag, question, args))
     if args.trace_html:
-        from ..trace_html import write_trace_html
+        from .trace_html import write_trace_html
 
         written = write_trace_html(result, args.trace_html)
         print(f"selfrag: wrote the search tree to {written}", file=sys.stderr)

@@ -83,7 +83,7 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
 
     from ..bench.runner import RunOptions
     from ..bench.systems import BENCH_DEFAULTS
-    from ..local import cache_dir
+    from ..llm.local import cache_dir
     from ..settings import load_config
 
     flags = engine_flags(args)

@@ -116,7 +116,7 @@ class Session:
         if not path or self.last is None:
             print("usage: /save FILE (after an answer)", file=sys.stderr)
             return
-        from ..trace_html import write_trace_html
+        from .trace_html import write_trace_html
 
         write_trace_html(self.last, Path(path))
         print(f"saved the search of the last answer to {path}", file=sys.stderr)

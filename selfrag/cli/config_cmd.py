@@ -31,8 +31,8 @@ def register(commands: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from ..diagnose import config_location, key_report, public_settings
     from ..settings import load_config
+    from .diagnose import config_location, key_report, public_settings
 
     config = load_config(config_file=args.config)
     settings = public_settings(config)
@@ -57,7 +57,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_path(args: argparse.Namespace) -> int:
-    from ..diagnose import config_location
+    from .diagnose import config_location
 
     location = config_location(args.config, os.environ)
     print(clean_for_terminal(str(location.path)))

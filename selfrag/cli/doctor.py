@@ -35,9 +35,9 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import default_chat
-    from ..diagnose import Check, check_config, check_endpoint, check_index
     from ..errors import ConfigError
     from ..settings import load_config
+    from .diagnose import Check, check_config, check_endpoint, check_index
 
     checks = [check_index(Path(args.index))] if args.index else []
     try:

@@ -46,9 +46,9 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..chunking import ChunkingSettings
-    from ..index import IndexSettings
-    from ..ingest import index_paths
+    from ..retrieval.chunking import ChunkingSettings
+    from ..retrieval.index import IndexSettings
+    from ..retrieval.ingest import index_paths
 
     given = {"mode": args.splitter, "max_tokens": args.chunk_size, "overlap": args.chunk_overlap}
     chunking = ChunkingSettings(**{name: value for name, value in given.items() if value is not None})
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
 def _embedding_hook(args: argparse.Namespace, progress: Any) -> tuple[Any, list[Any]]:
     """The index_paths hook that embeds the chunks on the configured endpoint (flags > environment > file)."""
     from ..config import resolve_endpoint
-    from ..dense import embed_hook
-    from ..embeddings import OpenAIEmbedder
+    from ..retrieval.dense import embed_hook
+    from ..retrieval.embeddings import OpenAIEmbedder
     from ..settings import load_config
 
     names = ("base_url", "embedding_model", "max_concurrency", "timeout", "send_openai_key")

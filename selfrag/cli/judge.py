@@ -60,7 +60,7 @@ def _endpoint_options(parser: argparse.ArgumentParser) -> None:
 def _chat(args: argparse.Namespace) -> Any:
     from ..bench.cache import CachedChatModel, RequestCache
     from ..bench.runner import open_endpoint
-    from ..local import cache_dir
+    from ..llm.local import cache_dir
     from ..settings import load_config
 
     config = load_config(engine_flags(args), config_file=args.config)
@@ -71,7 +71,7 @@ def _chat(args: argparse.Namespace) -> Any:
 
 def generate_command(args: argparse.Namespace) -> int:
     from ..bench.judge import generate_judgments
-    from ..index import Index
+    from ..retrieval.index import Index
 
     index = Index.load(Path(args.index))
     chat = _chat(args)
@@ -89,7 +89,7 @@ def generate_command(args: argparse.Namespace) -> int:
 
 def retrieval_command(args: argparse.Namespace) -> int:
     from ..bench.judge import read_judgments, retrieval_report
-    from ..index import Index
+    from ..retrieval.index import Index
 
     report = retrieval_report(Index.load(Path(args.index)), read_judgments(Path(args.judgments)), args.k)
     if args.json:

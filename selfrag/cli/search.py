@@ -22,7 +22,7 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..index import Index
+    from ..retrieval.index import Index
 
     if (args.query is None) == (args.queries is None):
         raise InputError("give either a QUERY or --queries FILE.jsonl")

@@ -17,9 +17,9 @@ from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Relevance, Support, Utility
 from ..llm.logprobs import label_distribution, mean_token_prob
 from ..llm.structured import Parsed
-from ..replies import CritiqueReply
 from ..schema import Candidate, Critique, Plan
 from .context import Run, run_all
+from .replies import CritiqueReply
 from .retriever import plan_from
 
 QUOTE_MIN_OVERLAP = 0.8  # share of the quote's words that must occur in the chunk

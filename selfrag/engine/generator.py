@@ -16,10 +16,10 @@ from dataclasses import replace
 
 from ..errors import ContextLengthError, FatalLLMError, LLMError
 from ..labels import CriticMode
-from ..replies import FusedReply, PlainReply, WriteReply
 from ..schema import Beam, Candidate, Chunk, Plan
 from .context import Run, run_all
 from .critic import check_quote, critique_from
+from .replies import FusedReply, PlainReply, WriteReply
 from .retriever import plan_from
 
 FALLBACK_NOTE = (

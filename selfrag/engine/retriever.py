@@ -27,10 +27,10 @@ from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
 from ..llm.logprobs import label_distribution
 from ..llm.structured import Parsed
-from ..replies import DecideReply, VariantsReply
-from ..retrieval import rrf
+from ..retrieval.strategies import rrf
 from ..schema import Beam, Chunk, Hit, Meter, Plan
 from .context import Run, run_all
+from .replies import DecideReply, VariantsReply
 
 DECISION_LABELS = [d.value for d in Decision]
 MAX_VARIANT_CHARS = 1000  # a longer variant (a rambling HyDE passage) is cut before it is searched

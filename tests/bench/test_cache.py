@@ -11,9 +11,9 @@ import pytest
 from helpers import fused
 
 from selfrag.bench.cache import MAX_ENTRY_CHARS, CachedChatModel, RequestCache, request_key
+from selfrag.engine.replies import AnswerReply
 from selfrag.errors import InputError
 from selfrag.llm.base import Capabilities, ChatRequest, Message
-from selfrag.replies import AnswerReply
 from selfrag.schema import Meter
 from selfrag.testing import Scripted, ScriptedChatModel
 

@@ -13,7 +13,7 @@ from selfrag.bench.runner import RunOptions, run_benchmark
 from selfrag.bench.systems import BENCH_DEFAULTS
 from selfrag.config import Config
 from selfrag.errors import InputError
-from selfrag.index import Index
+from selfrag.retrieval.index import Index
 from selfrag.testing import ScriptedChatModel
 
 from .fixtures import PARAGRAPHS, write_hotpot

@@ -15,7 +15,7 @@ from helpers import default_ctrl_c
 
 from selfrag.bench.samples import read_samples
 from selfrag.cli import bench
-from selfrag.fake_server import FakeOpenAIServer
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 from .fixtures import many_hotpot_questions, write_hotpot
 

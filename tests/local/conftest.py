@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from selfrag.ingest import index_paths
+from selfrag.llm.local import INSTALL_MODEL, INSTALL_RUNTIME, MODEL_PACKAGE, embedded_chat
 from selfrag.llm.openai_chat import OpenAIChatModel
-from selfrag.local import INSTALL_MODEL, INSTALL_RUNTIME, MODEL_PACKAGE, embedded_chat
+from selfrag.retrieval.ingest import index_paths
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 

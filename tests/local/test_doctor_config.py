@@ -11,10 +11,10 @@ import pytest
 from selfrag import Config, EndpointConfig
 from selfrag.api import default_chat
 from selfrag.cli import main
-from selfrag.diagnose import check_endpoint, public_settings
+from selfrag.cli.diagnose import check_endpoint, public_settings
 from selfrag.errors import ConfigError
-from selfrag.fake_server import FakeOpenAIServer
-from selfrag.local import embedded_chat
+from selfrag.llm.local import embedded_chat
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 CANARY = "sk-canary-123"
 

@@ -18,8 +18,7 @@ import httpx2
 import pytest
 
 from selfrag import Config, ConfigError, EndpointConfig, SelfRAG
-from selfrag.index import Index
-from selfrag.local import (
+from selfrag.llm.local import (
     INSTALL_MODEL,
     INSTALL_RUNTIME,
     MODEL_ALIAS,
@@ -34,6 +33,7 @@ from selfrag.local import (
     serve,
     served,
 )
+from selfrag.retrieval.index import Index
 from selfrag.schema import Meter
 
 from .conftest import CORPUS
@@ -195,7 +195,7 @@ def test_a_cached_copy_that_does_not_load_is_removed_and_the_shipped_file_served
     source = local_model_path()
     target = _fake_copy(source, tmp_path, b"GGUF" + b"\xff" * 4092, 4096)  # the magic, then garbage
     script = (
-        "from selfrag.local import embedded_chat, served; "
+        "from selfrag.llm.local import embedded_chat, served; "
         f"embedded_chat(environ={{'SELFRAG_HOME': {str(tmp_path)!r}, 'SELFRAG_THREADS': '1'}}); "
         "print(served().model_file); print(served().note)"
     )

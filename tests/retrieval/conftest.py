@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from selfrag.chunking import ChunkingSettings
-from selfrag.index import Index, IndexSettings
+from selfrag.retrieval.chunking import ChunkingSettings
+from selfrag.retrieval.index import Index, IndexSettings
 from selfrag.schema import Chunk
 
 from .helpers import OLD, WORDS, chunk, write

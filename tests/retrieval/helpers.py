@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from selfrag.chunking import ChunkingSettings
+from selfrag.retrieval.chunking import ChunkingSettings
 from selfrag.schema import Chunk
 
 OLD = 1_600_000_000  # 2020-09-13: far older than any scan, so mtimes count as settled (not "racy")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfrag.chunking import ChunkingSettings, chunk_documents, collapse_duplicates, split_spans
 from selfrag.errors import ConfigError
-from selfrag.formats import Document
+from selfrag.retrieval.chunking import ChunkingSettings, chunk_documents, collapse_duplicates, split_spans
+from selfrag.retrieval.formats import Document
 from selfrag.tokens import TiktokenCounter, WhitespaceCounter
 
 from .helpers import chunk

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfrag.corpus import (
+from selfrag.errors import InputError
+from selfrag.retrieval.corpus import (
     FileEntry,
     ReadLimits,
     Skipped,
@@ -26,8 +27,7 @@ from selfrag.corpus import (
     read_folder,
     scan,
 )
-from selfrag.errors import InputError
-from selfrag.formats import html_to_text, parse_jsonl
+from selfrag.retrieval.formats import html_to_text, parse_jsonl
 
 from .helpers import write
 

@@ -15,16 +15,16 @@ from selfrag import Config
 from selfrag.api import SelfRAG
 from selfrag.cli import main
 from selfrag.config import EndpointConfig, resolve_endpoint
-from selfrag.dense import META, VECTORS, DenseSource, DenseVectors, embed_hook, embedding_text, open_dense
-from selfrag.embeddings import OpenAIEmbedder, normalise
 from selfrag.errors import ConfigError, LLMError, RetrievalError
-from selfrag.fake_server import FakeOpenAIServer, hashed_embedding
-from selfrag.index import Index
-from selfrag.ingest import index_paths
-from selfrag.retrieval import Retriever
+from selfrag.retrieval.dense import META, VECTORS, DenseSource, DenseVectors, embed_hook, embedding_text, open_dense
+from selfrag.retrieval.embeddings import OpenAIEmbedder, normalise
+from selfrag.retrieval.index import Index
+from selfrag.retrieval.ingest import index_paths
+from selfrag.retrieval.store import open_current
+from selfrag.retrieval.strategies import Retriever
 from selfrag.schema import Meter
-from selfrag.store import open_current
 from selfrag.testing import ScriptedChatModel
+from selfrag.testing.fake_server import FakeOpenAIServer, hashed_embedding
 
 MODEL = "fake-embed"
 DOCS = [

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selfrag.errors import ConfigError, InputError, RetrievalError
-from selfrag.index import Index, IndexSettings
+from selfrag.retrieval.index import Index, IndexSettings
+from selfrag.retrieval.store import FileOps
 from selfrag.schema import Chunk
-from selfrag.store import FileOps
 
 from .helpers import chunk
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from selfrag.corpus import read_folder
+from selfrag.retrieval.corpus import read_folder
 
 pytest.importorskip("pypdf")
 
@@ -46,7 +46,7 @@ def test_pdf_text_is_indexed_and_broken_pdfs_are_skipped(tmp_path):
 def test_encrypted_and_oversized_pdfs_are_skipped_with_their_reason(tmp_path):
     from pypdf import PdfReader, PdfWriter
 
-    from selfrag.formats import MAX_PDF_PAGES
+    from selfrag.retrieval.formats import MAX_PDF_PAGES
 
     locked = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf("Secret fee schedule."))))
     locked.encrypt(user_password="pw", owner_password="owner")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from selfrag.chunking import ChunkingSettings
 from selfrag.errors import InputError
-from selfrag.index import Index
-from selfrag.ingest import IndexReport, index_paths
+from selfrag.retrieval.chunking import ChunkingSettings
+from selfrag.retrieval.index import Index
+from selfrag.retrieval.ingest import IndexReport, index_paths
 
 from .helpers import OLD, WORDS
 

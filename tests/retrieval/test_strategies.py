@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from selfrag.chunking import ChunkingSettings, chunk_documents
 from selfrag.errors import ConfigError
-from selfrag.formats import Document
-from selfrag.index import Index, IndexSettings
-from selfrag.retrieval import (
+from selfrag.retrieval.chunking import ChunkingSettings, chunk_documents
+from selfrag.retrieval.formats import Document
+from selfrag.retrieval.index import Index, IndexSettings
+from selfrag.retrieval.strategies import (
     RetrievalSettings,
     Retriever,
     freshness_bonus,
@@ -158,7 +158,7 @@ class FixedSource:
 
 
 def test_extra_ranked_sources_plug_into_fusion(pet_index: Index) -> None:
-    from selfrag.retrieval import IndexView
+    from selfrag.retrieval.strategies import IndexView
 
     dense = FixedSource([Hit(pet_index.get_chunk("fish", 0), 0.9)])
     retriever = Retriever(

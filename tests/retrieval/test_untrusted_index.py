@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from selfrag.chunking import ChunkingSettings
-from selfrag.dense import MAX_META_BYTES, META, DenseVectors, previous_vectors
 from selfrag.errors import InputError, RetrievalError
-from selfrag.index import Index
-from selfrag.ingest import CATALOG, MAX_CATALOG_BYTES, index_paths
-from selfrag.store import MAX_JSON_BYTES, MAX_MANIFEST_BYTES
+from selfrag.retrieval.chunking import ChunkingSettings
+from selfrag.retrieval.dense import MAX_META_BYTES, META, DenseVectors, previous_vectors
+from selfrag.retrieval.index import Index
+from selfrag.retrieval.ingest import CATALOG, MAX_CATALOG_BYTES, index_paths
+from selfrag.retrieval.store import MAX_JSON_BYTES, MAX_MANIFEST_BYTES
 
 from .helpers import write
 

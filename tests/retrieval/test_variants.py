@@ -11,10 +11,10 @@ from selfrag import Config
 from selfrag.engine import retriever
 from selfrag.engine.context import Deps, Run
 from selfrag.errors import ConfigError, FatalLLMError, LLMError
-from selfrag.index import Index
 from selfrag.labels import Decision
 from selfrag.prompts import PromptBook
-from selfrag.retrieval import Retriever
+from selfrag.retrieval.index import Index
+from selfrag.retrieval.strategies import Retriever
 from selfrag.schema import Beam, Meter, Plan
 from selfrag.testing import ListRetriever, ScriptedChatModel
 

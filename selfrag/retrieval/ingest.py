@@ -25,13 +25,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError, RetrievalError
+from ..schema import Chunk
+from ..tokens import TokenOffsets, make_counter
 from .chunking import ChunkingSettings, collapse_duplicates, split_text
 from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
-from .errors import InputError, RetrievalError
 from .index import Index, IndexSettings
-from .schema import Chunk
 from .store import CURRENT, FileOps, checked_folder, open_current
-from .tokens import TokenOffsets, make_counter
 
 CATALOG = "catalog.jsonl"
 CATALOG_VERSION = 1

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import write_atomic
-from .result import CritiqueOut, Result, Source, TraceBeam, TraceCandidate
-from .text import clean_for_terminal
+from ..files import write_atomic
+from ..result import CritiqueOut, Result, Source, TraceBeam, TraceCandidate
+from ..text import clean_for_terminal
 
 _CSS = """
 :root{--bg:#f6f7f9;--card:#fff;--ink:#1d2330;--muted:#667085;--line:#d5dae1;--accent:#2563eb;--path:#f59e0b;

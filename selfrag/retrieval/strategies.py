@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import ConfigError, InputError
-from .schema import Chunk, Hit, Meter
+from ..errors import ConfigError, InputError
+from ..schema import Chunk, Hit, Meter
 
 if TYPE_CHECKING:  # bm25s is imported only when an index is opened; rrf and friends need no index
     from .index import Index

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import InputError
+from ..errors import InputError
 from .formats import Document, normalise, parse_jsonl, parse_text, pdf_document
 
 MiB = 2**20

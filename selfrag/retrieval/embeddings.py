@@ -24,10 +24,10 @@ import numpy as np
 import openai
 from openai import AsyncOpenAI
 
-from .config import ResolvedEndpoint, redact_url
-from .errors import ConfigError, LLMError
-from .llm.openai_chat import _attempts_spent, _translate
-from .schema import Meter
+from ..config import ResolvedEndpoint, redact_url
+from ..errors import ConfigError, LLMError
+from ..llm.openai_chat import _attempts_spent, _translate
+from ..schema import Meter
 
 BATCH_SIZE = 64  # texts per request
 MAX_INPUT_CHARS = 8_000

@@ -32,10 +32,10 @@ from itertools import pairwise
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..schema import Chunk
+from ..tokens import TokenOffsets, make_counter
 from .formats import Document
-from .schema import Chunk
-from .tokens import TokenOffsets, make_counter
 
 MODES = ("sentences", "tokens", "document")
 SEGMENT_CHARS = 4096

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, RetrievalError
+from ..errors import InputError, RetrievalError
 
 FORMAT = "selfrag-index"
 FORMAT_VERSION = 1

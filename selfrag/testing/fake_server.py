@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
     from functools import partial
 
-    parser = argparse.ArgumentParser(prog="python -m selfrag.fake_server", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m selfrag.testing.fake_server", description=main.__doc__)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--final-after", type=int, default=2)
     parser.add_argument("--fault", choices=FAULTS)

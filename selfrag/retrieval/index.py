@@ -38,10 +38,10 @@ import numpy as np
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from ..errors import ConfigError, InputError, RetrievalError
+from ..schema import Chunk, Hit
 from .chunking import ChunkingSettings
-from .errors import ConfigError, InputError, RetrievalError
 from .records import CHUNKS, checksum, chunks_jsonl, csc_problem, load_array, npy_bytes, parse_chunks
-from .schema import Chunk, Hit
 from .store import (
     FORMAT,
     FORMAT_VERSION,

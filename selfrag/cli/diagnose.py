@@ -25,11 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resolve_endpoint
-from .errors import ConfigError, CritiqueError, LLMError, SelfRagError
-from .llm.base import Capabilities, ChatModel, ChatRequest, Message
-from .llm.structured import ask
-from .schema import Meter
+from ..config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resolve_endpoint
+from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError
+from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
+from ..llm.structured import ask
+from ..schema import Meter
 
 SECRET_FIELDS = frozenset({"api_key", "nonce_seed"})  # printed as "***" when set
 MASK = "***"
@@ -59,8 +59,8 @@ class Ping(BaseModel):
 
 def check_index(path: Path) -> Check:
     """Is the index at `path` readable and usable? (It is loaded and verified as `selfrag ask` would.)"""
-    from .index import Index  # bm25s is imported only when an index is checked
-    from .store import open_current
+    from ..retrieval.index import Index  # bm25s is imported only when an index is checked
+    from ..retrieval.store import open_current
 
     try:
         manifest = open_current(path).manifest
@@ -112,7 +112,7 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
     except SelfRagError as error:
         return [*checks, Check("reachable", False, str(error), _hint(error, resolved))]
     if nothing_configured(resolved):
-        from .local import served  # what the embedded model serves, if make_chat built it
+        from ..llm.local import served  # what the embedded model serves, if make_chat built it
 
         server = served()
         if server is not None:

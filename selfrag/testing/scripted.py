@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .llm.base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
-from .schema import Chunk, Hit, Meter
+from ..llm.base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
+from ..schema import Chunk, Hit, Meter
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .schema import Chunk
+from ..schema import Chunk
 from .store import Generation
 
 CHUNKS = "chunks.jsonl"

@@ -24,7 +24,7 @@ from html.parser import HTMLParser
 from itertools import pairwise
 from pathlib import PurePosixPath
 
-from .errors import InputError
+from ..errors import InputError
 
 _RESERVED = {"id", "_id", "title", "text", "date", "source"}
 _BRACKET = re.compile(r"[<>]")
