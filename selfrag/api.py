@@ -173,10 +173,8 @@ def check_conversation(conversation: str) -> str:
 
 def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:
     """The configured endpoint; with nothing configured at all (no base URL, no key), the embedded local model."""
-    from .cli.diagnose import nothing_configured
-
     resolved = resolve_endpoint(endpoint, environ)
-    if nothing_configured(resolved):
+    if resolved.nothing_configured:
         from .llm.local import embedded_chat  # imports llama_cpp only when it is used
 
         return embedded_chat(endpoint, environ)

@@ -111,6 +111,35 @@ class Config:
         return replace(self, **values)  # type: ignore[arg-type]
 
 
+SECRET_FIELDS = frozenset({"api_key", "nonce_seed"})  # masked as "***" in public views
+MASK = "***"
+
+
+def config_dict(config: Config, *, public: bool = False) -> dict[str, object]:
+    """The configuration as plain values (enums as their values).
+
+    Default: the knobs of one answer, as a Result records them (no endpoint tables). `public=True`: every field,
+    the endpoint tables included, each secret masked as "***" and credentials cut from base URLs (`config show`).
+    """
+    return _table(config, public)
+
+
+def _table(value: Config | EndpointConfig, public: bool) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for spec in fields(value):
+        item = getattr(value, spec.name)
+        if spec.name in ("endpoint", "critic_endpoint"):
+            if public:
+                out[spec.name] = _table(item, public) if item is not None else None
+        elif public and spec.name in SECRET_FIELDS:
+            out[spec.name] = MASK if item is not None else None
+        elif public and spec.name == "base_url" and item is not None:
+            out[spec.name] = redact_url(item)
+        else:
+            out[spec.name] = getattr(item, "value", item)
+    return out
+
+
 def variant_kinds(text: str) -> tuple[str, ...]:
     """The query-variant kinds of a comma list ("multi, hyde"), lower-cased and deduplicated, in order."""
     if not isinstance(text, str):
@@ -173,6 +202,11 @@ class ResolvedEndpoint:
     api_key: str = field(repr=False)
     key_source: str
     settings: EndpointConfig
+
+    @property
+    def nothing_configured(self) -> bool:
+        """No base URL and no key anywhere: the default chat model is the embedded one (api.default_chat)."""
+        return self.base_url is None and self.key_source == "placeholder"
 
 
 def is_openai(base_url: str | None) -> bool:

@@ -3,6 +3,7 @@
     SelfRagError            catch this to catch everything selfrag raises on purpose
     ├── ConfigError         a knob out of range, an unknown prompt, a prompt variable missing or undeclared
     ├── InputError          bad user input: an empty question, an unreadable path, a malformed file
+    │   └── UsageError      a command-line argument cannot be used as given (the CLI exits 2, as argparse does)
     ├── RetrievalError      the index is missing, corrupt, from another format, or the corpus is empty
     ├── LLMError            a call failed after the SDK's own transport retries (keeps status and request id)
     │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted
@@ -28,6 +29,10 @@ class ConfigError(SelfRagError):
 
 class InputError(SelfRagError):
     """User input cannot be used as given (empty question, unreadable file, malformed line)."""
+
+
+class UsageError(InputError):
+    """A command's argument cannot be used as given (a flag out of range, a missing QUERY): a usage error."""
 
 
 class RetrievalError(SelfRagError):

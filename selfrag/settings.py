@@ -13,6 +13,8 @@ The TOML file (`--config FILE`, else $SELFRAG_CONFIG, else $XDG_CONFIG_HOME/self
 Keys never live in the file or on the command line: they come from SELFRAG_API_KEY or OPENAI_API_KEY
 (see config.resolve_endpoint). Environment names are the knob names upper-cased: SELFRAG_BEAM_WIDTH,
 SELFRAG_BASE_URL, SELFRAG_MODEL, ... This is the only module that reads the file or the environment.
+A caller may add a layer of its own defaults below the file (the benchmarks' shorter answers); a flag value
+out of range is a UsageError (the command line exits 2), a bad file or variable a ConfigError.
 """
 
 from __future__ import annotations
@@ -22,25 +24,39 @@ import tomllib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from .config import Config, EndpointConfig
-from .errors import ConfigError
+from .errors import ConfigError, UsageError
 
 ENDPOINT_FIELDS = {f.name for f in fields(EndpointConfig)} - {"api_key"}
 KNOB_FIELDS = {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
 
 
-def config_path(explicit: str | None, environ: Mapping[str, str]) -> Path | None:
+@dataclass(frozen=True, slots=True)
+class ConfigLocation:
+    """Where the config file is looked for, and whether that file is there."""
+
+    path: Path
+    reason: str  # --config, $SELFRAG_CONFIG, $XDG_CONFIG_HOME, ~/.config
+    exists: bool
+
+
+def config_location(explicit: str | None, environ: Mapping[str, str]) -> ConfigLocation:
+    """The one file `load_config` reads, even when it is missing: --config, else $SELFRAG_CONFIG, else
+    $XDG_CONFIG_HOME/selfrag/config.toml, else ~/.config/selfrag/config.toml."""
     if explicit:
-        return Path(explicit)
-    if environ.get("SELFRAG_CONFIG"):
-        return Path(environ["SELFRAG_CONFIG"])
-    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".config")
-    candidate = Path(base) / "selfrag" / "config.toml"
-    return candidate if candidate.is_file() else None
+        path, reason = Path(explicit), "--config"
+    elif environ.get("SELFRAG_CONFIG"):
+        path, reason = Path(environ["SELFRAG_CONFIG"]), "$SELFRAG_CONFIG"
+    elif environ.get("XDG_CONFIG_HOME"):
+        path, reason = Path(environ["XDG_CONFIG_HOME"]) / "selfrag" / "config.toml", "$XDG_CONFIG_HOME"
+    else:
+        path = Path(environ.get("HOME") or "~").expanduser() / ".config" / "selfrag" / "config.toml"
+        reason = "~/.config"
+    return ConfigLocation(path, reason, path.is_file())
 
 
 def read_file(path: Path | None, *, required: bool) -> dict[str, Any]:
@@ -64,10 +80,11 @@ def read_file(path: Path | None, *, required: bool) -> dict[str, Any]:
     return data
 
 
-def _from_env(environ: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """SELFRAG_* variables as a layer shaped like the file (knobs at the top, the `endpoint` table)."""
     knobs = {n: environ[f"SELFRAG_{n.upper()}"] for n in KNOB_FIELDS if f"SELFRAG_{n.upper()}" in environ}
     endpoint = {n: environ[f"SELFRAG_{n.upper()}"] for n in ENDPOINT_FIELDS if f"SELFRAG_{n.upper()}" in environ}
-    return knobs, endpoint
+    return {**knobs, "endpoint": endpoint}
 
 
 def _convert(kind: Any, name: str, value: Any) -> Any:
@@ -103,19 +120,38 @@ def load_config(
     *,
     environ: Mapping[str, str] | None = None,
     config_file: str | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Config:
-    """The resolved Config. `flags` holds knob and endpoint names (None values are unset flags);
-    endpoint flags use their plain names (base_url, model, ...), critic flags the prefix `critic_`."""
+    """The resolved Config: flag > SELFRAG_* environment > TOML file > `defaults` > the Config default.
+
+    `flags` holds knob and endpoint names (None values are unset flags); endpoint flags use their plain names
+    (base_url, model, ...), critic flags the prefix `critic_`. `defaults` holds knob names."""
     env = os.environ if environ is None else environ
-    data = read_file(config_path(config_file, env), required=config_file is not None)
-    env_knobs, env_endpoint = _from_env(env)
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    knobs = {**{k: v for k, v in data.items() if k in KNOB_FIELDS}, **env_knobs}
-    knobs.update({k: v for k, v in flags.items() if k in KNOB_FIELDS})
-    endpoint = {**data.get("endpoint", {}), **env_endpoint}
-    endpoint.update({k: v for k, v in flags.items() if k in ENDPOINT_FIELDS})
-    critic = dict(data.get("critic_endpoint", {}))
-    critic.update({k[len("critic_") :]: v for k, v in flags.items() if k.startswith("critic_") and k != "critic"})
+    _check_flags(flags)
+    location = config_location(config_file, env)
+    named = location.reason in ("--config", "$SELFRAG_CONFIG")  # a named file is read (or refused) as named
+    data = read_file(location.path if named or location.exists else None, required=config_file is not None)
+    return _merge([dict(defaults or {}), data, _from_env(env), _layer(flags)])
+
+
+def _layer(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Flags as a layer shaped like the file: knobs at the top, `endpoint` and `critic_endpoint` tables."""
+    knobs = {k: v for k, v in flags.items() if k in KNOB_FIELDS}
+    endpoint = {k: v for k, v in flags.items() if k in ENDPOINT_FIELDS}
+    critic = {k[len("critic_") :]: v for k, v in flags.items() if k.startswith("critic_") and k != "critic"}
+    return {**knobs, "endpoint": endpoint, "critic_endpoint": critic}
+
+
+def _merge(layers: list[Mapping[str, Any]]) -> Config:
+    """Later layers win, field by field; the critic endpoint inherits what it does not set from the endpoint."""
+    knobs: dict[str, Any] = {}
+    endpoint: dict[str, Any] = {}
+    critic: dict[str, Any] = {}
+    for layer in layers:
+        knobs.update({k: v for k, v in layer.items() if k in KNOB_FIELDS})
+        endpoint.update(layer.get("endpoint", {}))
+        critic.update(layer.get("critic_endpoint", {}))
     critic_endpoint = None
     if critic:
         base = {k: v for k, v in endpoint.items() if k not in critic}
@@ -125,3 +161,11 @@ def load_config(
         endpoint=EndpointConfig(**typed_values(EndpointConfig, endpoint)),
         critic_endpoint=critic_endpoint,
     )
+
+
+def _check_flags(flags: Mapping[str, Any]) -> None:
+    """Flag values checked on their own, so a bad one is a usage error whatever the file and environment say."""
+    try:
+        _merge([_layer(flags)])
+    except ConfigError as error:
+        raise UsageError(str(error)) from None

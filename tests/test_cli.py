@@ -90,16 +90,16 @@ def test_openai_key_is_not_sent_to_a_local_server(index_dir, server, capsys, mon
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "message", "code"),
     [
-        (["ask", "   ", "--index", "{index}"], "question is empty"),
-        (["ask", "q?", "--index", "{missing}"], "selfrag index"),
-        (["search", "--index", "{index}"], "QUERY or --queries"),
+        (["ask", "   ", "--index", "{index}"], "question is empty", 2),  # a bad argument: a usage error
+        (["ask", "q?", "--index", "{missing}"], "selfrag index", 1),
+        (["search", "--index", "{index}"], "QUERY or --queries", 2),
     ],
 )
-def test_bad_input_gets_one_line_and_exit_1(argv, message, index_dir, tmp_path, capsys):
+def test_bad_input_gets_one_line_and_exit_1_or_2(argv, message, code, index_dir, tmp_path, capsys):
     argv = [a.format(index=index_dir, missing=tmp_path / "nope") for a in argv]
-    assert main(argv) == 1
+    assert main(argv) == code
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
@@ -110,9 +110,9 @@ def test_usage_errors_exit_2(capsys):
     assert caught.value.code == 2
 
 
-def test_out_of_range_knob_is_a_one_line_error(index_dir, capsys):
+def test_out_of_range_knob_is_a_one_line_usage_error(index_dir, capsys):
     assert (
-        main(["ask", "q?", "--index", str(index_dir), "--beam-width", "0", "--base-url", "http://127.0.0.1:9/v1"]) == 1
+        main(["ask", "q?", "--index", str(index_dir), "--beam-width", "0", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     )
     assert "beam_width must be" in capsys.readouterr().err
 

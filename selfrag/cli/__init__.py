@@ -1,8 +1,8 @@
 """The command line: `selfrag index`, `ask`, `search`, ... Only this package prints or sets exit codes.
 
 stdout carries the answer (or JSON); stderr carries progress, the trace, warnings and errors. Exit codes:
-0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error (an argument
-holding a NUL byte is one too, refused in one line before the command runs), 130 Ctrl-C.
+0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error (argparse's, and
+a `UsageError` a command raises for a bad argument: a NUL byte, a flag out of range, a missing QUERY), 130 Ctrl-C.
 Each command lives in its own module with a `register(subparsers)` that sets `run`.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import InputError, SelfRagError
+from ..errors import SelfRagError, UsageError
 from ..text import clean_for_terminal, redact_secrets
 from . import ask, bench, chat, config_cmd, doctor, index, judge, search
 from .common import refuse_nul_bytes
@@ -51,14 +51,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     args = build_parser(prog).parse_args(argv)
     try:
         refuse_nul_bytes(args)
-    except InputError as error:
-        print(f"{prog}: error: {redact_secrets(str(error))}", file=sys.stderr)
-        return 2
-    try:
         return int(args.run(args))
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except UsageError as error:  # a bad argument, found by the command: a usage error, as argparse's are
+        print(f"{prog}: error: {redact_secrets(clean_for_terminal(str(error)))}", file=sys.stderr)
+        return 2
     except SelfRagError as error:
         if args.debug:
             traceback.print_exc()

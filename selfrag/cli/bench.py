@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..text import redact_secrets
 from .common import add_engine_options, engine_flags
 
@@ -86,12 +86,9 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
     from ..llm.local import cache_dir
     from ..settings import load_config
 
-    flags = engine_flags(args)
-    config = load_config(flags, config_file=args.config)
-    defaults = {k: v for k, v in BENCH_DEFAULTS.items() if flags.get(k) is None}
-    config = config.with_values(**defaults)
+    config = load_config(engine_flags(args), config_file=args.config, defaults=BENCH_DEFAULTS)
     if args.jobs < 1:
-        raise InputError("--jobs must be at least 1")
+        raise UsageError("--jobs must be at least 1")
     cache = None if args.no_cache else Path(args.cache or cache_dir(os.environ) / "bench" / "requests.sqlite3")
     return RunOptions(
         dataset=dataset,
@@ -134,7 +131,7 @@ def growth_command(args: argparse.Namespace) -> int:
     sizes, stale = _integers(args.sizes, "--sizes"), _integers(args.stale, "--stale")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if args.run_dir:
-        raise InputError("bench growth chooses its run folders under --out; --run-dir does not apply")
+        raise UsageError("bench growth chooses its run folders under --out; --run-dir does not apply")
     base = options_from(args, args.dataset, systems[0])
     summary, code = run_growth(base, systems, sizes, stale=stale)
     print(summary["table"])
@@ -174,7 +171,7 @@ def _integers(text: str, flag: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InputError(f"{flag} must be comma-separated integers, got {text!r}") from None
+        raise UsageError(f"{flag} must be comma-separated integers, got {text!r}") from None
     if not values or min(values) < 0:
-        raise InputError(f"{flag} must be comma-separated integers of 0 or more, got {text!r}")
+        raise UsageError(f"{flag} must be comma-separated integers of 0 or more, got {text!r}")
     return values

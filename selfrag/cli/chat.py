@@ -81,7 +81,7 @@ class Session:
         elif name == "set":
             self.set_knob(rest)
         elif name == "show":
-            from ..engine.report import config_dict
+            from ..config import config_dict
 
             for key, value in config_dict(self.config).items():
                 print(f"  {key} = {value}", file=sys.stderr)

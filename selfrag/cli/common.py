@@ -9,7 +9,7 @@ import argparse
 from typing import Any, TextIO
 
 from ..engine.report import with_marker
-from ..errors import InputError
+from ..errors import UsageError
 from ..result import SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, inert_markdown
 
@@ -78,43 +78,62 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--deadline", type=float, help="seconds per answer (default 600)")
     limits.add_argument("--max-llm-calls", type=int, help="HTTP requests per answer (default 400)")
     endpoint = parser.add_argument_group("endpoint (keys come from SELFRAG_API_KEY or OPENAI_API_KEY, never flags)")
-    endpoint.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
-    endpoint.add_argument("--model", "-m", help="model name (default: the endpoint's first model)")
-    endpoint.add_argument("--critic-base-url", help="separate critic: its base URL (default: the same endpoint)")
-    endpoint.add_argument("--critic-model", help="separate critic: its model")
-    endpoint.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
-    endpoint.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
-    endpoint.add_argument(
-        "--send-openai-key",
-        action="store_const",
-        const=True,
-        help="allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
-    )
-    parser.add_argument("--config", help="TOML config file (default: ~/.config/selfrag/config.toml)")
+    add_endpoint_options(endpoint)
+    parser.add_argument("--config", help=CONFIG_HELP)
+
+
+CONFIG_HELP = "TOML config file (default: ~/.config/selfrag/config.toml)"
+ENDPOINT_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {  # dest -> (flags, argparse keywords)
+    "base_url": (("--base-url",), {"help": "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1"}),
+    "model": (("--model", "-m"), {"help": "model name (default: the endpoint's first model)"}),
+    "critic_base_url": (
+        ("--critic-base-url",),
+        {"help": "separate critic: its base URL (default: the same endpoint)"},
+    ),
+    "critic_model": (("--critic-model",), {"help": "separate critic: its model"}),
+    "max_concurrency": (("--max-concurrency",), {"type": int, "help": "requests in flight at once (default 32)"}),
+    "timeout": (("--timeout",), {"type": float, "help": "seconds per HTTP request (default 60)"}),
+    "send_openai_key": (
+        ("--send-openai-key",),
+        {
+            "action": "store_const",
+            "const": True,
+            "help": "allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
+        },
+    ),
+}
+
+
+def add_endpoint_options(parser: Any, names: tuple[str, ...] = tuple(ENDPOINT_OPTIONS)) -> None:
+    """The endpoint flags `names` (all by default) on a parser or argument group. Keys are never flags."""
+    for name in names:
+        flags, keywords = ENDPOINT_OPTIONS[name]
+        parser.add_argument(*flags, **keywords)
 
 
 POSITIONALS = {"paths": "PATH", "question": "QUESTION", "query": "QUERY", "run_dirs": "RUN_DIR"}  # dest -> metavar
 
 
 def refuse_nul_bytes(args: argparse.Namespace) -> None:
-    """InputError naming the first argument that holds a NUL byte: no path, name or question can contain one
+    """UsageError naming the first argument that holds a NUL byte: no path, name or question can contain one
     (the OS would refuse it deep inside the command, as "embedded null byte")."""
     for name, value in vars(args).items():
         values = value if isinstance(value, list | tuple) else [value]
         if any(isinstance(v, str) and "\x00" in v for v in values):
             flag = POSITIONALS.get(name, "--" + name.replace("_", "-"))
-            raise InputError(f"{flag} holds a NUL byte (\\x00); no path, name or question can contain one")
+            raise UsageError(f"{flag} holds a NUL byte (\\x00); no path, name or question can contain one")
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The engine and endpoint values given as flags (None where a flag was not given)."""
+    """The engine and endpoint values given as flags (None where a flag was not given or the command has no
+    such flag: `doctor` and `index` offer only some of them)."""
     return {name: getattr(args, name, None) for name in ENGINE_FLAGS}
 
 
 def read_question(text: str, stdin: TextIO) -> str:
     question = stdin.read() if text == "-" else text
     if not question.strip():
-        raise InputError("the question is empty: give it as an argument, or pipe it in with `-`")
+        raise UsageError("the question is empty: give it as an argument, or pipe it in with `-`")
     return question.strip()
 
 

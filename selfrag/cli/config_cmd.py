@@ -31,11 +31,12 @@ def register(commands: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from ..settings import load_config
-    from .diagnose import config_location, key_report, public_settings
+    from ..config import config_dict
+    from ..settings import config_location, load_config
+    from .diagnose import key_report
 
     config = load_config(config_file=args.config)
-    settings = public_settings(config)
+    settings = config_dict(config, public=True)
     keys = key_report(config, os.environ)
     location = config_location(args.config, os.environ)
     if args.json:
@@ -57,7 +58,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_path(args: argparse.Namespace) -> int:
-    from .diagnose import config_location
+    from ..settings import config_location
 
     location = config_location(args.config, os.environ)
     print(clean_for_terminal(str(location.path)))

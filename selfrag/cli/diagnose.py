@@ -1,7 +1,7 @@
 """What `selfrag doctor` and `selfrag config` report, as values: checks, the resolved settings, config paths.
 
 Nothing here prints (the cli package does). Secrets never leave this module: keys are reported by where they
-came from (`key_source`), never by value, and `public_settings` masks every secret field with "***".
+came from (`key_source`), never by value (`config.config_dict(public=True)` masks every secret with "***").
 
 Checks run in order and the endpoint chain stops at its first failure (a server that cannot be reached has
 no model to report):
@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -30,9 +29,8 @@ from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
 from ..llm.structured import ask
 from ..schema import Meter
+from ..settings import config_location
 
-SECRET_FIELDS = frozenset({"api_key", "nonce_seed"})  # printed as "***" when set
-MASK = "***"
 PING_PROMPT = 'Is the sky blue? Reply as JSON: {"answer": "yes"} or {"answer": "no"}.'
 
 ChatFactory = Callable[[EndpointConfig, Mapping[str, str]], ChatModel]
@@ -80,7 +78,7 @@ def check_index(path: Path) -> Check:
 
 def check_config(explicit: str | None, environ: Mapping[str, str]) -> Check:
     """Which config file was read (the configuration itself loaded without error)."""
-    location = config_location(explicit, environ)
+    location = config_location(explicit, environ)  # the file load_config read
     used = f"{location.path} (from {location.reason})" if location.exists else f"no file ({location.path} not found)"
     return Check("config", True, f"{used}; SELFRAG_* variables and flags override it")
 
@@ -88,13 +86,8 @@ def check_config(explicit: str | None, environ: Mapping[str, str]) -> Check:
 # -- endpoint ---------------------------------------------------------------------------------------
 
 
-def nothing_configured(resolved: ResolvedEndpoint) -> bool:
-    """No base URL and no key anywhere: the default chat model is the embedded one (see api.default_chat)."""
-    return resolved.base_url is None and resolved.key_source == "placeholder"
-
-
 def describe_endpoint(resolved: ResolvedEndpoint) -> str:
-    if nothing_configured(resolved):
+    if resolved.nothing_configured:
         return "nothing configured: the embedded local model, served in this process (no key)"
     url = redact_url(resolved.base_url) if resolved.base_url else "https://api.openai.com/v1 (the SDK's default)"
     key = (
@@ -111,7 +104,7 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
         chat = make_chat(config.endpoint, environ)
     except SelfRagError as error:
         return [*checks, Check("reachable", False, str(error), _hint(error, resolved))]
-    if nothing_configured(resolved):
+    if resolved.nothing_configured:
         from ..llm.local import served  # what the embedded model serves, if make_chat built it
 
         server = served()
@@ -184,27 +177,6 @@ def _yes(value: bool) -> str:
 # -- configuration ----------------------------------------------------------------------------------
 
 
-def public_settings(config: Config) -> dict[str, Any]:
-    """The resolved configuration as plain values (enums as strings), every secret masked."""
-    settings: dict[str, Any] = _public(config)
-    return settings
-
-
-def _public(value: Any) -> Any:
-    if isinstance(value, Config | EndpointConfig):
-        out = {}
-        for spec in fields(value):
-            item = getattr(value, spec.name)
-            if spec.name in SECRET_FIELDS:
-                out[spec.name] = MASK if item is not None else None
-            elif spec.name == "base_url" and item is not None:
-                out[spec.name] = redact_url(item)
-            else:
-                out[spec.name] = _public(item)
-        return out
-    return getattr(value, "value", value)
-
-
 def key_report(config: Config, environ: Mapping[str, str]) -> dict[str, dict[str, str | None]]:
     """For each endpoint: the base URL requests go to (redacted) and where the key comes from. Never the key."""
     endpoints = {"endpoint": config.endpoint}
@@ -216,28 +188,3 @@ def key_report(config: Config, environ: Mapping[str, str]) -> dict[str, dict[str
         url = redact_url(resolved.base_url) if resolved.base_url else None
         out[name] = {"base_url": url, "key_source": resolved.key_source, "described": describe_endpoint(resolved)}
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigLocation:
-    """Where the config file is looked for, and whether that file is used."""
-
-    path: Path
-    reason: str  # --config, $SELFRAG_CONFIG, $XDG_CONFIG_HOME, ~/.config
-    exists: bool
-
-
-def config_location(explicit: str | None, environ: Mapping[str, str]) -> ConfigLocation:
-    """The one file `load_config` reads (the same order as settings.config_path), even when it is missing."""
-    if explicit:
-        return _location(Path(explicit), "--config")
-    if environ.get("SELFRAG_CONFIG"):
-        return _location(Path(environ["SELFRAG_CONFIG"]), "$SELFRAG_CONFIG")
-    if environ.get("XDG_CONFIG_HOME"):
-        return _location(Path(environ["XDG_CONFIG_HOME"]) / "selfrag" / "config.toml", "$XDG_CONFIG_HOME")
-    home = Path(environ.get("HOME") or "~").expanduser()
-    return _location(home / ".config" / "selfrag" / "config.toml", "~/.config")
-
-
-def _location(path: Path, reason: str) -> ConfigLocation:
-    return ConfigLocation(path, reason, path.is_file())

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..text import clean_for_terminal
-
-ENDPOINT_FLAGS = ("base_url", "model", "timeout", "send_openai_key")
+from .common import CONFIG_HELP, add_endpoint_options, engine_flags
 
 
 def register(commands: Any) -> None:
@@ -20,29 +19,21 @@ def register(commands: Any) -> None:
         "doctor", help="check the index and the endpoint", description="Check the index and the chat endpoint."
     )
     doctor.add_argument("--index", "-i", help="index folder to check (made by `selfrag index`)")
-    doctor.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
-    doctor.add_argument("--model", "-m", help="model name (default: the endpoint's first model)")
-    doctor.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
-    doctor.add_argument(
-        "--send-openai-key",
-        action="store_const",
-        const=True,
-        help="allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
-    )
-    doctor.add_argument("--config", help="TOML config file (default: ~/.config/selfrag/config.toml)")
+    add_endpoint_options(doctor, ("base_url", "model", "timeout", "send_openai_key"))
+    doctor.add_argument("--config", help=CONFIG_HELP)
     doctor.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import default_chat
-    from ..errors import ConfigError
+    from ..errors import ConfigError, UsageError
     from ..settings import load_config
     from .diagnose import Check, check_config, check_endpoint, check_index
 
     checks = [check_index(Path(args.index))] if args.index else []
     try:
-        config = load_config({name: getattr(args, name) for name in ENDPOINT_FLAGS}, config_file=args.config)
-    except ConfigError as error:
+        config = load_config(engine_flags(args), config_file=args.config)
+    except (ConfigError, UsageError) as error:  # doctor reports a bad flag as its failed config check
         checks.append(Check("config", False, str(error), "fix the flag, SELFRAG_* variable or config file it names"))
     else:
         checks.append(check_config(args.config, os.environ))

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, UsageError
 from ..text import clean_for_terminal
+from .common import add_endpoint_options, engine_flags
 
 
 def register(commands: Any) -> None:
@@ -32,15 +33,7 @@ def register(commands: Any) -> None:
     )
     dense.add_argument("--embed", action="store_true", help="also store dense vectors of every chunk")
     dense.add_argument("--embedding-model", help="embedding model, e.g. text-embedding-3-small (needed with --embed)")
-    dense.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
-    dense.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
-    dense.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
-    dense.add_argument(
-        "--send-openai-key",
-        action="store_const",
-        const=True,
-        help="allow OPENAI_API_KEY to be sent to a base URL that is not OpenAI's",
-    )
+    add_endpoint_options(dense, ("base_url", "max_concurrency", "timeout", "send_openai_key"))
     dense.add_argument("--config", help="TOML config file (endpoint and embedding_model)")
     index.set_defaults(run=run)
 
@@ -62,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.embed:
         options["extra_files"], reports = _embedding_hook(args, progress)
     elif args.embedding_model:
-        raise InputError("--embedding-model is only used with --embed")
+        raise UsageError("--embedding-model is only used with --embed")
     report = index_paths([Path(p) for p in args.paths], Path(args.out), chunking=chunking, progress=progress, **options)
     print(summary(report), file=sys.stderr)
     for embedded in reports:
@@ -81,14 +74,13 @@ def _embedding_hook(args: argparse.Namespace, progress: Any) -> tuple[Any, list[
     from ..retrieval.embeddings import OpenAIEmbedder
     from ..settings import load_config
 
-    names = ("base_url", "embedding_model", "max_concurrency", "timeout", "send_openai_key")
-    config = load_config({name: getattr(args, name) for name in names}, config_file=args.config)
+    config = load_config(engine_flags(args), config_file=args.config)
     if not config.embedding_model:
         raise ConfigError(
             "--embed needs an embedding model: pass --embedding-model NAME (or set SELFRAG_EMBEDDING_MODEL)"
         )
     resolved = resolve_endpoint(config.endpoint, os.environ)
-    if resolved.base_url is None and resolved.key_source == "placeholder":
+    if resolved.nothing_configured:
         raise ConfigError(
             "--embed needs an endpoint: pass --base-url (e.g. http://127.0.0.1:8000/v1) or set OPENAI_API_KEY"
         )

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..text import clean_for_terminal
 
 
@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
     from ..retrieval.index import Index
 
     if (args.query is None) == (args.queries is None):
-        raise InputError("give either a QUERY or --queries FILE.jsonl")
+        raise UsageError("give either a QUERY or --queries FILE.jsonl")
     if args.k < 1:
-        raise InputError("-k must be at least 1")
+        raise UsageError("-k must be at least 1")
     index = Index.load(Path(args.index))
     if args.query is not None:
         hits = index.find_relevant_chunks(args.query, args.k)

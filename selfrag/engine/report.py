@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..config import Config
+from ..config import Config, config_dict
 from ..labels import Decision
 from ..result import (
     CritiqueOut,
@@ -236,14 +236,3 @@ def build_result(
         model=str(extras.get("model", "")),
         config=config_dict(config),
     )
-
-
-def config_dict(config: Config) -> dict[str, object]:
-    """The knobs of the answer, for results and `config show`; no endpoint secrets."""
-    out: dict[str, object] = {}
-    for name in Config.__dataclass_fields__:
-        value = getattr(config, name)
-        if name in ("endpoint", "critic_endpoint"):
-            continue
-        out[name] = value.value if hasattr(value, "value") else value
-    return out

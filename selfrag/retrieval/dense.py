@@ -288,7 +288,7 @@ def open_dense(
         )
     if embedder is None:
         resolved = resolve_endpoint(config.endpoint, environ)
-        if resolved.base_url is None and resolved.key_source == "placeholder":
+        if resolved.nothing_configured:
             raise ConfigError(
                 f"the index at {path} has dense vectors ({vectors.model}), so queries are embedded: configure an "
                 "endpoint serving that model (--base-url), or set dense = off"

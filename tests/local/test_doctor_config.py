@@ -11,7 +11,8 @@ import pytest
 from selfrag import Config, EndpointConfig
 from selfrag.api import default_chat
 from selfrag.cli import main
-from selfrag.cli.diagnose import check_endpoint, public_settings
+from selfrag.cli.diagnose import check_endpoint
+from selfrag.config import config_dict
 from selfrag.errors import ConfigError
 from selfrag.llm.local import embedded_chat
 from selfrag.testing.fake_server import FakeOpenAIServer
@@ -128,7 +129,7 @@ def test_config_show_resolves_the_file_and_environment_and_never_prints_the_key(
 
 def test_secrets_set_in_code_are_masked():
     config = Config(endpoint=EndpointConfig(api_key="sk-canary-456"), nonce_seed="seed-secret")
-    shown = public_settings(config)
+    shown = config_dict(config, public=True)
     assert shown["endpoint"]["api_key"] == "***" and shown["nonce_seed"] == "***"
     assert "canary" not in json.dumps(shown) and "seed-secret" not in json.dumps(shown)
 
