@@ -1,18 +1,20 @@
-"""Prompt files: one TOML file per prompt in `prompts/`, with declared inputs and a reply model.
+"""Prompt files: one TOML file per prompt, with declared inputs and a reply model.
 
 Each file holds `name` (= file stem), `version`, `description`, `inputs` (the $variables it uses, no more, no
-less), `response_model` (a class in `selfrag.engine.replies`), `system` and `user`. Rendering uses `string.Template`
-with `substitute`, so a missing value is an error, never an empty string; a literal dollar sign is `$$`.
+less), `response_model` (the name of one of the reply models the book was given), `system` and `user`.
+Rendering uses `string.Template` with `substitute`, so a missing value is an error, never an empty string; a
+literal dollar sign is `$$`.
 
-The folder is found in the installed wheel (`selfrag/prompts`, force-included at build time) or, for an
-editable install or a checkout, at the top of the source tree; a config value may point elsewhere.
+The engine's prompts live in `selfrag/engine/prompts/` and its reply models in `selfrag.engine.replies`: a
+`PromptBook()` loads those. The benchmarks' book adds their own folder and reply models (`selfrag.bench`).
+The folder is package data, so the same path works from a wheel, an editable install and a checkout.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from string import Template
 
@@ -21,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .engine.replies import REPLY_MODELS
 from .errors import ConfigError
 from .llm.base import Message
+
+ReplyModels = Mapping[str, type[BaseModel]]  # response_model name -> the pydantic model of the reply
 
 
 class PromptSpec(BaseModel):
@@ -40,14 +44,11 @@ class Prompt:
     spec: PromptSpec
     system: Template
     user: Template
+    reply_model: type[BaseModel]
 
     @property
     def name(self) -> str:
         return self.spec.name
-
-    @property
-    def reply_model(self) -> type[BaseModel]:
-        return REPLY_MODELS[self.spec.response_model]
 
     def render(self, **values: str) -> tuple[Message, ...]:
         declared = set(self.spec.inputs)
@@ -61,24 +62,21 @@ class Prompt:
 
 
 def prompts_dir() -> Path:
-    """The prompt folder of an installed wheel, else of the source tree."""
-    packaged = resources.files("selfrag") / "prompts"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    source = Path(__file__).resolve().parent.parent / "prompts"
-    if source.is_dir():
-        return source
-    raise ConfigError("the prompts folder is missing from this installation: reinstall selfrag")
+    """The engine's prompt folder (package data: the same in a wheel, an editable install and a checkout)."""
+    folder = Path(__file__).resolve().parent / "engine" / "prompts"
+    if not folder.is_dir():
+        raise ConfigError("the prompts folder is missing from this installation: reinstall selfrag")
+    return folder
 
 
-def load_prompt(path: Path) -> Prompt:
+def load_prompt(path: Path, models: ReplyModels = REPLY_MODELS) -> Prompt:
     try:
         spec = PromptSpec.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
     except (OSError, tomllib.TOMLDecodeError, ValidationError) as error:
         raise ConfigError(f"prompt file {path.name} is invalid: {error}".splitlines()[0]) from None
     if spec.name != path.stem:
         raise ConfigError(f"prompt file {path.name} declares name {spec.name!r}; it must equal the file stem")
-    if spec.response_model not in REPLY_MODELS:
+    if spec.response_model not in models:
         raise ConfigError(f"prompt {spec.name!r}: unknown response_model {spec.response_model!r}")
     system, user = Template(spec.system), Template(spec.user)
     for template in (system, user):
@@ -89,18 +87,26 @@ def load_prompt(path: Path) -> Prompt:
         raise ConfigError(
             f"prompt {spec.name!r}: placeholders {sorted(used)} differ from declared inputs {sorted(spec.inputs)}"
         )
-    return Prompt(spec, system, user)
+    return Prompt(spec, system, user, models[spec.response_model])
 
 
 class PromptBook:
-    """All prompts of one folder, loaded and checked once."""
+    """The prompts of some folders, loaded and checked once against the reply models they may use.
 
-    def __init__(self, folder: Path | None = None) -> None:
-        folder = folder or prompts_dir()
-        files = sorted(folder.glob("*.toml"))
-        if not files:
-            raise ConfigError(f"no prompt files (*.toml) in {folder}")
-        self._prompts = {prompt.name: prompt for prompt in map(load_prompt, files)}
+    `PromptBook()` is the engine's book: its folder and its reply models. A name may appear in one folder only.
+    """
+
+    def __init__(self, *folders: Path, models: ReplyModels = REPLY_MODELS) -> None:
+        self._prompts: dict[str, Prompt] = {}
+        for folder in folders or (prompts_dir(),):
+            files = sorted(folder.glob("*.toml"))
+            if not files:
+                raise ConfigError(f"no prompt files (*.toml) in {folder}")
+            loaded = {prompt.name: prompt for prompt in (load_prompt(path, models) for path in files)}
+            clash = sorted(set(loaded) & set(self._prompts))
+            if clash:
+                raise ConfigError(f"prompts {clash} of {folder} clash with prompts of the same name in another folder")
+            self._prompts.update(loaded)
 
     def __getitem__(self, name: str) -> Prompt:
         try:

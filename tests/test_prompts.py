@@ -83,8 +83,8 @@ def test_prompts_ship_inside_the_wheel_and_load_from_an_installed_copy(tmp_path)
     )
     wheel = next(tmp_path.glob("selfrag-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = {Path(n).name for n in names if n.startswith("selfrag/prompts/")}
-    assert shipped == {p.name for p in (ROOT / "prompts").glob("*.toml")}
+    shipped = {Path(n).name for n in names if n.startswith("selfrag/engine/prompts/")}
+    assert shipped == {p.name for p in (ROOT / "selfrag" / "engine" / "prompts").glob("*.toml")}
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],

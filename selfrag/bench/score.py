@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..labels import Support
 from . import metrics as m
 from .samples import read_samples
 
@@ -205,7 +206,7 @@ def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dic
 
 
 def _predicted(pair: dict[str, Any]) -> bool:
-    return pair["support"] in ("fully", "partially")
+    return pair["support"] in (Support.FULLY.value, Support.PARTIALLY.value)
 
 
 # -- reading a run folder and printing tables ------------------------------------------------------------

@@ -28,13 +28,14 @@ from typing import Any
 from ..config import Config
 from ..engine.context import Deps, Run
 from ..engine.critic import check_quote, critique_from, defaulted_critique
-from ..engine.replies import CritiqueReply
+from ..engine.replies import REPLY_MODELS, CritiqueReply
 from ..errors import ConfigError, FatalLLMError, LLMError
 from ..labels import CriticMode, Mode
 from ..llm.base import ChatModel
-from ..prompts import PromptBook, load_prompt
+from ..prompts import PromptBook, prompts_dir
 from ..schema import Chunk, Critique, Meter
 from .datasets import Dataset, Example
+from .replies import BENCH_REPLY_MODELS
 
 BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
 KINDS = ("no-retrieval", "rag", "selfrag", "critic")
@@ -43,15 +44,10 @@ BENCH_DEFAULTS: dict[str, Any] = {"max_depth": 3, "ndocs": 5, "nonce_seed": "sel
 
 
 class BenchPrompts(PromptBook):
-    """The engine's prompts plus the benchmark's own (selfrag/bench/prompts), in one book."""
+    """The engine's prompts plus the benchmark's own (selfrag/bench/prompts), with both sets of reply models."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        super().__init__(folder)
-        extra = {p.name: p for p in map(load_prompt, sorted(BENCH_PROMPTS.glob("*.toml")))}
-        clash = sorted(set(extra) & set(self._prompts))
-        if clash:
-            raise ConfigError(f"benchmark prompts {clash} clash with engine prompts of the same name")
-        self._prompts.update(extra)
+        super().__init__(folder or prompts_dir(), BENCH_PROMPTS, models={**REPLY_MODELS, **BENCH_REPLY_MODELS})
 
 
 @dataclass(frozen=True, slots=True)

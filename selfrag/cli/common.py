@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from ..engine.report import with_marker
 from ..errors import UsageError
+from ..labels import CriticMode, Mode
 from ..result import SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, inert_markdown
 
@@ -40,7 +41,7 @@ ENGINE_FLAGS = (
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search = parser.add_argument_group("search (the paper's knobs)")
-    search.add_argument("--mode", choices=["adaptive", "always", "never"], help="when to retrieve (default adaptive)")
+    search.add_argument("--mode", choices=[m.value for m in Mode], help="when to retrieve (default adaptive)")
     search.add_argument("--threshold", type=float, help="adaptive: retrieve when P(retrieve) > this (default 0.2)")
     search.add_argument("--beam-width", type=int, help="partial answers kept per step (default 1, greedy)")
     search.add_argument("--max-depth", type=int, help="most sentences in an answer (default 7)")
@@ -48,7 +49,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--w-rel", type=float, help="weight of ISREL (default 1.0)")
     search.add_argument("--w-sup", type=float, help="weight of ISSUP (default 1.0)")
     search.add_argument("--w-use", type=float, help="weight of ISUSE (default 0.5)")
-    search.add_argument("--critic", choices=["fused", "separate"], help="who judges candidates (default fused)")
+    search.add_argument("--critic", choices=[m.value for m in CriticMode], help="who judges candidates (default fused)")
     search.add_argument("--use-seqscore", action="store_const", const=True, help="add the sentence probability term")
     search.add_argument("--gate-irrelevant", action="store_const", const=True, help="drop irrelevant candidates")
     search.add_argument("--gate-unsupported", action="store_const", const=True, help="drop unsupported candidates")

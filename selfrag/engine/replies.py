@@ -9,15 +9,30 @@ The decision field is a free string with an enum hint: an invalid label is not a
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from enum import Enum
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..labels import Decision, Relevance, Support, Utility
+
 MAX_SENTENCE_CHARS = 1200
-DECISIONS = ["yes", "no", "continue"]
+DECISIONS = [decision.value for decision in Decision]
 
 
-class _Reply(BaseModel):
+def one_of(labels: type[Enum]) -> Any:
+    """The Literal type of a label enum's values, in the enum's order (the JSON schema's `enum`)."""
+    return Literal[tuple(label.value for label in labels)]
+
+
+RelevanceLabel = one_of(Relevance)
+SupportLabel = one_of(Support)
+UtilityLabel = one_of(Utility)
+
+
+class Reply(BaseModel):
+    """Base of every reply model: unknown fields are an error, values are frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -33,55 +48,55 @@ def _sentence_ok(value: str) -> str:
 Sentence = Annotated[str, AfterValidator(_sentence_ok)]
 
 
-class DecideReply(_Reply):
+class DecideReply(Reply):
     """retrieve_decide: should the next sentence be written from retrieved evidence, and with what query."""
 
     retrieve: str = Field(json_schema_extra={"enum": DECISIONS})
     query: str
 
 
-class FusedReply(_Reply):
+class FusedReply(Reply):
     """generate_fused: one next sentence from one document, with its critique and the next decision."""
 
-    relevance: Literal["relevant", "irrelevant"]
+    relevance: RelevanceLabel
     sentence: Sentence
     evidence: str
-    support: Literal["fully", "partially", "no"]
-    utility: Literal[1, 2, 3, 4, 5]
+    support: SupportLabel
+    utility: UtilityLabel
     is_final: bool
     retrieve_next: str = Field(json_schema_extra={"enum": DECISIONS})
     next_query: str
 
 
-class PlainReply(_Reply):
+class PlainReply(Reply):
     """generate_plain: one next sentence written without evidence."""
 
     sentence: Sentence
-    utility: Literal[1, 2, 3, 4, 5]
+    utility: UtilityLabel
     is_final: bool
     retrieve_next: str = Field(json_schema_extra={"enum": DECISIONS})
     next_query: str
 
 
-class WriteReply(_Reply):
+class WriteReply(Reply):
     """generate_segment (separate critic mode): the writer returns only the sentence."""
 
     sentence: Sentence
 
 
-class CritiqueReply(_Reply):
+class CritiqueReply(Reply):
     """critique_candidate (separate critic mode): the labels of one sentence against its document."""
 
-    relevance: Literal["relevant", "irrelevant"]
+    relevance: RelevanceLabel
     evidence: str
-    support: Literal["fully", "partially", "no"]
-    utility: Literal[1, 2, 3, 4, 5]
+    support: SupportLabel
+    utility: UtilityLabel
     is_final: bool
     retrieve_next: str = Field(json_schema_extra={"enum": DECISIONS})
     next_query: str
 
 
-class VariantsReply(_Reply):
+class VariantsReply(Reply):
     """retrieve_variants: other queries for the same need; fields not asked for are left empty.
 
     Lengths are not validated here (a fourth paraphrase is no reason to re-ask): the engine keeps what it
@@ -93,77 +108,6 @@ class VariantsReply(_Reply):
     sub_questions: list[str]  # decomposition: simpler questions whose answers together answer it
 
 
-REPLY_MODELS: dict[str, type[_Reply]] = {
+REPLY_MODELS: dict[str, type[Reply]] = {
     model.__name__: model for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply, VariantsReply)
 }
-
-
-# -- Benchmark prompts (selfrag.bench; their files live in selfrag/bench/prompts/) ---------------------------
-# Appended by the benchmark work; the engine never uses these.
-
-ClaimLabel = Literal["supports", "refutes", "nei"]
-
-
-class AnswerReply(_Reply):
-    """answer_direct: a short answer written without documents (the no-retrieval baseline)."""
-
-    answer: str
-
-
-class RagAnswerReply(_Reply):
-    """rag_answer: plain RAG, one answer from all retrieved documents, citing them by number."""
-
-    answer: str
-    citations: list[int]
-
-
-class VerdictReply(_Reply):
-    """verify_claim_direct: a claim's verdict without documents."""
-
-    label: ClaimLabel
-
-
-class RagVerdictReply(_Reply):
-    """rag_verify_claim: plain RAG for claims, one verdict from all retrieved documents, citing them."""
-
-    label: ClaimLabel
-    citations: list[int]
-
-
-class ClaimCandidateReply(_Reply):
-    """verify_claim: the closed-set candidate of one document: ISREL, the verdict, evidence, ISSUP, ISUSE."""
-
-    relevance: Literal["relevant", "irrelevant"]
-    label: ClaimLabel
-    evidence: str
-    support: Literal["fully", "partially", "no"]
-    utility: Literal[1, 2, 3, 4, 5]
-
-
-class JudgeQuestionReply(_Reply):
-    """judge_question: one question that the chunk answers (judgment lists)."""
-
-    question: str
-
-
-class JudgeScoreReply(_Reply):
-    """judge_answer: an LLM judge's contextual accuracy and completeness of an answer, 1-5 each."""
-
-    contextual_accuracy: Literal[1, 2, 3, 4, 5]
-    completeness: Literal[1, 2, 3, 4, 5]
-
-
-REPLY_MODELS.update(
-    {
-        model.__name__: model
-        for model in (
-            AnswerReply,
-            RagAnswerReply,
-            VerdictReply,
-            RagVerdictReply,
-            ClaimCandidateReply,
-            JudgeQuestionReply,
-            JudgeScoreReply,
-        )
-    }
-)

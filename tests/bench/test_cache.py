@@ -11,7 +11,7 @@ import pytest
 from helpers import fused
 
 from selfrag.bench.cache import MAX_ENTRY_CHARS, CachedChatModel, RequestCache, request_key
-from selfrag.engine.replies import AnswerReply
+from selfrag.bench.replies import AnswerReply
 from selfrag.errors import InputError
 from selfrag.llm.base import Capabilities, ChatRequest, Message
 from selfrag.schema import Meter
