@@ -16,6 +16,7 @@ from .config import Config, EndpointConfig, resolve_endpoint
 from .conversation import clip_history
 from .engine.context import Deps, Retriever, Run
 from .engine.controller import search
+from .engine.state import RunInfo
 from .errors import BudgetError, ConfigError, InputError
 from .llm.base import ChatModel
 from .llm.openai_chat import OpenAIChatModel
@@ -96,12 +97,10 @@ class SelfRAG:
             raise BudgetError(
                 f"the deadline of {run.config.deadline:g}s passed before a sentence was written"
             ) from None
-        extras = {
-            "prompts": self.deps.prompts.versions(),
-            "capabilities": capabilities.describe(),
-            "model": self.chat.name,
-        }
-        async for event in search(run, extras, deadline):
+        info = RunInfo(
+            prompts=self.deps.prompts.versions(), capabilities=capabilities.describe(), model=str(self.chat.name)
+        )
+        async for event in search(run, info, deadline):
             yield event
 
     async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar, overload
 
 from .labels import Decision, Relevance, Support, Utility
+
+L = TypeVar("L")  # a label type (Relevance, Support, Utility)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +57,17 @@ class Critique:
     seq_prob: float | None = None  # geometric-mean token probability of the sentence, when logprobs exist
     status: str = "ok"  # ok | defaulted (the critic failed and conservative labels stand in)
 
+    @overload
     @staticmethod
-    def top(dist: Mapping[object, float] | None) -> object | None:
+    def top(dist: Mapping[L, float]) -> L: ...
+
+    @overload
+    @staticmethod
+    def top(dist: Mapping[L, float] | None) -> L | None: ...
+
+    @staticmethod
+    def top(dist: Mapping[L, float] | None) -> L | None:
+        """The most probable label of a distribution (None for no distribution)."""
         return max(dist, key=lambda label: dist[label]) if dist else None
 
 

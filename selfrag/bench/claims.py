@@ -22,8 +22,7 @@ from typing import Any
 
 from ..engine.beam import Weights, s_rel, s_sup, s_use, score
 from ..engine.context import Run, run_all
-from ..engine.critic import check_quote
-from ..engine.retriever import plan_from
+from ..engine.replies import check_quote, plan_from
 from ..errors import FatalLLMError, LLMError
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..llm.logprobs import label_distribution
@@ -135,7 +134,7 @@ async def _decide(run: Run, claim: str) -> str:
         raise
     except LLMError:
         return Decision.YES.value  # no usable decision: retrieve, as the engine's rules lean
-    return plan_from(parsed, "retrieve", "query", run, has_cache=False).decision.value
+    return plan_from(parsed, "retrieve", "query", run.config.threshold, has_cache=False).decision.value
 
 
 async def _candidate(run: Run, system: System, claim: str, chunk: Chunk) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from typing import Any
 
 from ..config import Config
 from ..engine.context import Deps, Run
-from ..engine.critic import check_quote, critique_from, defaulted_critique
-from ..engine.replies import REPLY_MODELS, CritiqueReply
+from ..engine.critic import defaulted_critique
+from ..engine.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
 from ..errors import ConfigError, FatalLLMError, LLMError
 from ..labels import CriticMode, Mode
 from ..llm.base import ChatModel

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-from collections.abc import Awaitable, Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -92,12 +92,12 @@ class Run:
         }
 
 
-async def run_all(jobs: Iterable[Awaitable[T]]) -> list[T]:
+async def run_all(jobs: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
     """Run jobs concurrently, results in input order. Jobs catch their own expected failures; the first
     unexpected one (a fatal endpoint error, an exhausted budget) cancels the rest and is raised as itself."""
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(job) for job in jobs]  # type: ignore[arg-type]
+            tasks = [group.create_task(job) for job in jobs]
     except BaseExceptionGroup as failed:
         first: BaseException = failed
         while isinstance(first, BaseExceptionGroup):

@@ -10,47 +10,39 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 
 from ..errors import BudgetError, LLMError
 from ..result import DoneEvent, Event, StepEvent
-from ..schema import Beam, Candidate, Chunk, Plan
+from ..schema import Beam, Candidate
 from . import beam, critic, generator, report, retriever
 from .context import Run
+from .state import RunInfo, StepOutcome, StopReason
 
 
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
-    live: tuple[Beam, ...]
-    plans: tuple[Plan, ...]
-    evidence: tuple[tuple[Chunk, ...], ...]
-    outcomes: tuple[tuple[Candidate, Beam | None], ...]  # each candidate and the child beam it became
-
-
-async def search(run: Run, extras: Mapping[str, object], deadline: float | None = None) -> AsyncIterator[Event]:
+async def search(run: Run, info: RunInfo, deadline: float | None = None) -> AsyncIterator[Event]:
     """Segment-level beam search for one question; yields StepEvent, SegmentEvent, ..., DoneEvent. `deadline`
     (event-loop time) defaults to now + the config's deadline."""
     started, loop = time.monotonic(), asyncio.get_running_loop()
     deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
-    steps, citations, streamed, stop, failure = [], report.Citations(), 0, "max_depth", None
+    steps, citations, streamed, stop, failure = [], report.Citations(), 0, StopReason.MAX_DEPTH, None
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):
                 step = await _step(frontier, run)
         except BudgetError:
-            stop = "budget"
+            stop = StopReason.BUDGET
             break
         except TimeoutError:
-            stop = "deadline"
+            stop = StopReason.DEADLINE
             break
         children = [child for _, child in step.outcomes if child is not None]
         if not children:
-            stop, failure = "llm_failure", next((c.error for c, _ in step.outcomes if c.error), None)
+            stop, failure = StopReason.LLM_FAILURE, next((c.error for c, _ in step.outcomes if c.error), None)
             break
         frontier = beam.prune([*(b for b in frontier if b.final), *children], run.config.beam_width)  # ⑤
-        steps.append(report.trace_step(depth, *_fields(step), frontier, run.meter, time.monotonic() - started))
+        steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
         yield StepEvent(step=steps[-1])
         settled = report.committed_prefix(frontier)
         for index in range(streamed, settled):
@@ -59,7 +51,7 @@ async def search(run: Run, extras: Mapping[str, object], deadline: float | None 
                 yield event
         streamed = settled
         if beam.is_finished(frontier, run.config.max_depth):
-            stop = "final" if all(b.final for b in frontier) else "max_depth"
+            stop = StopReason.FINAL if all(b.final for b in frontier) else StopReason.MAX_DEPTH
             break
     best = beam.best(frontier)
     if not best.segments:
@@ -69,7 +61,7 @@ async def search(run: Run, extras: Mapping[str, object], deadline: float | None 
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    yield DoneEvent(result=report.build_result(run.question, best, stop, steps, run.meter, wall, run.config, extras))
+    yield DoneEvent(result=report.build_result(run.question, best, stop, steps, run.meter, wall, run.config, info))
 
 
 async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
@@ -87,15 +79,11 @@ def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, 
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
 
 
-def _nothing_written(stop: str, run: Run, failure: str | None) -> None:
+def _nothing_written(stop: StopReason, run: Run, failure: str | None) -> None:
     """An answer that ends before its first sentence is an error, not an empty answer; says why it failed."""
-    if stop == "deadline":
+    if stop is StopReason.DEADLINE:
         raise BudgetError(f"the deadline of {run.config.deadline:g}s passed before a sentence was written")
-    if stop == "budget":
+    if stop is StopReason.BUDGET:
         raise BudgetError("the answer's budget ran out before a sentence was written")
     reason = f" (first failure: {failure.partition(': ')[2] or failure})" if failure else ""
     raise LLMError(f"every call to the endpoint failed; nothing could be written{reason}")
-
-
-def _fields(step: StepOutcome) -> tuple:
-    return step.live, step.plans, step.evidence, step.outcomes

@@ -9,57 +9,14 @@ content filter is not a verdict on support: that candidate is dropped with the r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Relevance, Support, Utility
-from ..llm.logprobs import label_distribution, mean_token_prob
-from ..llm.structured import Parsed
 from ..schema import Candidate, Critique, Plan
 from .context import Run, run_all
-from .replies import CritiqueReply
-from .retriever import plan_from
-
-QUOTE_MIN_OVERLAP = 0.8  # share of the quote's words that must occur in the chunk
-
-
-def _dist(parsed: Parsed, field: str, kind: type, chosen: object) -> tuple[dict, bool, bool]:
-    """(distribution, from_logprobs, truncated) for one label field of a reply."""
-    labels = [str(member.value) for member in kind]
-    response = parsed.response
-    if response.tokens is not None:
-        found = label_distribution(response.text, response.tokens, field, labels)
-        if found is not None:
-            return {kind(_cast(kind, k)): p for k, p in found.probs.items()}, True, found.truncated
-    return {member: (1.0 if member == kind(chosen) else 0.0) for member in kind}, False, False
-
-
-def _cast(kind: type, label: str) -> object:
-    return int(label) if kind is Utility else label
-
-
-def critique_from(parsed: Parsed, *, with_evidence: bool, sentence_field: str | None) -> Critique:
-    """A Critique from a reply holding utility and is_final, and relevance/support when written from a chunk."""
-    value = parsed.value
-    utility, lp_use, tr_use = _dist(parsed, "utility", Utility, value.utility)
-    relevance = support = None
-    lp_rel = lp_sup = tr_rel = tr_sup = False
-    if with_evidence:
-        relevance, lp_rel, tr_rel = _dist(parsed, "relevance", Relevance, value.relevance)
-        support, lp_sup, tr_sup = _dist(parsed, "support", Support, value.support)
-    tokens = parsed.response.tokens
-    seq = mean_token_prob(parsed.response.text, tokens, sentence_field) if tokens and sentence_field else None
-    return Critique(
-        utility=utility,
-        is_final=bool(value.is_final),
-        relevance=relevance,
-        support=support,
-        estimator="logprobs" if (lp_use or lp_rel or lp_sup) else "labels",
-        truncated=tr_use or tr_rel or tr_sup,
-        seq_prob=seq,
-    )
+from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
 def defaulted_critique() -> Critique:
@@ -70,40 +27,6 @@ def defaulted_critique() -> Critique:
         support={Support.FULLY: 0.0, Support.PARTIALLY: 0.0, Support.NO: 1.0},
         status="defaulted",
     )
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def quote_found(quote: str, chunk_text: str) -> bool:
-    """Does the evidence quote occur in the chunk (after folding case, punctuation and spacing)?"""
-    words = _words(quote)
-    if not words:
-        return False
-    if " ".join(words) in " ".join(_words(chunk_text)):
-        return True
-    vocabulary = set(_words(chunk_text))
-    return sum(word in vocabulary for word in words) / len(words) >= QUOTE_MIN_OVERLAP
-
-
-def check_quote(critique: Critique, quote: str, chunk_text: str) -> Critique:
-    """Claimed support needs a quote from the chunk; without one, support drops one level (fully -> partially
-    -> no), probability mass included."""
-    if critique.support is None:
-        return critique
-    claimed = Critique.top(critique.support)
-    if claimed is Support.NO:
-        return critique
-    if quote_found(quote, chunk_text):
-        return replace(critique, quote_ok=True)
-    p = critique.support
-    shifted = {
-        Support.FULLY: 0.0,
-        Support.PARTIALLY: p.get(Support.FULLY, 0.0),
-        Support.NO: p.get(Support.PARTIALLY, 0.0) + p.get(Support.NO, 0.0),
-    }
-    return replace(critique, support=shifted, quote_ok=False)
 
 
 def gate(candidate: Candidate, run: Run) -> Candidate:
@@ -146,5 +69,5 @@ async def _judge(candidate: Candidate, run: Run) -> Candidate:
     assert isinstance(parsed.value, CritiqueReply)
     critique = critique_from(parsed, with_evidence=True, sentence_field=None)
     critique = check_quote(critique, parsed.value.evidence, candidate.chunk.text)
-    plan = plan_from(parsed, "retrieve_next", "next_query", run, has_cache=True)
+    plan = plan_from(parsed, "retrieve_next", "next_query", run.config.threshold, has_cache=True)
     return replace(candidate, critique=critique, plan=plan)

@@ -11,16 +11,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 
 from ..errors import ContextLengthError, FatalLLMError, LLMError
 from ..labels import CriticMode
 from ..schema import Beam, Candidate, Chunk, Plan
 from .context import Run, run_all
-from .critic import check_quote, critique_from
-from .replies import FusedReply, PlainReply, WriteReply
-from .retriever import plan_from
+from .replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from
 
 FALLBACK_NOTE = (
     "No retrieved document supported a sentence here. Write a sentence that asserts no facts you would need "
@@ -44,7 +42,7 @@ async def expand(
     return tuple(await run_all(jobs))
 
 
-async def _guard(candidate: Candidate, job) -> Candidate:  # type: ignore[no-untyped-def]
+async def _guard(candidate: Candidate, job: Awaitable[Candidate]) -> Candidate:
     try:
         return await job
     except FatalLLMError:
@@ -84,7 +82,7 @@ async def _write_with(candidate: Candidate, run: Run, max_chars: int | None) -> 
     assert isinstance(reply, FusedReply)
     critique = critique_from(parsed, with_evidence=True, sentence_field="sentence")
     critique = check_quote(critique, reply.evidence, chunk.text)
-    plan = plan_from(parsed, "retrieve_next", "next_query", run, has_cache=True)
+    plan = plan_from(parsed, "retrieve_next", "next_query", run.config.threshold, has_cache=True)
     return replace(candidate, text=reply.sentence, critique=critique, plan=plan)
 
 
@@ -99,7 +97,7 @@ async def _write_plain(candidate: Candidate, run: Run, note: str) -> Candidate:
     )
     assert isinstance(parsed.value, PlainReply)
     critique = critique_from(parsed, with_evidence=False, sentence_field="sentence")
-    plan = plan_from(parsed, "retrieve_next", "next_query", run, has_cache=False)
+    plan = plan_from(parsed, "retrieve_next", "next_query", run.config.threshold, has_cache=False)
     return replace(candidate, text=parsed.value.sentence, critique=critique, plan=plan)
 
 

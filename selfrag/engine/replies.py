@@ -1,5 +1,9 @@
-"""Pydantic models of what the model must reply, one per prompt kind. The JSON schema sent as
-`response_format` is generated from these, and every reply is validated against them locally.
+"""What the model must reply, one pydantic model per prompt kind, and the pure reading of those replies.
+
+The JSON schema sent as `response_format` is generated from these models, and every reply is validated
+against them locally. Reading a validated reply needs no run and no I/O: label distributions (from logprobs
+when the reply has them, else one-hot), the critique, the evidence-quote check, and the retrieval decision
+under a threshold.
 
 Field order is the order the model writes in: relevance before the sentence, the evidence quote and support
 after it, then utility, is_final and the decision for the next step (the paper's token order).
@@ -9,14 +13,21 @@ The decision field is a free string with an enum hint: an invalid label is not a
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import replace
 from enum import Enum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..labels import Decision, Relevance, Support, Utility
+from ..llm.logprobs import label_distribution, mean_token_prob
+from ..llm.structured import Parsed
+from ..schema import Critique, Plan
 
 MAX_SENTENCE_CHARS = 1200
+QUOTE_MIN_OVERLAP = 0.8  # share of the quote's words that must occur in the chunk
 DECISIONS = [decision.value for decision in Decision]
 
 
@@ -111,3 +122,109 @@ class VariantsReply(Reply):
 REPLY_MODELS: dict[str, type[Reply]] = {
     model.__name__: model for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply, VariantsReply)
 }
+
+
+# -- Reading replies (pure) ----------------------------------------------------------------------------
+
+
+def decide(
+    raw_label: str, dist: Mapping[str, float] | None, threshold: float, has_cache: bool
+) -> tuple[Decision, float | None]:
+    """The retrieval decision from the model's label and, when available, its label probabilities."""
+    if dist is not None:
+        p_yes, p_no, p_cont = (dist.get(label, 0.0) for label in DECISIONS)
+        total = p_yes + p_no + p_cont
+        p_ret = (p_yes + p_cont) / total if total > 0 else 1.0
+        if p_ret <= threshold:
+            return Decision.NO, p_ret
+        return (Decision.CONTINUE if p_cont > p_yes and has_cache else Decision.YES), p_ret
+    label = raw_label.strip().lower()
+    if label == Decision.NO.value:
+        return Decision.NO, None
+    if label == Decision.CONTINUE.value and has_cache:
+        return Decision.CONTINUE, None
+    return Decision.YES, None
+
+
+def plan_from(parsed: Parsed, label_field: str, query_field: str, threshold: float, has_cache: bool) -> Plan:
+    """A Plan from any reply that carries a decision label and a query, under the retrieval `threshold`."""
+    value, response = parsed.value, parsed.response
+    raw_label = str(getattr(value, label_field))
+    dist = None
+    if response.tokens is not None:
+        found = label_distribution(response.text, response.tokens, label_field, DECISIONS)
+        dist = found.probs if found else None
+    decision, p_ret = decide(raw_label, dist, threshold, has_cache)
+    query = str(getattr(value, query_field)).strip()
+    return Plan(decision, query, p_ret, raw_label)
+
+
+def _dist(parsed: Parsed, field: str, kind: type, chosen: object) -> tuple[dict, bool, bool]:
+    """(distribution, from_logprobs, truncated) for one label field of a reply."""
+    labels = [str(member.value) for member in kind]
+    response = parsed.response
+    if response.tokens is not None:
+        found = label_distribution(response.text, response.tokens, field, labels)
+        if found is not None:
+            return {kind(_cast(kind, k)): p for k, p in found.probs.items()}, True, found.truncated
+    return {member: (1.0 if member == kind(chosen) else 0.0) for member in kind}, False, False
+
+
+def _cast(kind: type, label: str) -> object:
+    return int(label) if kind is Utility else label
+
+
+def critique_from(parsed: Parsed, *, with_evidence: bool, sentence_field: str | None) -> Critique:
+    """A Critique from a reply holding utility and is_final, and relevance/support when written from a chunk."""
+    value = parsed.value
+    utility, lp_use, tr_use = _dist(parsed, "utility", Utility, value.utility)
+    relevance = support = None
+    lp_rel = lp_sup = tr_rel = tr_sup = False
+    if with_evidence:
+        relevance, lp_rel, tr_rel = _dist(parsed, "relevance", Relevance, value.relevance)
+        support, lp_sup, tr_sup = _dist(parsed, "support", Support, value.support)
+    tokens = parsed.response.tokens
+    seq = mean_token_prob(parsed.response.text, tokens, sentence_field) if tokens and sentence_field else None
+    return Critique(
+        utility=utility,
+        is_final=bool(value.is_final),
+        relevance=relevance,
+        support=support,
+        estimator="logprobs" if (lp_use or lp_rel or lp_sup) else "labels",
+        truncated=tr_use or tr_rel or tr_sup,
+        seq_prob=seq,
+    )
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def quote_found(quote: str, chunk_text: str) -> bool:
+    """Does the evidence quote occur in the chunk (after folding case, punctuation and spacing)?"""
+    words = _words(quote)
+    if not words:
+        return False
+    if " ".join(words) in " ".join(_words(chunk_text)):
+        return True
+    vocabulary = set(_words(chunk_text))
+    return sum(word in vocabulary for word in words) / len(words) >= QUOTE_MIN_OVERLAP
+
+
+def check_quote(critique: Critique, quote: str, chunk_text: str) -> Critique:
+    """Claimed support needs a quote from the chunk; without one, support drops one level (fully -> partially
+    -> no), probability mass included."""
+    if critique.support is None:
+        return critique
+    claimed = Critique.top(critique.support)
+    if claimed is Support.NO:
+        return critique
+    if quote_found(quote, chunk_text):
+        return replace(critique, quote_ok=True)
+    p = critique.support
+    shifted = {
+        Support.FULLY: 0.0,
+        Support.PARTIALLY: p.get(Support.FULLY, 0.0),
+        Support.NO: p.get(Support.PARTIALLY, 0.0) + p.get(Support.NO, 0.0),
+    }
+    return replace(critique, support=shifted, quote_ok=False)

@@ -5,6 +5,7 @@ Pure functions; the controller calls them after each step and at the end.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import Enum
 
 from ..config import Config, config_dict
 from ..labels import Decision
@@ -20,9 +21,10 @@ from ..result import (
     TraceStep,
     Usage,
 )
-from ..schema import Beam, Candidate, Chunk, Critique, Meter, Plan, Segment
+from ..schema import Beam, Candidate, Chunk, Critique, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
+from .state import RunInfo, StepOutcome, StopReason
 
 
 def critique_out(critique: Critique) -> CritiqueOut:
@@ -36,9 +38,9 @@ def critique_out(critique: Critique) -> CritiqueOut:
         probs["support"] = plain(critique.support)
     top = Critique.top
     return CritiqueOut(
-        relevance=top(critique.relevance).value if critique.relevance else None,  # type: ignore[union-attr]
-        support=top(critique.support).value if critique.support else None,  # type: ignore[union-attr]
-        utility=int(top(critique.utility)),  # type: ignore[arg-type]
+        relevance=_value(top(critique.relevance)),
+        support=_value(top(critique.support)),
+        utility=int(top(critique.utility)),
         is_final=critique.is_final,
         probs=probs,
         estimator=critique.estimator,
@@ -49,16 +51,12 @@ def critique_out(critique: Critique) -> CritiqueOut:
     )
 
 
-def trace_step(
-    step: int,
-    live: Sequence[Beam],
-    plans: Sequence[Plan],
-    evidence: Sequence[tuple[Chunk, ...]],
-    outcomes: Sequence[tuple[Candidate, Beam | None]],
-    frontier: Sequence[Beam],
-    meter: Meter,
-    elapsed: float,
-) -> TraceStep:
+def _value(label: Enum | None) -> str | None:
+    return None if label is None else str(label.value)
+
+
+def trace_step(step: int, outcome: StepOutcome, frontier: Sequence[Beam], meter: Meter, elapsed: float) -> TraceStep:
+    """The trace of step `step`: each live beam's decision and evidence, each candidate's fate."""
     kept = {beam.id for beam in frontier}
     beams = [
         TraceBeam(
@@ -67,14 +65,14 @@ def trace_step(
             p_retrieve=plan.p_retrieve,
             raw_label=plan.raw_label,
             query=plan.query,
-            chunks=[chunk.key for chunk in chunks],
-            queries=list(getattr(chunks, "queries", ())),
-            retrieval_note=getattr(chunks, "note", None),
-            suspicious=_suspicious(chunks),
+            chunks=[chunk.key for chunk in evidence],
+            queries=list(evidence.queries),
+            retrieval_note=evidence.note,
+            suspicious=_suspicious(evidence),
         )
-        for beam, plan, chunks in zip(live, plans, evidence, strict=True)
+        for beam, plan, evidence in zip(outcome.live, outcome.plans, outcome.evidence, strict=True)
     ]
-    candidates = [_trace_candidate(candidate, child, kept) for candidate, child in outcomes]
+    candidates = [_trace_candidate(candidate, child, kept) for candidate, child in outcome.outcomes]
     return TraceStep(
         step=step, beams=beams, candidates=candidates, kept=sorted(kept), llm_calls=meter.llm_calls, elapsed=elapsed
     )
@@ -175,12 +173,12 @@ def committed_prefix(frontier: Sequence[Beam]) -> int:
 def build_result(
     question: str,
     best: Beam,
-    stop_reason: str,
+    stop_reason: StopReason,
     steps: list[TraceStep],
     meter: Meter,
     wall_time: float,
     config: Config,
-    extras: Mapping[str, object],
+    info: RunInfo,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -220,8 +218,8 @@ def build_result(
     path = best.id.split(".")
     trace = Trace(
         steps=steps,
-        prompts=dict(extras.get("prompts", {})),  # type: ignore[arg-type]
-        capabilities=dict(extras.get("capabilities", {})),  # type: ignore[arg-type]
+        prompts=dict(info.prompts),
+        capabilities=dict(info.capabilities),
         final_path=[".".join(path[: i + 1]) for i in range(len(path))],
     )
     return Result(
@@ -230,9 +228,9 @@ def build_result(
         segments=segments,
         sources=citations.sources(),
         confidence=round(sum(supports) / len(supports), 6) if supports else 0.0,
-        stop_reason=stop_reason,
+        stop_reason=stop_reason.value,
         usage=usage,
         trace=trace,
-        model=str(extras.get("model", "")),
+        model=info.model,
         config=config_dict(config),
     )

@@ -19,34 +19,19 @@ When dense query embedding fails (not fatally) the search is redone with BM25 on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ..config import variant_kinds
 from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
-from ..llm.logprobs import label_distribution
-from ..llm.structured import Parsed
 from ..retrieval.strategies import rrf
 from ..schema import Beam, Chunk, Hit, Meter, Plan
 from .context import Run, run_all
-from .replies import DecideReply, VariantsReply
+from .replies import DecideReply, VariantsReply, plan_from
+from .state import Evidence
 
-DECISION_LABELS = [d.value for d in Decision]
 MAX_VARIANT_CHARS = 1000  # a longer variant (a rambling HyDE passage) is cut before it is searched
-
-
-class Evidence(tuple[Chunk, ...]):
-    """The chunks one beam writes from this step (a plain tuple to the stages), plus how they were found:
-    the queries searched when variants are on, and why a variant call or the dense search fell back."""
-
-    queries: tuple[str, ...]
-    note: str | None
-
-    def __new__(cls, chunks: Sequence[Chunk] = (), queries: Sequence[str] = (), note: str | None = None) -> Evidence:
-        self = super().__new__(cls, chunks)
-        self.queries, self.note = tuple(queries), note
-        return self
 
 
 @runtime_checkable
@@ -56,38 +41,6 @@ class GroupSearch(Protocol):
     async def asearch(
         self, groups: Sequence[Sequence[str]], k: int, meter: Meter, *, offline: bool = False
     ) -> list[list[Hit]]: ...
-
-
-def decide(
-    raw_label: str, dist: Mapping[str, float] | None, threshold: float, has_cache: bool
-) -> tuple[Decision, float | None]:
-    """The retrieval decision from the model's label and, when available, its label probabilities."""
-    if dist is not None:
-        p_yes, p_no, p_cont = (dist.get(label, 0.0) for label in DECISION_LABELS)
-        total = p_yes + p_no + p_cont
-        p_ret = (p_yes + p_cont) / total if total > 0 else 1.0
-        if p_ret <= threshold:
-            return Decision.NO, p_ret
-        return (Decision.CONTINUE if p_cont > p_yes and has_cache else Decision.YES), p_ret
-    label = raw_label.strip().lower()
-    if label == Decision.NO.value:
-        return Decision.NO, None
-    if label == Decision.CONTINUE.value and has_cache:
-        return Decision.CONTINUE, None
-    return Decision.YES, None
-
-
-def plan_from(parsed: Parsed, label_field: str, query_field: str, run: Run, has_cache: bool) -> Plan:
-    """A Plan from any reply that carries a decision label and a query."""
-    value, response = parsed.value, parsed.response
-    raw_label = str(getattr(value, label_field))
-    dist = None
-    if response.tokens is not None:
-        found = label_distribution(response.text, response.tokens, label_field, DECISION_LABELS)
-        dist = found.probs if found else None
-    decision, p_ret = decide(raw_label, dist, run.config.threshold, has_cache)
-    query = str(getattr(value, query_field)).strip()
-    return Plan(decision, query, p_ret, raw_label)
 
 
 async def plan(live: Sequence[Beam], run: Run) -> tuple[Plan, ...]:
@@ -122,7 +75,7 @@ async def _ask(beam: Beam, run: Run) -> Plan:
     except LLMError:  # no usable decision: retrieve, as the rules lean
         return Plan(Decision.YES, "", None, "decision failed")
     assert isinstance(parsed.value, DecideReply)
-    return plan_from(parsed, "retrieve", "query", run, has_cache=bool(beam.evidence))
+    return plan_from(parsed, "retrieve", "query", run.config.threshold, has_cache=bool(beam.evidence))
 
 
 def _query(query: str, run: Run) -> str:

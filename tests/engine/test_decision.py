@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.retriever import decide
+from selfrag.engine.replies import decide
 from selfrag.labels import Decision as D
 
 

@@ -1,0 +1,54 @@
+"""The engine's state between stages: what one step produced, why a search stopped, and what the run
+reports about itself. Frozen values; the controller builds them and `report` turns them into the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ..schema import Beam, Candidate, Chunk, Plan
+
+
+class StopReason(StrEnum):
+    """Why the segment loop ended (`Result.stop_reason`)."""
+
+    FINAL = "final"  # every kept beam is final
+    MAX_DEPTH = "max_depth"  # a beam reached max_depth sentences, or the loop ran out of steps
+    BUDGET = "budget"  # the per-answer budget of calls or tokens ran out
+    DEADLINE = "deadline"  # the per-answer deadline passed
+    LLM_FAILURE = "llm_failure"  # every candidate of a step failed
+
+
+class Evidence(tuple[Chunk, ...]):
+    """The chunks one beam writes from this step (a plain tuple to the stages), plus how they were found:
+    the queries searched when variants are on, and why a variant call or the dense search fell back."""
+
+    queries: tuple[str, ...]
+    note: str | None
+
+    def __new__(cls, chunks: Sequence[Chunk] = (), queries: Sequence[str] = (), note: str | None = None) -> Evidence:
+        self = super().__new__(cls, chunks)
+        self.queries, self.note = tuple(queries), note
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """One step: the beams that were live, their plans and evidence, and each candidate with the child beam
+    it became (None when it failed or was gated)."""
+
+    live: tuple[Beam, ...]
+    plans: tuple[Plan, ...]
+    evidence: tuple[Evidence, ...]
+    outcomes: tuple[tuple[Candidate, Beam | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What the run reports beside the answer: prompt versions, the endpoint's capabilities, the model name."""
+
+    prompts: Mapping[str, int] = field(default_factory=dict)  # prompt name -> version
+    capabilities: Mapping[str, object] = field(default_factory=dict)
+    model: str = ""
