@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .config import Config, EndpointConfig, resolve_endpoint
 from .conversation import clip_history
-from .engine.context import Deps, Retriever, Run
+from .engine.context import Deps, Run
 from .engine.controller import search
 from .engine.state import RunInfo
 from .errors import BudgetError, ConfigError, InputError
@@ -22,6 +22,7 @@ from .llm.base import ChatModel
 from .llm.openai_chat import OpenAIChatModel
 from .prompts import PromptBook
 from .result import DoneEvent, Event, Result
+from .retrieval import FindsChunks, Searcher, as_searcher
 from .schema import Meter
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class SelfRAG:
 
     def __init__(
         self,
-        index: Retriever,
+        index: Searcher | FindsChunks,
         config: Config | None = None,
         *,
         chat: ChatModel | None = None,
@@ -48,7 +49,8 @@ class SelfRAG:
         self.chat = chat or default_chat(self.config.endpoint, env)
         if critic_chat is None and self.config.critic_endpoint is not None:
             critic_chat = OpenAIChatModel(resolve_endpoint(self.config.critic_endpoint, env))
-        self.deps = Deps(chat=self.chat, index=index, prompts=prompts or PromptBook(), critic_chat=critic_chat)
+        retriever = as_searcher(index)
+        self.deps = Deps(chat=self.chat, index=retriever, prompts=prompts or PromptBook(), critic_chat=critic_chat)
         self._runner: asyncio.Runner | None = None
         self._finalizer: weakref.finalize | None = None
         seed = self.config.nonce_seed
@@ -61,9 +63,9 @@ class SelfRAG:
         """An engine over a saved index, searched with the config's retrieval strategy. When the index holds
         dense vectors (and `dense` is not off), queries are embedded on the config's endpoint, or by
         `embedder`, and the cosine ranking is fused with BM25."""
+        from .retrieval import RetrievalSettings, Retriever
         from .retrieval.dense import open_dense
         from .retrieval.index import Index  # bm25s is imported only when an index is actually opened
-        from .retrieval.strategies import RetrievalSettings, Retriever
 
         config = config or Config()
         settings = RetrievalSettings(

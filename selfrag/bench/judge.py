@@ -22,6 +22,7 @@ from ..config import Config
 from ..engine.context import Deps, Run, run_all
 from ..errors import ConfigError, FatalLLMError, InputError, LLMError
 from ..llm.base import ChatModel
+from ..retrieval import as_searcher
 from ..schema import Chunk, Meter
 from . import metrics
 from .samples import SampleWriter, read_samples
@@ -32,7 +33,7 @@ MAX_CONTEXT_CHARS = 4000
 
 def _run(chat: ChatModel, index: Any, prompts: Any, question: str = "") -> Run:
     config = Config(nonce_seed="selfrag-judge")
-    return Run(Deps(chat, index, prompts), config, question, "", Meter(), b"selfrag-judge")
+    return Run(Deps(chat, as_searcher(index), prompts), config, question, "", Meter(), b"selfrag-judge")
 
 
 async def generate_judgments(

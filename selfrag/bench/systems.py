@@ -33,6 +33,7 @@ from ..errors import ConfigError, FatalLLMError, LLMError
 from ..labels import CriticMode, Mode
 from ..llm.base import ChatModel
 from ..prompts import PromptBook, prompts_dir
+from ..retrieval import as_searcher
 from ..schema import Chunk, Critique, Meter
 from .datasets import Dataset, Example
 from .replies import BENCH_REPLY_MODELS
@@ -142,7 +143,7 @@ class Context:
     critic_chat: ChatModel | None = None
 
     def run(self, system: System, question: str, meter: Meter) -> Run:
-        deps = Deps(self.chat, self.index, self.prompts, self.critic_chat)
+        deps = Deps(self.chat, as_searcher(self.index), self.prompts, self.critic_chat)
         secret = (system.config.nonce_seed or "selfrag-bench").encode()
         return Run(deps, system.config, question, "", meter, secret)
 

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,7 +20,8 @@ from ..errors import BudgetError
 from ..llm.base import ChatModel, ChatRequest
 from ..llm.structured import Parsed, ask
 from ..prompts import PromptBook
-from ..schema import Chunk, Hit, Meter
+from ..retrieval import Searcher
+from ..schema import Chunk, Meter
 from ..text import neutralise_document
 
 T = TypeVar("T")
@@ -30,16 +31,12 @@ MAX_TOKENS = {"retrieve_decide": 120, "generate_segment": 200}
 DEFAULT_MAX_TOKENS = 400
 
 
-class Retriever(Protocol):
-    def find_relevant_chunks(self, question: str, k: int) -> list[Hit]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Deps:
     """The outside world of the engine; tests build it from fakes."""
 
     chat: ChatModel
-    index: Retriever
+    index: Searcher  # a plain retriever is made one by retrieval.as_searcher (SelfRAG does it)
     prompts: PromptBook
     critic_chat: ChatModel | None = None  # separate critic on another model; None: the same as chat
 

@@ -10,37 +10,26 @@ means "yes"; "continue" with nothing cached means "yes". Modes `always` and `nev
 
 Query variants (`query_variants`: multi, hyde, decompose): every beam that retrieves this step asks for other
 queries for its need, all beams in one concurrent round (`retrieve_variants`, one call per beam returning the
-kinds asked for). The query and its variants are each searched and fused by RRF (k = 60) into the top ndocs.
+kinds asked for). The query and its variants are searched together and fused into the top ndocs.
 A failed variant call falls back to the plain query and is recorded in the trace; only a FatalLLMError (or an
-exhausted budget) stops the answer. A retriever with `asearch` (retrieval.Retriever) does the searching and
-fusing itself, dense lists included; any other retriever's `find_relevant_chunks` is called once per query.
-When dense query embedding fails (not fatally) the search is redone with BM25 only, and the trace says so.
+exhausted budget) stops the answer. The retriever is asked one way, `asearch` (retrieval.Searcher): it searches
+and fuses each group itself, dense lists included. When dense query embedding fails (not fatally) the search is
+redone with BM25 only, and the trace says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from ..config import variant_kinds
 from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
-from ..retrieval.strategies import rrf
-from ..schema import Beam, Chunk, Hit, Meter, Plan
+from ..schema import Beam, Chunk, Hit, Plan
 from .context import Run, run_all
 from .replies import DecideReply, VariantsReply, plan_from
 from .state import Evidence
 
 MAX_VARIANT_CHARS = 1000  # a longer variant (a rambling HyDE passage) is cut before it is searched
-
-
-@runtime_checkable
-class GroupSearch(Protocol):
-    """A retriever that searches groups of queries and fuses each group itself (retrieval.Retriever)."""
-
-    async def asearch(
-        self, groups: Sequence[Sequence[str]], k: int, meter: Meter, *, offline: bool = False
-    ) -> list[list[Hit]]: ...
 
 
 async def plan(live: Sequence[Beam], run: Run) -> tuple[Plan, ...]:
@@ -157,19 +146,13 @@ async def search_groups(groups: Sequence[Sequence[str]], run: Run) -> tuple[list
 
 async def _search(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[list[Hit]], str | None]:
     index, k = run.deps.index, run.config.ndocs
-    if isinstance(index, GroupSearch):
-        try:
-            return await index.asearch(groups, k, run.meter), None
-        except FatalLLMError:
-            raise
-        except LLMError as error:  # the query embedding failed: BM25 still works
-            note = f"dense search failed, BM25 only: {error}"
-            return await index.asearch(groups, k, run.meter, offline=True), note
-    results = []
-    for group in groups:
-        lists = [index.find_relevant_chunks(query, k) for query in group]
-        results.append(lists[0] if len(lists) == 1 else rrf(lists, k=60)[:k])
-    return results, None
+    try:
+        return await index.asearch(groups, k, run.meter), None
+    except FatalLLMError:
+        raise
+    except LLMError as error:  # the query embedding failed: BM25 still works
+        note = f"dense search failed, BM25 only: {error}"
+        return await index.asearch(groups, k, run.meter, offline=True), note
 
 
 def _join(*notes: str | None) -> str | None:

@@ -1,4 +1,5 @@
-"""Retrieval strategies on top of an `Index`: fusion, reranking, freshness, windows and context order.
+"""Retrieval strategies on top of an `Index`: reranking, freshness, windows and context order, and the one
+protocol the engine asks (`Searcher.asearch`).
 
 `Retriever.find_many` runs, per query batch:
 
@@ -12,8 +13,11 @@
 - `asearch(groups, k, meter)`: each group is one information need written as several queries (the query plus
   the LLM's variants: multi-query, HyDE, sub-questions). Every source runs every query; all the group's lists
   are fused together (RRF unless `fusion = weighted`), then reranked against the group's first query.
-- `rrf`: reciprocal rank fusion, score = sum of w / (k + rank), k = 60 (Cormack et al. 2009).
-- `weighted_fusion`: each list's scores min-max normalised to [0, 1], then a weighted sum.
+- Fusion (`fusion.py`): `rrf`, reciprocal rank fusion, score = sum of w / (k + rank), k = 60 (Cormack et al.
+  2009); `weighted_fusion`, each list's scores min-max normalised to [0, 1], then a weighted sum.
+- The engine asks every retriever one way, `asearch`. A retriever with only `find_relevant_chunks` (an `Index`,
+  `selfrag.testing.ListRetriever`, your own) gets it from `SearchEachQuery` (inherited, or wrapped by
+  `as_searcher`): each query searched alone, a group's lists fused by RRF.
 - `rerank_overlap`: mixes the normalised score with the IDF-weighted share of query terms (and adjacent
   query-term pairs) found in the chunk; no model involved.
 - `freshness_bonus`: adds `weight × top score × 0.5^(age / half-life)` where age counts from the newest dated
@@ -39,6 +43,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..schema import Chunk, Hit, Meter
+from .fusion import normalised, rrf, weighted_fusion
 
 if TYPE_CHECKING:  # bm25s is imported only when an index is opened; rrf and friends need no index
     from .index import Index
@@ -46,6 +51,59 @@ if TYPE_CHECKING:  # bm25s is imported only when an index is opened; rrf and fri
 STRATEGIES = ("top", "window")
 FUSIONS = ("none", "rrf", "weighted")
 _SENTINEL = "\uffff"
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """The one way the engine asks for chunks: the top k of each group of queries (a group is one need written
+    as several queries; its lists are fused). `offline` leaves out sources that fetch per query over HTTP."""
+
+    async def asearch(
+        self, groups: Sequence[Sequence[str]], k: int, meter: Meter, *, offline: bool = False
+    ) -> list[list[Hit]]: ...
+
+
+class FindsChunks(Protocol):
+    """A plain retriever: one ranked list for one question."""
+
+    def find_relevant_chunks(self, question: str, k: int) -> list[Hit]: ...
+
+
+class SearchEachQuery:
+    """`asearch` for a retriever that offers only `find_relevant_chunks`: each query of a group is searched on
+    its own (k hits) and the group's lists are fused by RRF (k = 60). Inherit it, or let `as_searcher` wrap."""
+
+    def find_relevant_chunks(self, question: str, k: int) -> list[Hit]:
+        raise NotImplementedError
+
+    async def asearch(
+        self, groups: Sequence[Sequence[str]], k: int, meter: Meter, *, offline: bool = False
+    ) -> list[list[Hit]]:
+        results = []
+        for group in groups:
+            lists = [self.find_relevant_chunks(query, k) for query in group]
+            results.append(lists[0] if len(lists) == 1 else rrf(lists, k=60)[:k])
+        return results
+
+
+class EachQuery(SearchEachQuery):
+    """A plain retriever (an `Index`, your own) made a Searcher."""
+
+    def __init__(self, retriever: FindsChunks) -> None:
+        self.retriever = retriever
+
+    def find_relevant_chunks(self, question: str, k: int) -> list[Hit]:
+        return self.retriever.find_relevant_chunks(question, k)
+
+    async def aclose(self) -> None:
+        close = getattr(self.retriever, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def as_searcher(retriever: Searcher | FindsChunks) -> Searcher:
+    """The retriever itself when it has `asearch` (a Retriever does), else wrapped in EachQuery."""
+    return retriever if isinstance(retriever, Searcher) else EachQuery(retriever)
 
 
 class RankedSource(Protocol):
@@ -185,40 +243,6 @@ class Retriever:
         return rrf(lists, k=self.settings.rrf_k, weights=weights)
 
 
-def rrf(lists: Sequence[Sequence[Hit]], *, k: int = 60, weights: Sequence[float] | None = None) -> list[Hit]:
-    """Reciprocal rank fusion: each chunk scores sum(w_i / (k + rank_i)), ranks from 1."""
-    weights = weights or [1.0] * len(lists)
-    return _combine(
-        lists, [[w / (k + rank) for rank in range(1, len(hits) + 1)] for hits, w in zip(lists, weights, strict=True)]
-    )
-
-
-def weighted_fusion(lists: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None) -> list[Hit]:
-    """Weighted sum of each list's min-max normalised scores (a chunk missing from a list gets 0 there)."""
-    weights = weights or [1.0] * len(lists)
-    return _combine(lists, [[w * x for x in _normalised(hits)] for hits, w in zip(lists, weights, strict=True)])
-
-
-def _combine(lists: Sequence[Sequence[Hit]], contributions: Sequence[Sequence[float]]) -> list[Hit]:
-    total: dict[str, float] = {}
-    first: dict[str, tuple[int, int, Chunk]] = {}
-    for list_no, (hits, gains) in enumerate(zip(lists, contributions, strict=True)):
-        for rank, (hit, gain) in enumerate(zip(hits, gains, strict=True)):
-            key = hit.chunk.key
-            total[key] = total.get(key, 0.0) + gain
-            if key not in first or (rank, list_no) < first[key][:2]:
-                first[key] = (rank, list_no, hit.chunk)
-    order = sorted(total, key=lambda key: (-total[key], first[key][0], first[key][1], key))
-    return [Hit(first[key][2], total[key]) for key in order]
-
-
-def _normalised(hits: Sequence[Hit]) -> list[float]:
-    if not hits:
-        return []
-    high, low = max(h.score for h in hits), min(h.score for h in hits)
-    return [1.0 if high == low else (h.score - low) / (high - low) for h in hits]
-
-
 def rerank_overlap(question: str, hits: Sequence[Hit], index: Index, *, weight: float = 0.3) -> list[Hit]:
     """Re-score hits by (1 - weight) × normalised score + weight × lexical overlap with the question.
 
@@ -235,7 +259,7 @@ def rerank_overlap(question: str, hits: Sequence[Hit], index: Index, *, weight: 
     words = question.lower().split()
     pairs = [f"{a} {b}" for a, b in pairwise(words)]
     scored = []
-    for position, (hit, base) in enumerate(zip(hits, _normalised(hits), strict=True)):
+    for position, (hit, base) in enumerate(zip(hits, normalised(hits), strict=True)):
         row = present.get(hit.chunk.key)
         cover = float(idf[row].sum() / idf.sum()) if row is not None else 0.0
         text = f"{hit.chunk.title} {hit.chunk.text}".lower()

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..llm.base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
+from ..retrieval.strategies import SearchEachQuery
 from ..schema import Chunk, Hit, Meter
 
 
@@ -134,8 +135,9 @@ STOPWORDS = frozenset(
 )
 
 
-class ListRetriever:
-    """A retriever over a fixed list of chunks: scores by shared lower-cased words, stopwords aside (for tests)."""
+class ListRetriever(SearchEachQuery):
+    """A retriever over a fixed list of chunks: scores by shared lower-cased words, stopwords aside (for tests).
+    The engine asks it through `asearch` (SearchEachQuery): each query alone, a group's lists fused by RRF."""
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         self.chunks = list(chunks)

@@ -9,6 +9,7 @@ import pytest
 from selfrag.errors import ConfigError
 from selfrag.retrieval.chunking import ChunkingSettings, chunk_documents
 from selfrag.retrieval.formats import Document
+from selfrag.retrieval.fusion import rrf, weighted_fusion
 from selfrag.retrieval.index import Index, IndexSettings
 from selfrag.retrieval.strategies import (
     RetrievalSettings,
@@ -16,8 +17,6 @@ from selfrag.retrieval.strategies import (
     freshness_bonus,
     order_for_context,
     rerank_overlap,
-    rrf,
-    weighted_fusion,
     widen,
 )
 from selfrag.schema import Chunk, Hit
