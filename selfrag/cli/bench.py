@@ -83,13 +83,12 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
 
     from ..bench.runner import RunOptions
     from ..bench.systems import BENCH_DEFAULTS
-    from ..llm.local import cache_dir
     from ..settings import load_config
 
     config = load_config(engine_flags(args), config_file=args.config, defaults=BENCH_DEFAULTS)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    cache = None if args.no_cache else Path(args.cache or cache_dir(os.environ) / "bench" / "requests.sqlite3")
+    cache = cache_path(args, os.environ)
     return RunOptions(
         dataset=dataset,
         system=system,
@@ -107,6 +106,13 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
         embedded_threads=args.threads,
         **extra,
     )
+
+
+def cache_path(args: argparse.Namespace, environ: Any) -> Path | None:
+    """The request cache of `--cache`, else the default under the cache dir; None with `--no-cache`."""
+    from ..llm.local import cache_dir
+
+    return None if args.no_cache else Path(args.cache or cache_dir(environ) / "bench" / "requests.sqlite3")
 
 
 def run_command(args: argparse.Namespace) -> int:

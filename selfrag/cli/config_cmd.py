@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..text import clean_for_terminal
+from .common import CONFIG_HELP
 
 
 def register(commands: Any) -> None:
@@ -22,7 +23,7 @@ def register(commands: Any) -> None:
         help="print the resolved configuration (secrets masked)",
         description="Print the configuration after flag > SELFRAG_* environment > TOML file > default.",
     )
-    show.add_argument("--config", help="TOML config file (default: ~/.config/selfrag/config.toml)")
+    show.add_argument("--config", help=CONFIG_HELP)
     show.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     show.set_defaults(run=run_show)
     path = actions.add_parser("path", help="print where the config file is looked for")

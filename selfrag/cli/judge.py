@@ -60,12 +60,12 @@ def _endpoint_options(parser: argparse.ArgumentParser) -> None:
 def _chat(args: argparse.Namespace) -> Any:
     from ..bench.cache import CachedChatModel, RequestCache
     from ..bench.runner import open_endpoint
-    from ..llm.local import cache_dir
     from ..settings import load_config
+    from .bench import cache_path
 
     config = load_config(engine_flags(args), config_file=args.config)
     inner, endpoint_id = open_endpoint(config, os.environ, args.threads)
-    path = None if args.no_cache else Path(args.cache or cache_dir(os.environ) / "bench" / "requests.sqlite3")
+    path = cache_path(args, os.environ)
     return CachedChatModel(inner, RequestCache(path) if path else None, endpoint=endpoint_id)
 
 

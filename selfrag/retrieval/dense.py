@@ -7,7 +7,7 @@ chunk order (saved with allow_pickle=False), and `dense.json`, `{"format": 1, "m
 indexes. Loading checks the shape, dtype, finiteness and count against the index, and that the generation read
 holds exactly the index's chunks.
 
-At query time `DenseSource` is a `RankedSource` (see retrieval.py) once bound to its queries' vectors:
+At query time `DenseSource` is a `RankedSource` (see strategies.py) once bound to its queries' vectors:
 `await source.bind(queries, meter)` embeds the queries not seen recently (one request for all of them) and
 returns a source that ranks by cosine with numpy. The index's model is the one queries are embedded with; a
 configured `embedding_model` that differs is refused, since vectors of two models are not comparable.

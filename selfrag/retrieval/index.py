@@ -5,7 +5,7 @@ then the Snowball stemmer via PyStemmer), the setup behind bm25s's published BEI
 0.687 with Lucene scoring, k1 1.5, b 0.75). It is done here so the vocabulary order is deterministic and
 queries always go through the corpus's own analyzer. One-character words ("vitamin C") are dropped, so a
 query of only such words and stopwords finds nothing. With `unstemmed_view` a second, unstemmed matrix is
-kept for stemmed+unstemmed fusion (`retrieval.py`).
+kept for stemmed+unstemmed fusion (`strategies.py`, `fusion.py`).
 
 On disk (see `store.py` for the atomic CURRENT/generation design): `chunks.jsonl` (one chunk record per
 line, JSON, in row order), per view `<view>.data.npy`, `<view>.indices.npy`, `<view>.indptr.npy` (the CSC
