@@ -21,11 +21,11 @@ from the samples later (score.py), so a run can be re-scored without the model.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ..config import Config, config_dict
 from ..engine.context import Deps, Run
 from ..engine.critic import defaulted_critique
 from ..engine.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
@@ -77,14 +77,7 @@ class System:
         return "+".join(parts)
 
     def describe(self) -> dict[str, Any]:
-        knobs = {f.name: _plain(getattr(self.config, f.name)) for f in fields(self.config)}
-        knobs.pop("endpoint", None)
-        knobs.pop("critic_endpoint", None)
-        return {"kind": self.kind, "label": self.label, "config": knobs}
-
-
-def _plain(value: Any) -> Any:
-    return value.value if hasattr(value, "value") else value
+        return {"kind": self.kind, "label": self.label, "config": config_dict(self.config)}
 
 
 def parse_system(name: str, config: Config) -> System:
