@@ -64,6 +64,8 @@ class TraceCandidate(_Out):
     parent: str  # beam id it extends
     child: str | None  # beam id it became (None when it failed or was gated)
     chunk: str | None
+    rank: int | None = None  # the chunk's place in its retrieval (0 = top); None without a chunk
+    retrieval_score: float | None = None  # the retriever's score of the chunk, when known
     text: str
     critique: CritiqueOut | None
     score: float | None

@@ -102,6 +102,7 @@ class Candidate:
     parent: Beam
     index: int  # position among the parent's candidates this step (the chunk's rank, or 0)
     chunk: Chunk | None = None
+    retrieval_score: float | None = None  # the retriever's score of the chunk, when known
     evidence: tuple[Chunk, ...] = ()  # every chunk this step gave the parent (kept for `continue`)
     text: str = ""
     critique: Critique | None = None

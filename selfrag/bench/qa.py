@@ -47,6 +47,21 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
                 queries[beam.query or example.question] = None
     cited = [s for s in result.segments if s.chunk is not None]
     usage = result.usage
+    candidates = [
+        {
+            "step": step.step,
+            "parent": c.parent,
+            "query": next((b.query for b in step.beams if b.beam == c.parent), ""),
+            "chunk": c.chunk,
+            "rank": c.rank,
+            "retrieval_score": c.retrieval_score,
+            "text": c.text,
+            "critique": c.critique.model_dump() if c.critique else None,
+            "status": c.status,
+        }
+        for step in result.trace.steps
+        for c in step.candidates
+    ]
     return Outcome(
         " ".join(s.text for s in result.segments),
         result.answer,
@@ -67,6 +82,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             }
             for s in result.segments
         ],
+        candidates=candidates,
         stop_reason=result.stop_reason,
         usage={
             "llm_calls": usage.llm_calls,

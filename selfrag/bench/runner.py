@@ -65,6 +65,7 @@ class RunOptions:
     data_path: str | None = None
     limit: int | None = None
     seed: int = 0
+    split: str = "all"  # "train": only examples that never appear in a reported sample (datasets.load)
     out: Path = Path("benchmarks/runs")
     run_dir: Path | None = None  # explicit folder instead of <out>/<dataset>/<label>/<hash>
     resume: bool = False
@@ -121,7 +122,7 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     for flag, path in (("--out", options.out), ("--run-dir", options.run_dir)):
         if path is not None and "\x00" in str(path):
             raise InputError(f"{flag} {str(path)!r} holds a NUL byte; pass a real folder name")
-    dataset = ds.load(options.dataset, options.data_path).sample(options.limit, options.seed)
+    dataset = ds.load(options.dataset, options.data_path, options.split).sample(options.limit, options.seed)
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
     if options.stale_copies:
@@ -178,6 +179,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             "how": "seeded random sample, file order"
             if options.limit and options.limit < dataset.total
             else "all examples",
+            **({"split": options.split} if options.split != "all" else {}),
         },
         "seed": options.seed,
         "corpus": {

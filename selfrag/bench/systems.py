@@ -125,6 +125,7 @@ class Outcome:
     queries: list[str] = field(default_factory=list)  # the search queries the system used
     confidence: float | None = None  # from the critique (None for systems without one)
     segments: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # selfrag QA: every candidate of every step
     label_scores: dict[str, float] | None = None
     pairs: list[dict[str, Any]] | None = None
     stop_reason: str = "final"

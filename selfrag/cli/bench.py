@@ -62,6 +62,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--data", help="dataset folder (default: ../shared/datasets/<name> or $SELFRAG_DATASETS)")
     data.add_argument("--limit", type=int, help="a seeded sample of N examples (default: all)")
     data.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed (default 0)")
+    data.add_argument(
+        "--split",
+        choices=("all", "train"),
+        default="all",
+        help="all (default; reported samples) or train: examples that never appear in a reported sample, for fitting",
+    )
     data.add_argument("--out", default="benchmarks/runs", help="runs go to OUT/<dataset>/<system>/<hash>")
     data.add_argument("--run-dir", help="use exactly this run folder")
     data.add_argument("--resume", action="store_true", help="continue a run: skip finished ids")
@@ -100,6 +106,7 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
         data_path=args.data,
         limit=args.limit,
         seed=args.seed,
+        split=args.split,
         out=Path(args.out),
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         resume=args.resume,

@@ -35,7 +35,11 @@ async def expand(
     jobs = []
     for beam, chunks in zip(live, evidence, strict=True):
         if chunks:
-            jobs += [_from_chunk(Candidate(beam, rank, chunk, chunks), run) for rank, chunk in enumerate(chunks)]
+            scores = getattr(chunks, "scores", ()) or (None,) * len(chunks)
+            jobs += [
+                _from_chunk(Candidate(beam, rank, chunk, score, chunks), run)
+                for rank, (chunk, score) in enumerate(zip(chunks, scores, strict=True))
+            ]
         else:
             jobs.append(_plain(Candidate(beam, 0), run, note=""))
     if not jobs:

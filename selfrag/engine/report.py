@@ -97,6 +97,8 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         parent=candidate.parent.id,
         child=child.id if child else None,
         chunk=candidate.chunk.key if candidate.chunk else None,
+        rank=candidate.index if candidate.chunk else None,
+        retrieval_score=candidate.retrieval_score,
         text=candidate.text,
         critique=critique_out(candidate.critique) if candidate.critique else None,
         score=child.segments[-1].score if child else None,

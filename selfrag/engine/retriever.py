@@ -38,15 +38,29 @@ MAX_VARIANT_CHARS = 1000  # a longer variant (a rambling HyDE passage) is cut be
 
 class Evidence(tuple[Chunk, ...]):
     """The chunks one beam writes from this step (a plain tuple to the stages), plus how they were found:
-    the queries searched when variants are on, and why a variant call or the dense search fell back."""
+    the retriever's score of each chunk (same order; empty when unknown), the queries searched when variants
+    are on, and why a variant call or the dense search fell back."""
 
+    scores: tuple[float, ...]
     queries: tuple[str, ...]
     note: str | None
 
-    def __new__(cls, chunks: Sequence[Chunk] = (), queries: Sequence[str] = (), note: str | None = None) -> Evidence:
+    def __new__(
+        cls,
+        chunks: Sequence[Chunk] = (),
+        queries: Sequence[str] = (),
+        note: str | None = None,
+        scores: Sequence[float] = (),
+    ) -> Evidence:
         self = super().__new__(cls, chunks)
         self.queries, self.note = tuple(queries), note
+        self.scores = tuple(scores) if len(scores) == len(self) else ()
         return self
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk]) -> Evidence:
+        """Cached evidence again (on `continue`), keeping its scores when it has them."""
+        return cls(chunks, scores=getattr(chunks, "scores", ()))
 
 
 @runtime_checkable
@@ -147,13 +161,13 @@ async def gather(live: Sequence[Beam], plans: Sequence[Plan], run: Run) -> tuple
     groups = [(query, *variants) for query, (variants, _) in zip(queries, asked, strict=True)]
     found, dense_note = await search_groups(groups, run)
     fetched = {
-        i: Evidence(chunks, group if kinds else (), _join(note, dense_note))
-        for i, chunks, group, (_, note) in zip(searching, found, groups, asked, strict=True)
+        i: Evidence([h.chunk for h in hits], group if kinds else (), _join(note, dense_note), [h.score for h in hits])
+        for i, hits, group, (_, note) in zip(searching, found, groups, asked, strict=True)
     }
     out: list[Evidence] = []
     for i, (beam, step_plan) in enumerate(zip(live, plans, strict=True)):
         if step_plan.decision is Decision.CONTINUE:
-            out.append(Evidence(beam.evidence))
+            out.append(Evidence.of(beam.evidence))
         else:
             out.append(fetched.get(i, Evidence()))
     return tuple(out)
@@ -187,8 +201,8 @@ async def _variants(query: str, kinds: Sequence[str], run: Run) -> tuple[tuple[s
     return tuple(v for v in dict.fromkeys(cleaned) if v and v.lower() != query.lower()), None
 
 
-async def search_groups(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[tuple[Chunk, ...]], str | None]:
-    """Top-ndocs chunks for each group of queries (fused); the bare question when a group finds nothing.
+async def search_groups(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[list[Hit]], str | None]:
+    """Top-ndocs hits for each group of queries (fused); the bare question when a group finds nothing.
     The second value says why dense search was left out, if it was."""
     if not groups:
         return [], None
@@ -199,7 +213,7 @@ async def search_groups(groups: Sequence[Sequence[str]], run: Run) -> tuple[list
         for i, found in zip(retry, again, strict=True):
             hits[i] = found
         note = note or again_note
-    return [tuple(hit.chunk for hit in found) for found in hits], note
+    return hits, note
 
 
 async def _search(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[list[Hit]], str | None]:
