@@ -170,7 +170,9 @@ def load(name: str, path: str | Path | None = None, split: str = "all") -> Datas
     dataset = LOADERS[name](folder)
     reserved = {example.id for example in dataset.sample(TEST_POOL, 0).examples}
     kept = tuple(example for example in dataset.examples if example.id not in reserved)
-    return replace(dataset, examples=kept, total=len(kept), notes=(*dataset.notes, "split train: outside the test pool"))
+    return replace(
+        dataset, examples=kept, total=len(kept), notes=(*dataset.notes, "split train: outside the test pool")
+    )
 
 
 # -- reading and checking ----------------------------------------------------------------------------

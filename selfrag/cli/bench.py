@@ -51,6 +51,11 @@ def register(commands: Any) -> None:
     score.add_argument("--check", action="store_true", help="exit 1 unless each equals its results.json")
     score.set_defaults(run=score_command)
 
+    judgments = sub.add_parser("judgments", help="judged candidates from runs, for `selfrag critic fit`")
+    judgments.add_argument("run_dirs", nargs="+", help="run folders (Self-RAG QA runs or critic runs)")
+    judgments.add_argument("--out", required=True, help="JSONL file to write")
+    judgments.set_defaults(run=judgments_command)
+
     plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
     plot.add_argument("run_dirs", nargs="+", help="run folders")
     plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
@@ -166,6 +171,28 @@ def score_command(args: argparse.Namespace) -> int:
             if json.loads(json.dumps(row["summary"])) != stored:
                 print(f"selfrag bench: {folder}: recomputed metrics differ from results.json", file=sys.stderr)
                 return 1
+    return 0
+
+
+def judgments_command(args: argparse.Namespace) -> int:
+    from ..bench import datasets as ds
+    from ..bench.judgments import row_dict, rows_from_records
+    from ..bench.samples import read_samples
+
+    lines, splits = [], set()
+    for folder in map(Path, args.run_dirs):
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        dataset = ds.load(config["dataset"]["name"], config["dataset"]["path"])
+        splits.add(config["sample"].get("split", "all"))
+        records, _ = read_samples(folder / "samples.jsonl", repair=False)
+        lines += [
+            json.dumps(row_dict(r), ensure_ascii=False)
+            for r in rows_from_records(records.values(), dataset.chunk_texts())
+        ]
+    if splits != {"train"}:
+        print("selfrag bench: note: some runs are not on --split train; do not report on what you fit", file=sys.stderr)
+    Path(args.out).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    print(f"wrote {len(lines)} judged rows to {args.out}", file=sys.stderr)
     return 0
 
 

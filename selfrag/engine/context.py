@@ -10,7 +10,7 @@ import asyncio
 import hashlib
 import hmac
 from collections.abc import Awaitable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -22,6 +22,7 @@ from ..llm.structured import Parsed, ask
 from ..prompts import PromptBook
 from ..schema import Chunk, Hit, Meter
 from ..text import neutralise_document
+from .calibration import PaperRater, Rater
 
 T = TypeVar("T")
 NO_DRAFT = "(nothing yet)"
@@ -42,6 +43,7 @@ class Deps:
     index: Retriever
     prompts: PromptBook
     critic_chat: ChatModel | None = None  # separate critic on another model; None: the same as chat
+    rater: Rater = field(default_factory=PaperRater)  # labels (+ evidence) -> P(relevant), P(supported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,12 @@ class Run:
             logprobs=logprobs,
         )
         return await ask(model, request, self.meter, reasks=self.config.reasks)
+
+    @property
+    def abstain_below(self) -> float:
+        """P(supported) under which a candidate is declined: the config's, else the rater's default."""
+        below = self.config.abstain_below
+        return self.deps.rater.threshold if below is None else below
 
     def check_budget(self) -> None:
         meter, config = self.meter, self.config

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from ..config import Config
 from ..labels import Decision
 from ..result import (
+    ABSTAIN_ANSWER,
+    Abstention,
     CritiqueOut,
     Result,
     SegmentEvent,
@@ -23,6 +25,7 @@ from ..result import (
 from ..schema import Beam, Candidate, Chunk, Critique, Meter, Plan, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
+from .calibration import PaperRater, Rater
 
 
 def critique_out(critique: Critique) -> CritiqueOut:
@@ -46,6 +49,9 @@ def critique_out(critique: Critique) -> CritiqueOut:
         quote_ok=critique.quote_ok,
         seq_prob=critique.seq_prob,
         status=critique.status,
+        p_relevant=None if critique.p_relevant is None else round(critique.p_relevant, 6),
+        p_supported=None if critique.p_supported is None else round(critique.p_supported, 6),
+        features={k: round(v, 6) for k, v in critique.features.items()} if critique.features else None,
     )
 
 
@@ -104,6 +110,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         score=child.segments[-1].score if child else None,
         aggregate=child.aggregate if child else None,
         status=status,
+        flag=candidate.flag,
         fallback=candidate.index < 0,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
@@ -183,6 +190,8 @@ def build_result(
     wall_time: float,
     config: Config,
     extras: Mapping[str, object],
+    rater: Rater | None = None,
+    abstention: Abstention | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -202,7 +211,10 @@ def build_result(
         parts.append(with_marker(segment.text, event.citation))
     beam_steps = [b for s in steps for b in s.beams]
     retrieved = sum(1 for b in beam_steps if b.decision != Decision.NO.value and b.chunks)
-    supports = [s_sup(s.critique.support) if s.critique.support else 0.0 for s in best.segments]
+    supports = [_support(s.critique) for s in best.segments]
+    if abstention is not None:
+        supports = [abstention.best_support or 0.0]
+    confidence = (rater or PaperRater()).confidence(supports)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,
@@ -228,15 +240,40 @@ def build_result(
     )
     return Result(
         question=question,
-        answer=" ".join(parts),
+        answer=ABSTAIN_ANSWER if abstention is not None else " ".join(parts),
         segments=segments,
         sources=citations.sources(),
-        confidence=round(sum(supports) / len(supports), 6) if supports else 0.0,
+        confidence=round(confidence, 6),
         stop_reason=stop_reason,
+        abstention=abstention,
         usage=usage,
         trace=trace,
         model=str(extras.get("model", "")),
         config=config_dict(config),
+    )
+
+
+def _support(critique: Critique) -> float:
+    """A segment's P(supported): the rater's when rated, else the label credit; 0 without evidence."""
+    if critique.p_supported is not None:
+        return critique.p_supported
+    return s_sup(critique.support) if critique.support else 0.0
+
+
+def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
+    """The abstention of an answer whose every candidate was declined, with the best support seen."""
+    seen = [
+        c.critique.p_supported
+        for step in steps
+        for c in step.candidates
+        if c.critique is not None and c.critique.p_supported is not None
+    ]
+    best = round(max(seen), 6) if seen else None
+    found = f"the best sentence reached P(supported) {best:.2f}" if best is not None else "no sentence was rated"
+    return Abstention(
+        best_support=best,
+        threshold=threshold,
+        message=f"No retrieved document supports an answer well enough ({found}, below {threshold:.2f}).",
     )
 
 
