@@ -89,6 +89,9 @@ def _from_pairs(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> list[
                 chunk=chunk.text,
                 relevant=relevant,
                 supported=bool(pair["gold_supported"]),
+                rank=int(pair.get("rank", 0)),
+                score_rel=pair.get("score_rel"),
+                quote_ok=pair.get("quote_ok"),
                 model_rel=float(pair.get("s_rel", 0.5)),
                 model_sup=float(pair.get("s_sup", 0.5)),
             )

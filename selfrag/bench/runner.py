@@ -128,6 +128,8 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     if options.stale_copies:
         dataset = dataset.with_stale_copies(options.stale_copies)
     system = parse_system(options.system, options.config)
+    if system.oracle_flip is not None and dataset.task != "qa":
+        raise ConfigError(f"the oracle critic needs gold answers: use a QA dataset, not {dataset.name}")
     if system.kind == "critic" and not any(example.pairs for example in dataset.examples):
         raise ConfigError(
             f"the critic system needs gold-labelled pairs: use climate_fever or halueval, not {dataset.name}"

@@ -176,7 +176,7 @@ def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dic
         return m.balanced_accuracy([p["gold_supported"] for p in pairs], [_predicted(p) for p in pairs])
 
     def area(pairs: list[dict[str, Any]]) -> float | None:
-        return m.auroc([p["s_sup"] for p in pairs], [p["gold_supported"] for p in pairs])
+        return m.auroc([p.get("p_supported", p["s_sup"]) for p in pairs], [p["gold_supported"] for p in pairs])
 
     pairs = flat(range(len(groups)))
     tp = sum(p["gold_supported"] and _predicted(p) for p in pairs)
@@ -205,6 +205,9 @@ def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dic
 
 
 def _predicted(pair: dict[str, Any]) -> bool:
+    """The critic's verdict: the scorer's (P(supported) over its threshold) where recorded, else the label."""
+    if "supported" in pair:
+        return bool(pair["supported"])
     return pair["support"] in ("fully", "partially")
 
 

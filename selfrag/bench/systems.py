@@ -60,10 +60,13 @@ class System:
 
     kind: str
     config: Config
+    oracle_flip: float | None = None  # diagnostic: gold-derived ISREL/ISSUP, each flipped with this probability
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(f"unknown system {self.kind!r}; known: {', '.join(KINDS)}")
+        if self.oracle_flip is not None and not 0.0 <= self.oracle_flip <= 1.0:
+            raise ConfigError(f"the oracle's flip probability must be from 0 to 1, got {self.oracle_flip}")
 
     @property
     def label(self) -> str:
@@ -77,13 +80,18 @@ class System:
             parts.append(f"wsup{c.w_sup:g}")
         if c.mode is not Mode.ADAPTIVE:
             parts.append(c.mode.value)
+        if c.scorer != "paper":
+            parts.append(c.scorer)
+        if self.oracle_flip is not None:
+            parts.append(f"oracle{self.oracle_flip:g}")
         return "+".join(parts)
 
     def describe(self) -> dict[str, Any]:
         knobs = {f.name: _plain(getattr(self.config, f.name)) for f in fields(self.config)}
         knobs.pop("endpoint", None)
         knobs.pop("critic_endpoint", None)
-        return {"kind": self.kind, "label": self.label, "config": knobs}
+        described = {"kind": self.kind, "label": self.label, "config": knobs}
+        return described if self.oracle_flip is None else {**described, "oracle_flip": self.oracle_flip}
 
 
 def _plain(value: Any) -> Any:
@@ -95,6 +103,7 @@ def parse_system(name: str, config: Config) -> System:
     `selfrag-beam2` / `selfrag-b2` set beam width 2 and `+separate`, `+wsup0`, `+always` set the ablations."""
     base, *mods = name.split("+")
     values: dict[str, Any] = {}
+    oracle = None
     match = re.fullmatch(r"selfrag-(?:beam|b)(\d+)", base)
     if match:
         base, values["beam_width"] = "selfrag", int(match.group(1))
@@ -105,11 +114,18 @@ def parse_system(name: str, config: Config) -> System:
             values["critic"] = mod
         elif mod in ("always", "never", "adaptive"):
             values["mode"] = mod
+        elif mod in ("paper", "evidence"):
+            values["scorer"] = mod
         elif (weight := re.fullmatch(r"wsup(-?[0-9.]+(?:e[-+]?[0-9]+)?)", mod)) is not None:
             values["w_sup"] = float(weight.group(1))
+        elif (flip := re.fullmatch(r"oracle([0-9.]+)", mod)) is not None:
+            oracle = float(flip.group(1))
         else:
-            raise ConfigError(f"unknown ablation {mod!r} in {name!r}; use separate, always, never or wsup<weight>")
-    return System(base, config.with_values(**values) if values else config)
+            raise ConfigError(
+                f"unknown ablation {mod!r} in {name!r}; use separate, always, never, evidence, wsup<weight> "
+                "or oracle<flip probability>"
+            )
+    return System(base, config.with_values(**values) if values else config, oracle)
 
 
 @dataclass
