@@ -69,6 +69,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             "text": c.text,
             "critique": c.critique.model_dump() if c.critique else None,
             "status": c.status,
+            "flag": c.flag,
         }
         for step in result.trace.steps
         for c in step.candidates
@@ -95,6 +96,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         ],
         candidates=candidates,
         stop_reason=result.stop_reason,
+        abstained=result.abstention is not None,
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,

@@ -145,6 +145,7 @@ class Outcome:
     label_scores: dict[str, float] | None = None
     pairs: list[dict[str, Any]] | None = None
     stop_reason: str = "final"
+    abstained: bool | None = None  # selfrag QA: the engine said the documents do not say (None: no such notion)
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
