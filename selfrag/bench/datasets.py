@@ -131,6 +131,18 @@ class Dataset:
                 extra.append(replace(gold, doc_id=f"{gold.doc_id}-stale{number + 1}", text=text))
         return replace(self, corpus=self.corpus + tuple(extra))
 
+    def without_gold(self) -> Dataset:
+        """The same questions made unanswerable: every gold chunk of the examples (and every copy of its text)
+        is taken out of the corpus, so a system that answers anyway answers from nothing. QA datasets only."""
+        if self.task != "qa":
+            raise InputError(f"--unanswerable needs a QA dataset (gold answers), not {self.name}")
+        gold = {key for example in self.examples for key in example.gold_chunks}
+        texts = {chunk.text for chunk in self.corpus if chunk.key in gold}
+        corpus = tuple(chunk for chunk in self.corpus if chunk.key not in gold and chunk.text not in texts)
+        sentences = {key: value for key, value in self.sentences.items() if key not in gold}
+        notes = (*self.notes, f"unanswerable: {len(self.corpus) - len(corpus)} gold chunks removed from the corpus")
+        return replace(self, corpus=corpus, sentences=sentences, notes=notes)
+
     def chunk_texts(self) -> dict[str, Chunk]:
         return {chunk.key: chunk for chunk in self.corpus}
 

@@ -77,6 +77,7 @@ class RunOptions:
     embedded_threads: int | None = None  # llama.cpp threads of the embedded model (None: all cores)
     corpus_size: int | None = None  # memory-growth runs: gold chunks plus seeded distractors up to this size
     stale_copies: int = 0  # memory-growth runs: conflicting near-duplicates added per gold snippet
+    unanswerable: bool = False  # the sampled questions with their gold chunks taken out of the corpus
     environ: Mapping[str, str] | None = None
 
 
@@ -127,6 +128,8 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
     if options.stale_copies:
         dataset = dataset.with_stale_copies(options.stale_copies)
+    if options.unanswerable:
+        dataset = dataset.without_gold()
     system = parse_system(options.system, options.config)
     if system.oracle_flip is not None and dataset.task != "qa":
         raise ConfigError(f"the oracle critic needs gold answers: use a QA dataset, not {dataset.name}")
@@ -188,6 +191,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             "size": len(dataset.corpus),
             "cut": options.corpus_size is not None,
             **({"stale_copies": options.stale_copies} if options.stale_copies else {}),
+            **({"unanswerable": True} if options.unanswerable else {}),
         },
         "system": system.describe(),
         "endpoint": endpoint_id,

@@ -247,7 +247,8 @@ def score_run(run_dir: str | Path) -> dict[str, Any]:
     records, _ = read_samples(folder / "samples.jsonl", repair=False)
     dataset = config["dataset"]
     summary = summarize(records.values(), task=dataset["task"], labels=dataset.get("labels", ()), seed=config["seed"])
-    return {"label": config["system"]["label"], "dataset": dataset["name"], "summary": summary}
+    label = config["system"]["label"] + (" (unanswerable)" if config.get("corpus", {}).get("unanswerable") else "")
+    return {"label": label, "dataset": dataset["name"], "summary": summary}
 
 
 def _fmt(metric: dict[str, Any] | None, *, percent: bool) -> str:

@@ -30,6 +30,11 @@ def register(commands: Any) -> None:
     run = sub.add_parser("run", help="one dataset x one system into a run folder")
     run.add_argument("--dataset", required=True, choices=DATASETS)
     run.add_argument("--system", required=True, help=SYSTEMS_HELP)
+    run.add_argument(
+        "--unanswerable",
+        action="store_true",
+        help="QA only: take every sampled question's gold chunks out of the corpus (abstention test)",
+    )
     _add_run_options(run)
     run.set_defaults(run=run_command)
 
@@ -129,7 +134,7 @@ def run_command(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
 
     try:
-        report = run_benchmark(options_from(args, args.dataset, args.system))
+        report = run_benchmark(options_from(args, args.dataset, args.system, unanswerable=args.unanswerable))
     except (ConfigError, InputError) as error:
         print(f"selfrag bench: error: {redact_secrets(str(error))}", file=sys.stderr)
         return EXIT_USAGE

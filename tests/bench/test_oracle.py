@@ -80,3 +80,15 @@ def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
     assert gold and all(row.supported and row.correct for row in gold)
     assert all(not row.supported for row in rows if not row.relevant)
     assert {row.rank for row in rows} == set(range(6)) and all(len(row.others) == 5 for row in rows)
+
+
+def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):
+    hotpot = ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "data"))
+    emptied = hotpot.without_gold()
+    assert not {key for e in hotpot.examples for key in e.gold_chunks} & {c.key for c in emptied.corpus}
+    with pytest.raises(InputError, match="QA dataset"):
+        ds.load("climate_fever", write_climate(tmp_path / "climate")).without_gold()
+    # a critic that believes only what the chunk backs: with the gold gone, nothing is supported
+    report, records = _run(tmp_path, "selfrag+oracle0", unanswerable=True, limit=3)
+    assert report.summary["metrics"]["correct"]["value"] == 0.0
+    assert all(r["gold_chunks"][0] not in r["retrieved"] for r in records)
