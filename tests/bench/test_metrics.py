@@ -109,7 +109,7 @@ def test_bootstrap_is_seeded():
 def test_risk_coverage_and_its_area():
     from selfrag.bench.metrics import aurc, risk_coverage
 
-    assert risk_coverage([0.9, 0.1, 0.5], [1.0, 0.0, 1.0]) == [(1 / 3, 0.0), (2 / 3, 0.0), (1.0, 1 / 3)]
+    assert risk_coverage([0.9, 0.1, 0.5], [1.0, 0.0, 1.0]) == pytest.approx([(1 / 3, 0.0), (2 / 3, 0.0), (1.0, 1 / 3)])
     perfect = aurc([0.9, 0.8, 0.1, 0.2], [1.0, 1.0, 0.0, 0.0])
     inverted = aurc([0.1, 0.2, 0.9, 0.8], [1.0, 1.0, 0.0, 0.0])
     assert perfect < inverted and aurc([], []) is None
