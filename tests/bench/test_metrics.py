@@ -109,7 +109,9 @@ def test_bootstrap_is_seeded():
 def test_risk_coverage_and_its_area():
     from selfrag.bench.metrics import aurc, risk_coverage
 
-    assert risk_coverage([0.9, 0.1, 0.5], [1.0, 0.0, 1.0]) == pytest.approx([(1 / 3, 0.0), (2 / 3, 0.0), (1.0, 1 / 3)])
+    points = risk_coverage([0.9, 0.1, 0.5], [1.0, 0.0, 1.0])
+    assert [c for c, _ in points] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert [r for _, r in points] == pytest.approx([0.0, 0.0, 1 / 3])
     perfect = aurc([0.9, 0.8, 0.1, 0.2], [1.0, 1.0, 0.0, 0.0])
     inverted = aurc([0.1, 0.2, 0.9, 0.8], [1.0, 1.0, 0.0, 0.0])
     assert perfect < inverted and aurc([], []) is None
