@@ -8,6 +8,7 @@ import json
 import pytest
 from helpers import by_document, fused
 
+from selfrag import Chunk
 from selfrag.cli import main
 from selfrag.engine.calibration import FEATURES, CriticModel, Head, Platt
 from selfrag.fake_server import echo_responder
@@ -128,3 +129,33 @@ def test_ask_prints_the_abstention_and_json_carries_it(index_dir, capsys, weight
         assert main([*base, "--scorer-weights", weights, "--json"]) == 0
         body = json.loads(capsys.readouterr().out)
     assert body["abstention"]["reason"] == "no_support" and body["answer"] == ABSTAIN_ANSWER
+
+
+HOPS = [
+    Chunk("jaws.md", 0, "Jaws is a 1975 thriller directed by Steven Spielberg.", title="Jaws"),
+    Chunk("spielberg.md", 0, "Steven Spielberg was born in Cincinnati, Ohio, in 1946.", title="Spielberg"),
+    Chunk("shark.md", 0, "The great white shark lives in coastal waters.", title="Sharks"),
+]
+HOP_Q = "In which city was the director of the film Jaws born?"
+
+
+@pytest.mark.parametrize("ndocs", [1, 2])
+def test_a_second_hop_is_written_from_the_chunk_the_first_did_not_use(engine, ndocs):
+    first = fused(
+        "Jaws was directed by Steven Spielberg.",
+        is_final=False,
+        retrieve_next="yes",
+        next_query="Steven Spielberg director of Jaws birthplace",
+    )
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "director of the film Jaws"},
+        "generate_fused": by_document(
+            {"jaws.md": first, "spielberg.md": fused("He was born in Cincinnati, Ohio.")}
+            | ({"shark.md": fused("Sharks live in coastal waters.")} if ndocs > 1 else {})
+        ),
+    }
+    result = engine(script, chunks=HOPS, ndocs=ndocs, max_depth=3).answer(HOP_Q)
+    assert [s.chunk for s in result.segments] == ["jaws.md#0", "spielberg.md#0"]
+    assert result.answer == "Jaws was directed by Steven Spielberg [1]. He was born in Cincinnati, Ohio [2]."
+    second = result.trace.steps[1]
+    assert second.beams[0].query.startswith("Steven Spielberg") and second.beams[0].chunks[0] == "spielberg.md#0"
