@@ -71,6 +71,8 @@ class System:
     @property
     def label(self) -> str:
         """A short name with the ablations that differ from the defaults, e.g. `selfrag-b2+separate`."""
+        if self.kind == "critic":
+            return self.kind if self.config.scorer == "paper" else f"critic+{self.config.scorer}"
         if self.kind != "selfrag":
             return self.kind
         c, parts = self.config, ["selfrag" if self.config.beam_width == 1 else f"selfrag-b{self.config.beam_width}"]
@@ -107,6 +109,8 @@ def parse_system(name: str, config: Config) -> System:
     match = re.fullmatch(r"selfrag-(?:beam|b)(\d+)", base)
     if match:
         base, values["beam_width"] = "selfrag", int(match.group(1))
+    if base == "critic" and all(mod in ("paper", "evidence") for mod in mods):
+        return System(base, config.with_values(scorer=mods[-1]) if mods else config)
     if mods and base != "selfrag":
         raise ConfigError(f"ablations ({'+'.join(mods)}) apply to selfrag only, not to {base!r}")
     for mod in mods:
