@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .config import Config, EndpointConfig, resolve_endpoint
 from .conversation import clip_history
+from .engine.calibration import Rater, rater_for
 from .engine.context import Deps, Run
 from .engine.controller import search
 from .engine.state import RunInfo
@@ -43,14 +44,15 @@ class SelfRAG:
         critic_chat: ChatModel | None = None,
         prompts: PromptBook | None = None,
         environ: Mapping[str, str] | None = None,
+        rater: Rater | None = None,
     ) -> None:
         self.config = config or Config()
         env = os.environ if environ is None else environ
         self.chat = chat or default_chat(self.config.endpoint, env)
         if critic_chat is None and self.config.critic_endpoint is not None:
             critic_chat = OpenAIChatModel(resolve_endpoint(self.config.critic_endpoint, env))
-        retriever = as_searcher(index)
-        self.deps = Deps(chat=self.chat, index=retriever, prompts=prompts or PromptBook(), critic_chat=critic_chat)
+        rater = rater or rater_for(self.config.scorer, self.config.scorer_weights)
+        self.deps = Deps(self.chat, as_searcher(index), prompts or PromptBook(), critic_chat, rater)
         self._runner: asyncio.Runner | None = None
         self._finalizer: weakref.finalize | None = None
         seed = self.config.nonce_seed

@@ -17,6 +17,7 @@ from .labels import CriticMode, Mode
 OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
 DENSE_MODES = ("auto", "on", "off")
+SCORERS = ("paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
 PLACEHOLDER_KEY = "sk-no-key-needed"  # local servers want some key; this one is never a secret
 
 
@@ -62,6 +63,10 @@ class Config:
     critic: CriticMode = CriticMode.FUSED  # fused: one call writes and judges; separate: a second call judges
     gate_irrelevant: bool = False  # hard gate: drop candidates judged irrelevant
     gate_unsupported: bool = False  # hard gate: drop candidates with no support
+    scorer: str = "paper"  # paper: the model's labels alone; evidence: labels + evidence features, fitted
+    scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
+    abstain_below: float | None = None  # P(supported) under which a sentence is not kept; None: the weights' own
+    # threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply
     max_chunk_chars: int = 2000  # longest chunk text put in one prompt
     max_llm_calls: int = 400  # per-answer budget of HTTP requests
@@ -88,6 +93,11 @@ class Config:
         _check_range("ndocs", self.ndocs, 1, 20)
         for name in ("w_rel", "w_sup", "w_use"):
             _check_range(name, getattr(self, name), -10.0, 10.0)
+        _check_choice("scorer", self.scorer, SCORERS)
+        if self.abstain_below is not None:
+            _check_range("abstain_below", self.abstain_below, 0.0, 1.0)
+        if self.scorer_weights is not None and not str(self.scorer_weights).strip():
+            raise ConfigError("scorer_weights must be a file path, or unset for the shipped weights")
         _check_range("reasks", self.reasks, 0, 5)
         _check_range("max_chunk_chars", self.max_chunk_chars, 100, 100_000)
         _check_range("max_llm_calls", self.max_llm_calls, 1, 1_000_000)

@@ -24,6 +24,9 @@ class CritiqueOut(_Out):
     quote_ok: bool | None = None
     seq_prob: float | None = None
     status: str = "ok"
+    p_relevant: float | None = None  # the scorer's calibrated probabilities (None: not rated)
+    p_supported: float | None = None
+    features: dict[str, float] | None = None  # the evidence features behind them (evidence scorer)
 
 
 class SegmentOut(_Out):
@@ -64,11 +67,16 @@ class TraceCandidate(_Out):
     parent: str  # beam id it extends
     child: str | None  # beam id it became (None when it failed or was gated)
     chunk: str | None
+    rank: int | None = None  # the chunk's place in its retrieval (0 = top); None without a chunk
+    retrieval_score: float | None = None  # the retriever's score of the chunk, when known
     text: str
     critique: CritiqueOut | None
     score: float | None
     aggregate: float | None
     status: Literal["kept", "pruned", "failed", "gated"]
+    flag: str | None = (
+        None  # why it was cut or declined: restates_question, repeats_draft, several_sentences, unsupported
+    )
     fallback: bool = False
     error: str | None = None
     suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only
@@ -102,13 +110,26 @@ class Trace(_Out):
     final_path: list[str] = Field(default_factory=list)  # beam ids from the root to the returned beam
 
 
+ABSTAIN_ANSWER = "The documents do not say."
+
+
+class Abstention(_Out):
+    """The engine declined to answer: no candidate was supported well enough."""
+
+    reason: Literal["no_support"] = "no_support"
+    best_support: float | None  # the highest P(supported) among the declined candidates
+    threshold: float  # the cut it did not reach (Config.abstain_below, or the scorer's default)
+    message: str
+
+
 class Result(_Out):
     question: str
     answer: str  # sentences with inline [n] citations
     segments: list[SegmentOut]
     sources: list[Source]
-    confidence: float  # from the critique: mean support of the answer's sentences (0 when none is backed)
-    stop_reason: str  # final | max_depth | budget | deadline | llm_failure
+    confidence: float  # P(the answer is supported and right): evidence scorer, calibrated; paper: mean support
+    stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
+    abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
     usage: Usage
     trace: Trace
     model: str

@@ -56,6 +56,9 @@ class Critique:
     quote_ok: bool | None = None  # did the evidence quote occur in the chunk (None: no quote needed)
     seq_prob: float | None = None  # geometric-mean token probability of the sentence, when logprobs exist
     status: str = "ok"  # ok | defaulted (the critic failed and conservative labels stand in)
+    p_relevant: float | None = None  # the scorer's P(relevant) (engine.calibration); None: not rated
+    p_supported: float | None = None  # the scorer's P(supported)
+    features: Mapping[str, float] | None = None  # the evidence features behind them (engine.evidence)
 
     @overload
     @staticmethod
@@ -114,12 +117,14 @@ class Candidate:
     parent: Beam
     index: int  # position among the parent's candidates this step (the chunk's rank, or 0)
     chunk: Chunk | None = None
+    retrieval_score: float | None = None  # the retriever's score of the chunk, when known
     evidence: tuple[Chunk, ...] = ()  # every chunk this step gave the parent (kept for `continue`)
     text: str = ""
     critique: Critique | None = None
     plan: Plan | None = None
     error: str | None = None
-    gated: bool = False  # dropped by an optional hard gate
+    gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
+    flag: str | None = None  # restates_question | repeats_draft | several_sentences (cut to one) | unsupported
 
 
 @dataclass(slots=True)

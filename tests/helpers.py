@@ -53,6 +53,19 @@ def fused(
     }
 
 
+def distinct(make: Callable[[int], dict[str, Any]]) -> Callable[[ChatRequest], dict[str, Any]]:
+    """A reply that differs at every call (`make(n)` for call n = 1, 2, ...): a model that keeps writing new
+    sentences, so a test of caps and budgets is not cut short by the rule against repeated sentences."""
+    calls = 0
+
+    def reply(request: ChatRequest) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return make(calls)
+
+    return reply
+
+
 def plain(sentence: str, *, utility: int = 3, is_final: bool = True, retrieve_next: str = "no") -> dict[str, Any]:
     return {
         "sentence": sentence,

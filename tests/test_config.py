@@ -57,6 +57,9 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "variant_count": 2,
         "dense": "off",
         "embedding_model": "text-embedding-3-small",
+        "scorer": "paper",
+        "scorer_weights": "weights.json",
+        "abstain_below": 0.3,
     }
     assert set(values) == {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
     toml = "\n".join(

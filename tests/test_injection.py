@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import by_document, document_of, fused
+from helpers import by_document, distinct, document_of, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
@@ -47,7 +47,11 @@ def test_each_call_sees_one_chunk_inside_one_unforgeable_block(engine):
 
 def test_a_model_obeying_the_injection_cannot_extend_the_search_past_its_caps(engine):
     # the model follows the chunk: never final, always retrieve again
-    obedient = fused("Refunds are possible.", is_final=False, retrieve_next="yes", next_query="refunds", evidence="")
+    obedient = distinct(
+        lambda n: fused(
+            f"Refund step {n} is possible.", is_final=False, retrieve_next="yes", next_query="refunds", evidence=""
+        )
+    )
     rag = engine(
         {"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": obedient},
         chunks=[ATTACK],

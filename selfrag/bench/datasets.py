@@ -131,6 +131,18 @@ class Dataset:
                 extra.append(replace(gold, doc_id=f"{gold.doc_id}-stale{number + 1}", text=text))
         return replace(self, corpus=self.corpus + tuple(extra))
 
+    def without_gold(self) -> Dataset:
+        """The same questions made unanswerable: every gold chunk of the examples (and every copy of its text)
+        is taken out of the corpus, so a system that answers anyway answers from nothing. QA datasets only."""
+        if self.task != "qa":
+            raise InputError(f"--unanswerable needs a QA dataset (gold answers), not {self.name}")
+        gold = {key for example in self.examples for key in example.gold_chunks}
+        texts = {chunk.text for chunk in self.corpus if chunk.key in gold}
+        corpus = tuple(chunk for chunk in self.corpus if chunk.key not in gold and chunk.text not in texts)
+        sentences = {key: value for key, value in self.sentences.items() if key not in gold}
+        notes = (*self.notes, f"unanswerable: {len(self.corpus) - len(corpus)} gold chunks removed from the corpus")
+        return replace(self, corpus=corpus, sentences=sentences, notes=notes)
+
     def chunk_texts(self) -> dict[str, Chunk]:
         return {chunk.key: chunk for chunk in self.corpus}
 
@@ -143,14 +155,36 @@ def default_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 
-def load(name: str, path: str | Path | None = None) -> Dataset:
-    """The dataset `name` from folder `path` (default: its folder under `default_root()`)."""
+SPLITS = ("all", "train")
+TEST_POOL = 500  # halueval / climate_fever: the first 500 of the seed-0 shuffle are reserved for reporting
+
+
+def load(name: str, path: str | Path | None = None, split: str = "all") -> Dataset:
+    """The dataset `name` from folder `path` (default: its folder under `default_root()`).
+
+    `split` "all" is every labelled example (what reported samples are drawn from). "train" is for fitting and
+    never overlaps a reported sample: SciFact's train claims; for HaluEval and CLIMATE-FEVER, which have no
+    split of their own, every example outside the test pool (the first `TEST_POOL` of the seed-0 shuffle,
+    which holds every seed-0 sample of up to 500); the HotpotQA smoke set has no training examples."""
     if name not in LOADERS:
         raise InputError(f"unknown dataset {name!r}; known: {', '.join(LOADERS)}")
+    if split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
     folder = Path(path) if path is not None else default_root() / FOLDERS[name]
     if not folder.is_dir():
         raise InputError(f"dataset folder {folder} does not exist: pass --data PATH (the layout of ../shared/datasets)")
-    return LOADERS[name](folder)
+    if split == "all":
+        return LOADERS[name](folder)
+    if name == "scifact":
+        return load_scifact(folder, claims="claims_train.jsonl")
+    if name == "hotpotqa_smoke":
+        raise InputError("hotpotqa_smoke has no training split (all 100 questions are the test set)")
+    dataset = LOADERS[name](folder)
+    reserved = {example.id for example in dataset.sample(TEST_POOL, 0).examples}
+    kept = tuple(example for example in dataset.examples if example.id not in reserved)
+    return replace(
+        dataset, examples=kept, total=len(kept), notes=(*dataset.notes, "split train: outside the test pool")
+    )
 
 
 # -- reading and checking ----------------------------------------------------------------------------
@@ -273,7 +307,7 @@ def load_hotpotqa_smoke(folder: Path) -> Dataset:
     )
 
 
-def load_scifact(folder: Path) -> Dataset:
+def load_scifact(folder: Path, claims: str = "claims_test.jsonl") -> Dataset:
     files = _Files(folder)
     corpus_rows = list(files.jsonl("corpus.jsonl"))
     check_ids(((r.get("_id"), f"line {n}") for n, r in corpus_rows), str(folder / "corpus.jsonl"))
@@ -284,11 +318,11 @@ def load_scifact(folder: Path) -> Dataset:
         chunks.append(chunk)
         parts = row.get("sentences")
         sentences[chunk.key] = _split_sentences(parts if isinstance(parts, list) else [chunk.text])
-    claims = list(files.jsonl("claims_test.jsonl"))
-    check_ids(((r.get("_id"), f"line {n}") for n, r in claims), str(folder / "claims_test.jsonl"))
+    rows = list(files.jsonl(claims))
+    check_ids(((r.get("_id"), f"line {n}") for n, r in rows), str(folder / claims))
     examples = []
-    for n, row in claims:
-        where = f"{folder / 'claims_test.jsonl'} line {n}"
+    for n, row in rows:
+        where = f"{folder / claims} line {n}"
         label = _field(row, "label", where)
         if label not in CLAIM_LABELS:
             raise InputError(f"{where}: label {label!r} is not one of {', '.join(CLAIM_LABELS)}")
@@ -300,7 +334,8 @@ def load_scifact(folder: Path) -> Dataset:
             gold_sentences += [f"{key}/{i}" for i in evidence.get("sentences", []) if 0 <= i < count]
         examples.append(Example(row["_id"], _field(row, "text", where), (), label, tuple(cited), tuple(gold_sentences)))
     notes = (
-        "claims_test (300 labelled claims); gold chunks = cited documents; one chunk per abstract",
+        f"{claims.removesuffix('.jsonl')} ({len(examples)} labelled claims); gold chunks = cited documents; "
+        "one chunk per abstract",
         "sentence indices outside an abstract (claim 261) are dropped",
     )
     return Dataset(

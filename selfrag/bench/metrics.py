@@ -198,6 +198,24 @@ def ece(confidences: Sequence[float], correct: Sequence[float], bins: int = 10) 
     )
 
 
+def risk_coverage(confidences: Sequence[float], correct: Sequence[float]) -> list[tuple[float, float]]:
+    """(coverage, risk) when only the k most confident answers are kept, k = 1..n (ties keep input order):
+    risk is the share of those k that are wrong."""
+    order = sorted(range(len(confidences)), key=lambda i: -confidences[i])
+    points, right = [], 0.0
+    for k, i in enumerate(order, 1):
+        right += correct[i]
+        points.append((k / len(order), 1 - right / k))
+    return points
+
+
+def aurc(confidences: Sequence[float], correct: Sequence[float]) -> float | None:
+    """Area under the risk-coverage curve (mean risk over k = 1..n): lower is better; a confidence that ranks
+    every right answer first reaches the floor for that accuracy."""
+    points = risk_coverage(confidences, correct)
+    return sum(risk for _, risk in points) / len(points) if points else None
+
+
 # -- uncertainty ---------------------------------------------------------------------------------------
 
 BOOTSTRAP_SAMPLES = 1000

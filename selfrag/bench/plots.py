@@ -5,11 +5,14 @@
 - `reliability_diagram`: accuracy per confidence bin against the diagonal, for the critique confidence and
   the similarity confidence of one run.
 - `growth_plot`: correctness, critique confidence and similarity confidence against corpus size.
+- `sweep_plot`: Self-RAG correct against the accuracy of the diagnostic oracle critic (1 - flip probability),
+  with the plain-RAG line, and the break-even accuracy where the two cross (`break_even`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +71,21 @@ def quality_vs_calls(rows: list[dict[str, Any]], path: Path, title: str) -> Path
 
 
 def reliability_diagram(label: str, summary: dict[str, Any], path: Path) -> Path:
+    """Two panels: accuracy per confidence bin against the diagonal, and the risk-coverage curve (AURC)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.8, 4.8))
+    fig, (ax, risk) = plt.subplots(1, 2, figsize=(9.6, 4.8))
+    for key, style in (("critique", "-"), ("similarity", ":")):
+        calibration = summary["calibration"].get(key)
+        if calibration and calibration.get("risk_coverage"):
+            curve = calibration["risk_coverage"]
+            risk.plot([c for c, _ in curve], [r for _, r in curve], style,
+                      label=f"{key} confidence (AURC {calibration['aurc']:.3f})")  # fmt: skip
+    risk.set_xlim(0, 1)
+    risk.set_ylim(0, 1)
+    risk.set_xlabel("coverage (share of answers kept, most confident first)")
+    risk.set_ylabel("risk (share of kept answers that are wrong)")
+    risk.set_title("risk-coverage", fontsize=10)
+    risk.legend(fontsize=7, loc="lower right")
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
     for key, marker in (("critique", "o-"), ("similarity", "s:")):
         calibration = summary["calibration"].get(key)
@@ -125,8 +141,60 @@ def growth_plot(summary: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def _oracle_flip(label: str) -> float | None:
+    match = re.search(r"\+oracle([0-9.]+)", label)
+    return float(match.group(1)) if match else None
+
+
+def _correct(row: dict[str, Any]) -> float:
+    return 100 * row["summary"]["metrics"]["correct"]["value"]
+
+
+def break_even(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The oracle sweep of one dataset: (critic accuracy, correct) points, plain RAG's correct, and the lowest
+    accuracy at which Self-RAG reaches plain RAG (linear between measured points; None if it never does)."""
+    sweep = sorted((1 - flip, _correct(r)) for r in rows if (flip := _oracle_flip(r["label"])) is not None)
+    rag = next((_correct(r) for r in rows if r["label"] == "rag"), None)
+    if not sweep or rag is None:
+        return None
+    crossing = None
+    for (x0, y0), (x1, y1) in zip(sweep, sweep[1:], strict=False):
+        if y0 < rag <= y1:
+            crossing = x0 + (rag - y0) * (x1 - x0) / (y1 - y0)
+            break
+    if crossing is None and sweep[0][1] >= rag:
+        crossing = sweep[0][0]
+    return {"points": sweep, "rag": rag, "break_even": crossing}
+
+
+def sweep_plot(dataset: str, rows: list[dict[str, Any]], path: Path) -> Path | None:
+    found = break_even(rows)
+    if found is None:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.plot([100 * x for x, _ in found["points"]], [y for _, y in found["points"]], "o-",
+            label="Self-RAG with the oracle critic")  # fmt: skip
+    ax.axhline(found["rag"], color="grey", linestyle="--", label=f"plain RAG ({found['rag']:.1f})")
+    for row in rows:
+        if _oracle_flip(row["label"]) is None and row["label"].startswith("selfrag"):
+            ax.axhline(_correct(row), linestyle=":", linewidth=1, label=f"{row['label']} ({_correct(row):.1f})")
+    even = found["break_even"]
+    note = "never reaches plain RAG" if even is None else f"break-even at {100 * even:.0f} % critic accuracy"
+    ax.set_xlabel("critic accuracy on ISREL and ISSUP (%; 100 - flip probability)")
+    ax.set_ylabel("correct (%)")
+    ax.set_title(f"{dataset}: what the critic must reach ({note})", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_runs(run_dirs: list[Path], out: Path) -> list[Path]:
-    """Quality vs calls per dataset, and a reliability diagram per run that has a critique confidence."""
+    """Quality vs calls per dataset, a reliability diagram per run that has a critique confidence, and the
+    oracle sweep of each dataset that has oracle runs beside a plain-RAG run."""
     from .score import score_run
 
     out.mkdir(parents=True, exist_ok=True)
@@ -136,6 +204,9 @@ def plot_runs(run_dirs: list[Path], out: Path) -> list[Path]:
         group = [r for r in rows if r["dataset"] == dataset and "critic" not in r["summary"]]
         if group:
             written.append(quality_vs_calls(group, out / f"{dataset}-quality-vs-calls.png", dataset))
+            sweep = sweep_plot(dataset, group, out / f"{dataset}-critic-sweep.png")
+            if sweep is not None:
+                written.append(sweep)
     for row in rows:
         if row["summary"]["calibration"].get("critique"):
             name = f"{row['dataset']}-{row['label']}-reliability.png".replace("+", "_")

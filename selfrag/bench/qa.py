@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..engine.beam import s_rel, s_sup
+from ..engine.calibration import Rated, rater_for
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .datasets import Example
@@ -35,8 +36,18 @@ async def qa_rag(system: System, example: Example, ctx: Context) -> Outcome:
 
 async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
     from ..api import SelfRAG
+    from .oracle import NoisyOracle
 
-    rag = SelfRAG(ctx.index, system.config, chat=ctx.chat, critic_chat=ctx.critic_chat, prompts=ctx.prompts, environ={})
+    oracle = None if system.oracle_flip is None else NoisyOracle(example, system.oracle_flip)
+    rag = SelfRAG(
+        ctx.index,
+        system.config,
+        chat=ctx.chat,
+        critic_chat=ctx.critic_chat,
+        prompts=ctx.prompts,
+        environ={},
+        rater=oracle,
+    )
     result = await rag.aanswer(example.question)
     retrieved: dict[str, None] = {}
     queries: dict[str, None] = {}
@@ -47,6 +58,22 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
                 queries[beam.query or example.question] = None
     cited = [s for s in result.segments if s.chunk is not None]
     usage = result.usage
+    candidates = [
+        {
+            "step": step.step,
+            "parent": c.parent,
+            "query": next((b.query for b in step.beams if b.beam == c.parent), ""),
+            "chunk": c.chunk,
+            "rank": c.rank,
+            "retrieval_score": c.retrieval_score,
+            "text": c.text,
+            "critique": c.critique.model_dump() if c.critique else None,
+            "status": c.status,
+            "flag": c.flag,
+        }
+        for step in result.trace.steps
+        for c in step.candidates
+    ]
     return Outcome(
         " ".join(s.text for s in result.segments),
         result.answer,
@@ -67,7 +94,9 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             }
             for s in result.segments
         ],
+        candidates=candidates,
         stop_reason=result.stop_reason,
+        abstained=result.abstention is not None,
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,
@@ -85,19 +114,44 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
 # -- critic agreement ----------------------------------------------------------------------------------
 
 
+PAIR_RANK_DEPTH = 100  # a pair's chunk is looked for in the question's top 100 BM25 hits (its rank feature)
+
+
 async def critic_agreement(system: System, example: Example, ctx: Context) -> Outcome:
     """ISSUP of the engine's critic prompt (`critique_candidate`) on each gold-labelled pair of the example."""
     if not example.pairs:
         raise ConfigError(f"dataset {ctx.dataset.name} has no gold-labelled pairs for the critic system")
     meter = Meter()
     run = ctx.run(system, example.question, meter)
+    rater = rater_for(system.config.scorer, system.config.scorer_weights)
     question = example.question if ctx.dataset.task == "qa" else f"Is this claim true? {example.question}"
+    hits = ctx.index.find_relevant_chunks(example.question, PAIR_RANK_DEPTH)
+    places = {
+        hit.chunk.key: (rank, hit.score / hits[0].score if hits[0].score > 0 else 0.0) for rank, hit in enumerate(hits)
+    }
     pairs = []
     for pair in example.pairs:
         chunk = ctx.chunks[pair.chunk]
         critique, raw = await judge_pair(run, question, pair.statement, chunk)
+        rank, score_rel = places.get(pair.chunk, (PAIR_RANK_DEPTH, 0.0))
+        item = Rated(
+            pair.statement,
+            chunk.text,
+            chunk.key,
+            rank,
+            score_rel,
+            critique.quote_ok,
+            s_rel(critique.relevance),
+            s_sup(critique.support),
+            (),  # type: ignore[arg-type]
+        )
+        rating = rater.rate(question, [item])[0]
         pairs.append(
             {
+                "rank": rank,
+                "score_rel": round(score_rel, 6),
+                "p_supported": round(rating.p_supported, 6),
+                "supported": rating.p_supported >= (rater.threshold if system.config.scorer != "paper" else 0.5),
                 "chunk": pair.chunk,
                 "statement": pair.statement,
                 "gold_supported": pair.supported,
@@ -107,6 +161,7 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
                 "s_sup": round(s_sup(critique.support), 6),  # type: ignore[arg-type]
                 "s_rel": round(s_rel(critique.relevance), 6),  # type: ignore[arg-type]
                 "estimator": critique.estimator,
+                "quote_ok": critique.quote_ok,
                 "status": critique.status,
                 "raw_support": raw,
             }

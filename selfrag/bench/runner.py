@@ -65,6 +65,7 @@ class RunOptions:
     data_path: str | None = None
     limit: int | None = None
     seed: int = 0
+    split: str = "all"  # "train": only examples that never appear in a reported sample (datasets.load)
     out: Path = Path("benchmarks/runs")
     run_dir: Path | None = None  # explicit folder instead of <out>/<dataset>/<label>/<hash>
     resume: bool = False
@@ -76,6 +77,7 @@ class RunOptions:
     embedded_threads: int | None = None  # llama.cpp threads of the embedded model (None: all cores)
     corpus_size: int | None = None  # memory-growth runs: gold chunks plus seeded distractors up to this size
     stale_copies: int = 0  # memory-growth runs: conflicting near-duplicates added per gold snippet
+    unanswerable: bool = False  # the sampled questions with their gold chunks taken out of the corpus
     environ: Mapping[str, str] | None = None
 
 
@@ -121,12 +123,16 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     for flag, path in (("--out", options.out), ("--run-dir", options.run_dir)):
         if path is not None and "\x00" in str(path):
             raise InputError(f"{flag} {str(path)!r} holds a NUL byte; pass a real folder name")
-    dataset = ds.load(options.dataset, options.data_path).sample(options.limit, options.seed)
+    dataset = ds.load(options.dataset, options.data_path, options.split).sample(options.limit, options.seed)
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
     if options.stale_copies:
         dataset = dataset.with_stale_copies(options.stale_copies)
+    if options.unanswerable:
+        dataset = dataset.without_gold()
     system = parse_system(options.system, options.config)
+    if system.oracle_flip is not None and dataset.task != "qa":
+        raise ConfigError(f"the oracle critic needs gold answers: use a QA dataset, not {dataset.name}")
     if system.kind == "critic" and not any(example.pairs for example in dataset.examples):
         raise ConfigError(
             f"the critic system needs gold-labelled pairs: use climate_fever or halueval, not {dataset.name}"
@@ -178,12 +184,14 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             "how": "seeded random sample, file order"
             if options.limit and options.limit < dataset.total
             else "all examples",
+            **({"split": options.split} if options.split != "all" else {}),
         },
         "seed": options.seed,
         "corpus": {
             "size": len(dataset.corpus),
             "cut": options.corpus_size is not None,
             **({"stale_copies": options.stale_copies} if options.stale_copies else {}),
+            **({"unanswerable": True} if options.unanswerable else {}),
         },
         "system": system.describe(),
         "endpoint": endpoint_id,

@@ -36,7 +36,9 @@ RATE_METRICS = (
     "confidence",
     "similarity_confidence",
     "retrieval_frequency",
+    "abstained",
 )
+FLAGS = ("restates_question", "repeats_draft", "several_sentences", "unsupported")  # declined or cut candidates
 COST_METRICS = ("llm_calls", "total_tokens", "rounds", "wall_time", "model_seconds")
 
 
@@ -110,6 +112,12 @@ def summarize(
     )
     for name in COST_METRICS:
         put(name, (u.get(name) for u in usage))
+    if any(r.get("abstained") is not None for r in records):
+        put("abstained", (float(r["abstained"]) if r.get("abstained") is not None else None for r in records))
+    for flag in FLAGS:
+        counts = [_flags(r).get(flag) for r in records]
+        if any(c is not None for c in counts):
+            put(f"flag_{flag}", counts)
     results: dict[str, Any] = {}
     for offset, (name, values) in enumerate(columns.items()):
         if any(v is not None for v in values):
@@ -139,6 +147,14 @@ def summarize(
     return summary
 
 
+def _flags(record: dict[str, Any]) -> dict[str, float]:
+    """How many candidates of the question were declined or cut, per reason (empty without candidates)."""
+    candidates = record.get("candidates")
+    if record["status"] != "ok" or not candidates:
+        return {}
+    return {flag: float(sum(c.get("flag") == flag for c in candidates)) for flag in FLAGS}
+
+
 def calibration(records: Sequence[dict[str, Any]], correct: Sequence[float]) -> dict[str, Any]:
     out = {}
     for key, field in (("critique", "confidence"), ("similarity", "similarity_confidence")):
@@ -153,10 +169,20 @@ def calibration(records: Sequence[dict[str, Any]], correct: Sequence[float]) -> 
         out[key] = {
             "ece": m.ece(confidences, outcomes),
             "auroc": m.auroc(confidences, [bool(o) for o in outcomes]),  # does it rank correct answers higher?
+            "aurc": m.aurc(confidences, outcomes),  # area under risk-coverage: lower is better
+            "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in _thinned(m.risk_coverage(confidences, outcomes))],
             "n": len(pairs),
             "bins": [asdict(b) for b in m.reliability_bins(confidences, outcomes)],
         }
     return out
+
+
+def _thinned(points: list[tuple[float, float]], most: int = 50) -> list[tuple[float, float]]:
+    """At most `most` points of a curve, evenly spread, the last one kept."""
+    if len(points) <= most:
+        return points
+    step = len(points) / most
+    return [points[min(len(points) - 1, round((i + 1) * step) - 1)] for i in range(most)]
 
 
 def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dict[str, Any] | None:
@@ -177,7 +203,7 @@ def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dic
         return m.balanced_accuracy([p["gold_supported"] for p in pairs], [_predicted(p) for p in pairs])
 
     def area(pairs: list[dict[str, Any]]) -> float | None:
-        return m.auroc([p["s_sup"] for p in pairs], [p["gold_supported"] for p in pairs])
+        return m.auroc([p.get("p_supported", p["s_sup"]) for p in pairs], [p["gold_supported"] for p in pairs])
 
     pairs = flat(range(len(groups)))
     tp = sum(p["gold_supported"] and _predicted(p) for p in pairs)
@@ -206,6 +232,9 @@ def critic_agreement(records: Sequence[dict[str, Any]], *, seed: int = 0) -> dic
 
 
 def _predicted(pair: dict[str, Any]) -> bool:
+    """The critic's verdict: the scorer's (P(supported) over its threshold) where recorded, else the label."""
+    if "supported" in pair:
+        return bool(pair["supported"])
     return pair["support"] in (Support.FULLY.value, Support.PARTIALLY.value)
 
 
@@ -219,7 +248,8 @@ def score_run(run_dir: str | Path) -> dict[str, Any]:
     records, _ = read_samples(folder / "samples.jsonl", repair=False)
     dataset = config["dataset"]
     summary = summarize(records.values(), task=dataset["task"], labels=dataset.get("labels", ()), seed=config["seed"])
-    return {"label": config["system"]["label"], "dataset": dataset["name"], "summary": summary}
+    label = config["system"]["label"] + (" (unanswerable)" if config.get("corpus", {}).get("unanswerable") else "")
+    return {"label": label, "dataset": dataset["name"], "summary": summary}
 
 
 def _fmt(metric: dict[str, Any] | None, *, percent: bool) -> str:
@@ -252,7 +282,7 @@ EVIDENCE_AND_COST = (
     "total_tokens",
     "wall_time",
 )
-QA_COLUMNS = ("match", "em", "f1", "correct", *EVIDENCE_AND_COST)
+QA_COLUMNS = ("match", "em", "f1", "correct", "abstained", *EVIDENCE_AND_COST)
 CLAIM_COLUMNS = ("accuracy", "macro_f1", *EVIDENCE_AND_COST)
 HEADERS = {
     "match": "match",
@@ -270,6 +300,7 @@ HEADERS = {
     "llm_calls": "calls/q",
     "total_tokens": "tokens/q",
     "wall_time": "s/q",
+    "abstained": "abst.",
 }
 
 
@@ -284,8 +315,10 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             task_is_claim = "accuracy" in answer_rows[0]["summary"]["metrics"]
             columns = CLAIM_COLUMNS if task_is_claim else QA_COLUMNS
             out.append(f"### {dataset}\n")
-            out.append("| system | n | failed | " + " | ".join(HEADERS[c] for c in columns) + " | ECE |")
-            out.append("|---" * (len(columns) + 4) + "|")
+            out.append(
+                "| system | n | failed | " + " | ".join(HEADERS[c] for c in columns) + " | ECE | declined r/p/c/u |"
+            )
+            out.append("|---" * (len(columns) + 5) + "|")
             for r in answer_rows:
                 s = r["summary"]
                 cells = [_cell(s, c) for c in columns]
@@ -293,7 +326,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
                 out.append(
                     f"| {r['label']} | {s['n']} | {s['failed']} | "
                     + " | ".join(cells)
-                    + f" | {'–' if ece is None else f'{ece:.3f}'} |"
+                    + f" | {'–' if ece is None else f'{ece:.3f}'} | {_declined(s)} |"
                 )
             out.append("")
         for r in critic_rows:
@@ -311,10 +344,23 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _declined(summary: dict[str, Any]) -> str:
+    """Candidates declined or cut over the run, by reason: question restated / draft repeated / several
+    sentences cut to one / unsupported ("–" for systems without candidates)."""
+    metrics, n = summary["metrics"], summary["n"]
+    counts = [metrics.get(f"flag_{flag}") for flag in FLAGS]
+    if all(c is None for c in counts):
+        return "–"
+    return "/".join(str(round((c or {}).get("value", 0.0) * (c or {}).get("n", n))) for c in counts)
+
+
 def calibration_table(rows: Sequence[dict[str, Any]]) -> str:
     """Per run: correctness beside the mean of each confidence and its expected calibration error."""
-    header = "| dataset | system | n | correct | critique conf. | ECE | AUROC | similarity conf. | ECE | AUROC |"
-    out = [header, "|---" * 10 + "|"]
+    header = (
+        "| dataset | system | n | correct | critique conf. | ECE | AUROC | AURC "
+        "| similarity conf. | ECE | AUROC | AURC |"
+    )
+    out = [header, "|---" * 12 + "|"]
     for r in rows:
         s = r["summary"]
         if "critic" in s:
@@ -322,9 +368,10 @@ def calibration_table(rows: Sequence[dict[str, Any]]) -> str:
         quality = s["metrics"].get("correct") or s["metrics"].get("accuracy")
         cells = []
         for metric, key in (("confidence", "critique"), ("similarity_confidence", "similarity")):
-            ece, area = (s["calibration"].get(key, {}).get(name) for name in ("ece", "auroc"))
+            ece, area, risk = (s["calibration"].get(key, {}).get(name) for name in ("ece", "auroc", "aurc"))
             cells += [_fmt(s["metrics"].get(metric), percent=True), "–" if ece is None else f"{ece:.3f}"]
             cells.append("–" if area is None else f"{area:.2f}")
+            cells.append("–" if risk is None else f"{risk:.3f}")
         out.append(
             f"| {r['dataset']} | {r['label']} | {s['n']} | {_fmt(quality, percent=True)} | " + " | ".join(cells) + " |"
         )

@@ -57,14 +57,19 @@ class System:
 
     kind: str
     config: Config
+    oracle_flip: float | None = None  # diagnostic: gold-derived ISREL/ISSUP, each flipped with this probability
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(f"unknown system {self.kind!r}; known: {', '.join(KINDS)}")
+        if self.oracle_flip is not None and not 0.0 <= self.oracle_flip <= 1.0:
+            raise ConfigError(f"the oracle's flip probability must be from 0 to 1, got {self.oracle_flip}")
 
     @property
     def label(self) -> str:
         """A short name with the ablations that differ from the defaults, e.g. `selfrag-b2+separate`."""
+        if self.kind == "critic":
+            return self.kind if self.config.scorer == "paper" else f"critic+{self.config.scorer}"
         if self.kind != "selfrag":
             return self.kind
         c, parts = self.config, ["selfrag" if self.config.beam_width == 1 else f"selfrag-b{self.config.beam_width}"]
@@ -74,10 +79,15 @@ class System:
             parts.append(f"wsup{c.w_sup:g}")
         if c.mode is not Mode.ADAPTIVE:
             parts.append(c.mode.value)
+        if c.scorer != "paper":
+            parts.append(c.scorer)
+        if self.oracle_flip is not None:
+            parts.append(f"oracle{self.oracle_flip:g}")
         return "+".join(parts)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "label": self.label, "config": config_dict(self.config)}
+        described = {"kind": self.kind, "label": self.label, "config": config_dict(self.config)}
+        return described if self.oracle_flip is None else {**described, "oracle_flip": self.oracle_flip}
 
 
 def parse_system(name: str, config: Config) -> System:
@@ -85,9 +95,12 @@ def parse_system(name: str, config: Config) -> System:
     `selfrag-beam2` / `selfrag-b2` set beam width 2 and `+separate`, `+wsup0`, `+always` set the ablations."""
     base, *mods = name.split("+")
     values: dict[str, Any] = {}
+    oracle = None
     match = re.fullmatch(r"selfrag-(?:beam|b)(\d+)", base)
     if match:
         base, values["beam_width"] = "selfrag", int(match.group(1))
+    if base == "critic" and all(mod in ("paper", "evidence") for mod in mods):
+        return System(base, config.with_values(scorer=mods[-1]) if mods else config)
     if mods and base != "selfrag":
         raise ConfigError(f"ablations ({'+'.join(mods)}) apply to selfrag only, not to {base!r}")
     for mod in mods:
@@ -95,11 +108,18 @@ def parse_system(name: str, config: Config) -> System:
             values["critic"] = mod
         elif mod in ("always", "never", "adaptive"):
             values["mode"] = mod
+        elif mod in ("paper", "evidence"):
+            values["scorer"] = mod
         elif (weight := re.fullmatch(r"wsup(-?[0-9.]+(?:e[-+]?[0-9]+)?)", mod)) is not None:
             values["w_sup"] = float(weight.group(1))
+        elif (flip := re.fullmatch(r"oracle([0-9.]+)", mod)) is not None:
+            oracle = float(flip.group(1))
         else:
-            raise ConfigError(f"unknown ablation {mod!r} in {name!r}; use separate, always, never or wsup<weight>")
-    return System(base, config.with_values(**values) if values else config)
+            raise ConfigError(
+                f"unknown ablation {mod!r} in {name!r}; use separate, always, never, evidence, wsup<weight> "
+                "or oracle<flip probability>"
+            )
+    return System(base, config.with_values(**values) if values else config, oracle)
 
 
 @dataclass
@@ -115,9 +135,11 @@ class Outcome:
     queries: list[str] = field(default_factory=list)  # the search queries the system used
     confidence: float | None = None  # from the critique (None for systems without one)
     segments: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # selfrag QA: every candidate of every step
     label_scores: dict[str, float] | None = None
     pairs: list[dict[str, Any]] | None = None
     stop_reason: str = "final"
+    abstained: bool | None = None  # selfrag QA: the engine said the documents do not say (None: no such notion)
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -8,7 +8,15 @@ import sys
 from typing import Any
 
 from ..result import DoneEvent, Result, SegmentEvent, StepEvent
-from .common import add_engine_options, engine_flags, print_step, read_question, render_segment, render_sources
+from .common import (
+    add_engine_options,
+    engine_flags,
+    print_step,
+    read_question,
+    render_abstention,
+    render_segment,
+    render_sources,
+)
 
 
 def register(commands: Any) -> None:
@@ -67,5 +75,9 @@ async def _ask(rag: Any, question: str, args: argparse.Namespace) -> Result:
     elif not args.jsonl:
         if streamed:
             print()
-        print(render_sources(result.sources))
+        abstained = render_abstention(result)
+        if abstained:
+            print(abstained)
+        else:
+            print(render_sources(result.sources))
     return result

@@ -30,6 +30,11 @@ def register(commands: Any) -> None:
     run = sub.add_parser("run", help="one dataset x one system into a run folder")
     run.add_argument("--dataset", required=True, choices=DATASETS)
     run.add_argument("--system", required=True, help=SYSTEMS_HELP)
+    run.add_argument(
+        "--unanswerable",
+        action="store_true",
+        help="QA only: take every sampled question's gold chunks out of the corpus (abstention test)",
+    )
     _add_run_options(run)
     run.set_defaults(run=run_command)
 
@@ -51,6 +56,11 @@ def register(commands: Any) -> None:
     score.add_argument("--check", action="store_true", help="exit 1 unless each equals its results.json")
     score.set_defaults(run=score_command)
 
+    judgments = sub.add_parser("judgments", help="judged candidates from runs, for `selfrag critic fit`")
+    judgments.add_argument("run_dirs", nargs="+", help="run folders (Self-RAG QA runs or critic runs)")
+    judgments.add_argument("--out", required=True, help="JSONL file to write")
+    judgments.set_defaults(run=judgments_command)
+
     plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
     plot.add_argument("run_dirs", nargs="+", help="run folders")
     plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
@@ -62,6 +72,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--data", help="dataset folder (default: ../shared/datasets/<name> or $SELFRAG_DATASETS)")
     data.add_argument("--limit", type=int, help="a seeded sample of N examples (default: all)")
     data.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed (default 0)")
+    data.add_argument(
+        "--split",
+        choices=("all", "train"),
+        default="all",
+        help="all (default; reported samples) or train: examples that never appear in a reported sample, for fitting",
+    )
     data.add_argument("--out", default="benchmarks/runs", help="runs go to OUT/<dataset>/<system>/<hash>")
     data.add_argument("--run-dir", help="use exactly this run folder")
     data.add_argument("--resume", action="store_true", help="continue a run: skip finished ids")
@@ -96,6 +112,7 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
         data_path=args.data,
         limit=args.limit,
         seed=args.seed,
+        split=args.split,
         out=Path(args.out),
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         resume=args.resume,
@@ -120,7 +137,7 @@ def run_command(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
 
     try:
-        report = run_benchmark(options_from(args, args.dataset, args.system))
+        report = run_benchmark(options_from(args, args.dataset, args.system, unanswerable=args.unanswerable))
     except (ConfigError, InputError) as error:
         print(f"selfrag bench: error: {redact_secrets(str(error))}", file=sys.stderr)
         return EXIT_USAGE
@@ -162,6 +179,28 @@ def score_command(args: argparse.Namespace) -> int:
             if json.loads(json.dumps(row["summary"])) != stored:
                 print(f"selfrag bench: {folder}: recomputed metrics differ from results.json", file=sys.stderr)
                 return 1
+    return 0
+
+
+def judgments_command(args: argparse.Namespace) -> int:
+    from ..bench import datasets as ds
+    from ..bench.judgments import row_dict, rows_from_records
+    from ..bench.samples import read_samples
+
+    lines, splits = [], set()
+    for folder in map(Path, args.run_dirs):
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        dataset = ds.load(config["dataset"]["name"], config["dataset"]["path"])
+        splits.add(config["sample"].get("split", "all"))
+        records, _ = read_samples(folder / "samples.jsonl", repair=False)
+        lines += [
+            json.dumps(row_dict(r), ensure_ascii=False)
+            for r in rows_from_records(records.values(), dataset.chunk_texts())
+        ]
+    if splits != {"train"}:
+        print("selfrag bench: note: some runs are not on --split train; do not report on what you fit", file=sys.stderr)
+    Path(args.out).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    print(f"wrote {len(lines)} judged rows to {args.out}", file=sys.stderr)
     return 0
 
 

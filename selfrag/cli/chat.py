@@ -21,7 +21,7 @@ from ..conversation import Conversation
 from ..errors import ConfigError, FatalLLMError, SelfRagError
 from ..result import DoneEvent, Result, SegmentEvent
 from ..text import clean_for_terminal
-from .common import add_engine_options, engine_flags, print_step, render_segment, render_sources
+from .common import add_engine_options, engine_flags, print_step, render_abstention, render_segment, render_sources
 
 HELP = """commands:
   /help                 this help
@@ -146,7 +146,7 @@ class Session:
                 self.last = event.result
                 self.conversation = self.conversation.add(question, event.result.answer)
                 print()
-                print(render_sources(event.result.sources))
+                print(render_abstention(event.result) or render_sources(event.result.sources))
             elif self.trace:
                 print_step(event.step, sys.stderr)
 

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
-from ..result import SegmentEvent, Source, TraceStep
+from ..result import Result, SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, inert_markdown
 
 KNOB_FLAGS = ("mode", "threshold", "beam_width", "max_depth", "ndocs", "w_rel", "w_sup", "w_use", "critic")
@@ -27,6 +27,9 @@ ENGINE_FLAGS = (
     "use_seqscore",
     "gate_irrelevant",
     "gate_unsupported",
+    "scorer",
+    "scorer_weights",
+    "abstain_below",
     "deadline",
     "max_llm_calls",
     "base_url",
@@ -53,6 +56,18 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--use-seqscore", action="store_const", const=True, help="add the sentence probability term")
     search.add_argument("--gate-irrelevant", action="store_const", const=True, help="drop irrelevant candidates")
     search.add_argument("--gate-unsupported", action="store_const", const=True, help="drop unsupported candidates")
+    search.add_argument(
+        "--scorer",
+        choices=["paper", "evidence"],
+        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted (default paper)",
+    )
+    search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
+    search.add_argument(
+        "--abstain-below",
+        type=float,
+        metavar="P",
+        help="say the documents don't answer when no sentence reaches this P(supported) (default: the weights' own)",
+    )
     retrieval = parser.add_argument_group("retrieval")
     retrieval.add_argument("--strategy", choices=["top", "window"], help="window: widen hits with neighbour chunks")
     retrieval.add_argument(
@@ -142,6 +157,13 @@ def render_segment(event: SegmentEvent) -> str:
     return clean_for_terminal(inert_markdown(with_marker(event.text, event.citation)))
 
 
+def render_abstention(result: Result) -> str | None:
+    """The short sentence an abstaining answer prints (None for an answer)."""
+    if result.abstention is None:
+        return None
+    return clean_for_terminal(f"{result.answer} {result.abstention.message}")
+
+
 def render_sources(sources: list[Source]) -> str:
     if not sources:
         return "\nSources: none (the answer was written without retrieved evidence)"
@@ -171,5 +193,11 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
             labels = f" rel={k.relevance} sup={k.support} use={k.utility} final={k.is_final}"
         score = f" f={c.score:.3f}" if c.score is not None else ""
         agg = f" agg={c.aggregate:.3f}" if c.aggregate is not None else ""
+        if c.critique and c.critique.p_supported is not None:
+            labels += f" P(rel)={c.critique.p_relevant:.2f} P(sup)={c.critique.p_supported:.2f}"
+        flag = f" ({c.flag})" if c.flag else ""
         text = c.error or c.text
-        print(clean_for_terminal(f"  [{c.status:>7}] {c.chunk or '-'}{labels}{score}{agg}: {text[:100]}"), file=stream)
+        print(
+            clean_for_terminal(f"  [{c.status:>7}] {c.chunk or '-'}{labels}{score}{agg}{flag}: {text[:100]}"),
+            file=stream,
+        )

@@ -7,10 +7,13 @@ The one table from labels to numbers (paper, Appendix A.3):
     s_use = sum_i u_i * P(i),  u = (-1, -0.5, 0, 0.5, 1)  normalised over {1..5}
     f     = w_rel * s_rel + w_sup * s_sup + w_use * s_use  (+ S_LM when use_seqscore and logprobs exist)
 
-Discrete labels are the one-hot special case. A beam's aggregate is the MEAN of f over its segments written
-from evidence, so longer drafts are not favoured (the reference code multiplied by the parent's score; an API
-port summed). A segment written without evidence has no f: it leaves the aggregate unchanged, and a beam with
-no evidence-backed segment at all ranks by w_use * mean s_use of its segments.
+Discrete labels are the one-hot special case. When the scorer rated the candidate (engine.calibration),
+its P(relevant) and P(supported) stand in for s_rel and s_sup; with the paper's scorer they are equal.
+
+A beam's aggregate is the MEAN of f over its segments written from evidence, so longer drafts are not
+favoured (the reference code multiplied by the parent's score; an API port summed). A segment written without
+evidence has no f: it leaves the aggregate unchanged, and a beam with no evidence-backed segment at all ranks by
+w_use * mean s_use of its segments.
 """
 
 from __future__ import annotations
@@ -56,11 +59,9 @@ def score(critique: Critique, weights: Weights) -> float | None:
     """f(y_t, d) for a segment written from a chunk; None for one written without evidence."""
     if critique.relevance is None or critique.support is None:
         return None
-    value = (
-        weights.w_rel * s_rel(critique.relevance)
-        + weights.w_sup * s_sup(critique.support)
-        + weights.w_use * s_use(critique.utility)
-    )
+    relevant = s_rel(critique.relevance) if critique.p_relevant is None else critique.p_relevant
+    supported = s_sup(critique.support) if critique.p_supported is None else critique.p_supported
+    value = weights.w_rel * relevant + weights.w_sup * supported + weights.w_use * s_use(critique.utility)
     if weights.use_seqscore and critique.seq_prob is not None:
         value += critique.seq_prob
     return value

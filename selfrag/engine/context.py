@@ -10,7 +10,7 @@ import asyncio
 import hashlib
 import hmac
 from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -23,6 +23,7 @@ from ..prompts import PromptBook
 from ..retrieval import Searcher
 from ..schema import Chunk, Meter
 from ..text import neutralise_document
+from .calibration import PaperRater, Rater
 
 T = TypeVar("T")
 NO_DRAFT = "(nothing yet)"
@@ -39,6 +40,7 @@ class Deps:
     index: Searcher  # a plain retriever is made one by retrieval.as_searcher (SelfRAG does it)
     prompts: PromptBook
     critic_chat: ChatModel | None = None  # separate critic on another model; None: the same as chat
+    rater: Rater = field(default_factory=PaperRater)  # labels (+ evidence) -> P(relevant), P(supported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,12 @@ class Run:
             logprobs=logprobs,
         )
         return await ask(model, request, self.meter, reasks=self.config.reasks)
+
+    @property
+    def abstain_below(self) -> float:
+        """P(supported) under which a candidate is declined: the config's, else the rater's default."""
+        below = self.config.abstain_below
+        return self.deps.rater.threshold if below is None else below
 
     def check_budget(self) -> None:
         meter, config = self.meter, self.config

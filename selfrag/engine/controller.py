@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 from ..errors import BudgetError, LLMError
 from ..result import DoneEvent, Event, StepEvent
@@ -38,10 +39,16 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             stop = StopReason.DEADLINE
             break
         children = [child for _, child in step.outcomes if child is not None]
-        if not children:
+        if not children and not any(c.flag for c, _ in step.outcomes):
             stop, failure = StopReason.LLM_FAILURE, next((c.error for c, _ in step.outcomes if c.error), None)
             break
-        frontier = beam.prune([*(b for b in frontier if b.final), *children], run.config.beam_width)  # ⑤
+        pool = [*(b for b in frontier if b.final), *_stopped(step), *children]
+        if not pool:  # every candidate of every beam was declined before a sentence was written
+            steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
+            yield StepEvent(step=steps[-1])
+            stop = StopReason.UNSUPPORTED
+            break
+        frontier = beam.prune(pool, run.config.beam_width)  # ⑤
         steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
         yield StepEvent(step=steps[-1])
         settled = report.committed_prefix(frontier)
@@ -54,14 +61,19 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             stop = StopReason.FINAL if all(b.final for b in frontier) else StopReason.MAX_DEPTH
             break
     best = beam.best(frontier)
-    if not best.segments:
+    abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
+    if not best.segments and abstention is None:
         _nothing_written(stop, run, failure)
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    yield DoneEvent(result=report.build_result(run.question, best, stop, steps, run.meter, wall, run.config, info))
+    yield DoneEvent(
+        result=report.build_result(
+            run.question, best, stop, steps, run.meter, wall, run.config, info, run.deps.rater, abstention
+        )
+    )
 
 
 async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
@@ -77,6 +89,14 @@ async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
     weights = beam.Weights(run.config.w_rel, run.config.w_sup, run.config.w_use, run.config.use_seqscore)
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
+
+
+def _stopped(step: StepOutcome) -> list[Beam]:
+    """Live beams that got no child because their candidates were declined: a beam with sentences stops
+    there (it does not grow by an unsupported or degenerate sentence); one without any has nothing to keep."""
+    grown = {c.parent.id for c, child in step.outcomes if child is not None}
+    declined = {c.parent.id for c, _ in step.outcomes if c.flag}
+    return [replace(b, final=True) for b in step.live if b.id in declined - grown and b.segments]
 
 
 def _nothing_written(stop: StopReason, run: Run, failure: str | None) -> None:

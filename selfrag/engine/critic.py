@@ -15,7 +15,10 @@ from dataclasses import replace
 from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Relevance, Support, Utility
 from ..schema import Candidate, Critique, Plan
+from .beam import s_rel, s_sup
+from .calibration import Rated
 from .context import Run, run_all
+from .evidence import best_sentence, degeneracy
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
@@ -40,13 +43,75 @@ def gate(candidate: Candidate, run: Run) -> Candidate:
 
 
 async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
-    """Separate mode: one critic call per written candidate, all at once. Then the gates, in both modes."""
+    """Separate mode: one critic call per written candidate, all at once. Then, in both modes, degenerate
+    sentences are cut or declined, the rater gives P(relevant) and P(supported), and the gates run."""
     pending = [c for c in candidates if c.error is None and c.critique is None and c.chunk is not None]
     if pending:
         run.meter.rounds += 1
         judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
         candidates = [judged.get(id(c), c) for c in candidates]
+    candidates = rate([tidy(c, run.question) for c in candidates], run)
     return tuple(gate(c, run) for c in candidates)
+
+
+def tidy(candidate: Candidate, question: str) -> Candidate:
+    """A sentence that restates the question or repeats the draft is declined; several sentences at once are
+    cut to the one worth keeping (and declined if even that one is degenerate)."""
+    if candidate.error or candidate.critique is None or candidate.gated:
+        return candidate
+    draft = [segment.text for segment in candidate.parent.segments]
+    flaw = degeneracy(question, candidate.text, draft)
+    if flaw == "several_sentences":
+        cut = best_sentence(question, candidate.text, draft)
+        flaw = degeneracy(question, cut, draft)
+        candidate = replace(candidate, text=cut, flag="several_sentences")
+    return replace(candidate, gated=True, flag=flaw) if flaw else candidate
+
+
+def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
+    """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
+    together (agreement between them is evidence); a candidate under `run.abstain_below` is declined."""
+    rated = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
+    items = [_rated(c, rated) for c in rated]
+    ratings = dict(zip(map(id, rated), run.deps.rater.rate(run.question, items), strict=True))
+    out = []
+    for candidate in candidates:
+        rating = ratings.get(id(candidate))
+        if rating is not None:
+            assert candidate.critique is not None
+            critique = replace(
+                candidate.critique,
+                p_relevant=rating.p_relevant,
+                p_supported=rating.p_supported,
+                features=rating.features,
+            )
+            candidate = replace(candidate, critique=critique)
+            if rating.p_supported < run.abstain_below:
+                candidate = replace(candidate, gated=True, flag="unsupported")
+        out.append(candidate)
+    return out
+
+
+def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
+    critique, chunk = candidate.critique, candidate.chunk
+    assert critique is not None and chunk is not None and critique.relevance and critique.support
+    scores = getattr(candidate.evidence, "scores", ())
+    top = max(scores) if scores else None
+    score_rel = candidate.retrieval_score / top if top and candidate.retrieval_score is not None else None
+    others = tuple(
+        c.text for c in rated if c.parent.id == candidate.parent.id and c is not candidate and c.chunk != chunk
+    )
+    return Rated(
+        sentence=candidate.text,
+        chunk_text=chunk.text,
+        chunk_key=chunk.key,
+        rank=candidate.index,
+        score_rel=score_rel,
+        quote_ok=critique.quote_ok,
+        model_rel=s_rel(critique.relevance),
+        model_sup=s_sup(critique.support),
+        others=others,
+    )
 
 
 async def _judge(candidate: Candidate, run: Run) -> Candidate:

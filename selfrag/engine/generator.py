@@ -33,7 +33,11 @@ async def expand(
     jobs = []
     for beam, chunks in zip(live, evidence, strict=True):
         if chunks:
-            jobs += [_from_chunk(Candidate(beam, rank, chunk, chunks), run) for rank, chunk in enumerate(chunks)]
+            scores = getattr(chunks, "scores", ()) or (None,) * len(chunks)
+            jobs += [
+                _from_chunk(Candidate(beam, rank, chunk, score, chunks), run)
+                for rank, (chunk, score) in enumerate(zip(chunks, scores, strict=True))
+            ]
         else:
             jobs.append(_plain(Candidate(beam, 0), run, note=""))
     if not jobs:
@@ -106,8 +110,10 @@ def usable(candidate: Candidate) -> bool:
 
 
 async def fallback(live: Sequence[Beam], candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
-    """One evidence-free sentence for each live beam that was left with no usable candidate."""
-    stranded = [b for b in live if not any(usable(c) for c in candidates if c.parent.id == b.id)]
+    """One evidence-free sentence for each live beam that was left with no usable candidate because its calls
+    failed or a hard gate dropped them all. A beam whose candidates were declined (unsupported, degenerate)
+    gets none: it stops, or the answer abstains (controller)."""
+    stranded = [b for b in live if not any(usable(c) or c.flag for c in candidates if c.parent.id == b.id)]
     if not stranded:
         return ()
     had_chunks = {c.parent.id for c in candidates if c.chunk is not None}

@@ -10,6 +10,8 @@ from enum import Enum
 from ..config import Config, config_dict
 from ..labels import Decision
 from ..result import (
+    ABSTAIN_ANSWER,
+    Abstention,
     CritiqueOut,
     Result,
     SegmentEvent,
@@ -24,6 +26,7 @@ from ..result import (
 from ..schema import Beam, Candidate, Chunk, Critique, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
+from .calibration import PaperRater, Rater
 from .state import RunInfo, StepOutcome, StopReason
 
 
@@ -48,6 +51,9 @@ def critique_out(critique: Critique) -> CritiqueOut:
         quote_ok=critique.quote_ok,
         seq_prob=critique.seq_prob,
         status=critique.status,
+        p_relevant=None if critique.p_relevant is None else round(critique.p_relevant, 6),
+        p_supported=None if critique.p_supported is None else round(critique.p_supported, 6),
+        features={k: round(v, 6) for k, v in critique.features.items()} if critique.features else None,
     )
 
 
@@ -95,11 +101,14 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         parent=candidate.parent.id,
         child=child.id if child else None,
         chunk=candidate.chunk.key if candidate.chunk else None,
+        rank=candidate.index if candidate.chunk else None,
+        retrieval_score=candidate.retrieval_score,
         text=candidate.text,
         critique=critique_out(candidate.critique) if candidate.critique else None,
         score=child.segments[-1].score if child else None,
         aggregate=child.aggregate if child else None,
         status=status,
+        flag=candidate.flag,
         fallback=candidate.index < 0,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
@@ -179,6 +188,8 @@ def build_result(
     wall_time: float,
     config: Config,
     info: RunInfo,
+    rater: Rater | None = None,
+    abstention: Abstention | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -198,7 +209,10 @@ def build_result(
         parts.append(with_marker(segment.text, event.citation))
     beam_steps = [b for s in steps for b in s.beams]
     retrieved = sum(1 for b in beam_steps if b.decision != Decision.NO.value and b.chunks)
-    supports = [s_sup(s.critique.support) if s.critique.support else 0.0 for s in best.segments]
+    supports = [_support(s.critique) for s in best.segments]
+    if abstention is not None:
+        supports = [abstention.best_support or 0.0]
+    confidence = (rater or PaperRater()).confidence(supports)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,
@@ -224,13 +238,38 @@ def build_result(
     )
     return Result(
         question=question,
-        answer=" ".join(parts),
+        answer=ABSTAIN_ANSWER if abstention is not None else " ".join(parts),
         segments=segments,
         sources=citations.sources(),
-        confidence=round(sum(supports) / len(supports), 6) if supports else 0.0,
+        confidence=round(confidence, 6),
         stop_reason=stop_reason.value,
+        abstention=abstention,
         usage=usage,
         trace=trace,
         model=info.model,
         config=config_dict(config),
+    )
+
+
+def _support(critique: Critique) -> float:
+    """A segment's P(supported): the rater's when rated, else the label credit; 0 without evidence."""
+    if critique.p_supported is not None:
+        return critique.p_supported
+    return s_sup(critique.support) if critique.support else 0.0
+
+
+def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
+    """The abstention of an answer whose every candidate was declined, with the best support seen."""
+    seen = [
+        c.critique.p_supported
+        for step in steps
+        for c in step.candidates
+        if c.critique is not None and c.critique.p_supported is not None
+    ]
+    best = round(max(seen), 6) if seen else None
+    found = f"the best sentence reached P(supported) {best:.2f}" if best is not None else "no sentence was rated"
+    return Abstention(
+        best_support=best,
+        threshold=threshold,
+        message=f"No retrieved document supports an answer well enough ({found}, below {threshold:.2f}).",
     )

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from ..config import variant_kinds
 from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
-from ..schema import Beam, Chunk, Hit, Plan
+from ..schema import Beam, Hit, Plan
 from .context import Run, run_all
 from .replies import DecideReply, VariantsReply, plan_from
 from .state import Evidence
@@ -87,18 +87,41 @@ async def gather(live: Sequence[Beam], plans: Sequence[Plan], run: Run) -> tuple
         written = [" ".join(plans[i].query.split()) or run.question for i in searching]  # the model's own words
         asked = await run_all(_variants(query, kinds, run) for query in written)
     groups = [(query, *variants) for query, (variants, _) in zip(queries, asked, strict=True)]
-    found, dense_note = await search_groups(groups, run)
+    extra = max((len(_used(live[i])) for i in searching), default=0)  # room for fresh chunks past used ones
+    found, dense_note = await search_groups(groups, run, run.config.ndocs + extra)
     fetched = {
-        i: Evidence(chunks, group if kinds else (), _join(note, dense_note))
-        for i, chunks, group, (_, note) in zip(searching, found, groups, asked, strict=True)
+        i: Evidence([h.chunk for h in hits], group if kinds else (), _join(note, dense_note), [h.score for h in hits])
+        for i, hits, group, (_, note) in zip(searching, found, groups, asked, strict=True)
     }
     out: list[Evidence] = []
     for i, (beam, step_plan) in enumerate(zip(live, plans, strict=True)):
         if step_plan.decision is Decision.CONTINUE:
-            out.append(Evidence(beam.evidence))
+            out.append(Evidence.of(beam.evidence))
         else:
-            out.append(fetched.get(i, Evidence()))
+            out.append(fresh_first(fetched.get(i, Evidence()), beam, run.config.ndocs))
     return tuple(out)
+
+
+def _used(beam: Beam) -> set[str]:
+    return {segment.chunk.key for segment in beam.segments if segment.chunk is not None}
+
+
+def fresh_first(evidence: Evidence, beam: Beam, k: int) -> Evidence:
+    """The top `k` of the hits with the chunks a beam has not yet written from first (in their order) and the
+    ones it already cites last: the second hop of a multi-hop question needs the chunk the first hop did not
+    use, and a search for the missing fact that still matches the first chunk best would otherwise hand back
+    the same evidence (the search fetched k plus the number of used chunks, so fresh ones can fill k)."""
+    used = _used(beam)
+    scores = evidence.scores or (None,) * len(evidence)
+    order = sorted(range(len(evidence)), key=lambda i: evidence[i].key in used)[:k]
+    if order == list(range(len(evidence))):
+        return evidence
+    return Evidence(
+        [evidence[i] for i in order],
+        evidence.queries,
+        evidence.note,
+        [scores[i] for i in order] if evidence.scores else (),
+    )
 
 
 async def _variants(query: str, kinds: Sequence[str], run: Run) -> tuple[tuple[str, ...], str | None]:
@@ -129,23 +152,26 @@ async def _variants(query: str, kinds: Sequence[str], run: Run) -> tuple[tuple[s
     return tuple(v for v in dict.fromkeys(cleaned) if v and v.lower() != query.lower()), None
 
 
-async def search_groups(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[tuple[Chunk, ...]], str | None]:
-    """Top-ndocs chunks for each group of queries (fused); the bare question when a group finds nothing.
+async def search_groups(
+    groups: Sequence[Sequence[str]], run: Run, k: int | None = None
+) -> tuple[list[list[Hit]], str | None]:
+    """Top-ndocs hits for each group of queries (fused); the bare question when a group finds nothing.
     The second value says why dense search was left out, if it was."""
     if not groups:
         return [], None
-    hits, note = await _search(groups, run)
+    k = k or run.config.ndocs
+    hits, note = await _search(groups, run, k)
     retry = [i for i, found in enumerate(hits) if not found and run.question not in groups[i]]
     if retry:
-        again, again_note = await _search([(run.question,)] * len(retry), run)
+        again, again_note = await _search([(run.question,)] * len(retry), run, k)
         for i, found in zip(retry, again, strict=True):
             hits[i] = found
         note = note or again_note
-    return [tuple(hit.chunk for hit in found) for found in hits], note
+    return hits, note
 
 
-async def _search(groups: Sequence[Sequence[str]], run: Run) -> tuple[list[list[Hit]], str | None]:
-    index, k = run.deps.index, run.config.ndocs
+async def _search(groups: Sequence[Sequence[str]], run: Run, k: int) -> tuple[list[list[Hit]], str | None]:
+    index = run.deps.index
     try:
         return await index.asearch(groups, k, run.meter), None
     except FatalLLMError:

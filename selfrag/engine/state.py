@@ -19,19 +19,34 @@ class StopReason(StrEnum):
     BUDGET = "budget"  # the per-answer budget of calls or tokens ran out
     DEADLINE = "deadline"  # the per-answer deadline passed
     LLM_FAILURE = "llm_failure"  # every candidate of a step failed
+    UNSUPPORTED = "unsupported"  # every candidate was declined before a sentence was written: an abstention
 
 
 class Evidence(tuple[Chunk, ...]):
     """The chunks one beam writes from this step (a plain tuple to the stages), plus how they were found:
-    the queries searched when variants are on, and why a variant call or the dense search fell back."""
+    the retriever's score of each chunk (same order; empty when unknown), the queries searched when variants
+    are on, and why a variant call or the dense search fell back."""
 
+    scores: tuple[float, ...]
     queries: tuple[str, ...]
     note: str | None
 
-    def __new__(cls, chunks: Sequence[Chunk] = (), queries: Sequence[str] = (), note: str | None = None) -> Evidence:
+    def __new__(
+        cls,
+        chunks: Sequence[Chunk] = (),
+        queries: Sequence[str] = (),
+        note: str | None = None,
+        scores: Sequence[float] = (),
+    ) -> Evidence:
         self = super().__new__(cls, chunks)
         self.queries, self.note = tuple(queries), note
+        self.scores = tuple(scores) if len(scores) == len(self) else ()
         return self
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk]) -> Evidence:
+        """Cached evidence again (on `continue`), keeping its scores when it has them."""
+        return cls(chunks, scores=getattr(chunks, "scores", ()))
 
 
 @dataclass(frozen=True, slots=True)

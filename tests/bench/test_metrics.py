@@ -104,3 +104,31 @@ def test_bootstrap_is_seeded():
     assert m.bootstrap_mean(values, seed=3) == m.bootstrap_mean(values, seed=3)
     value, low, high = m.bootstrap_statistic(40, lambda idx: sum(values[i] for i in idx) / len(idx), seed=3)
     assert low <= value <= high and not math.isnan(value)
+
+
+def test_risk_coverage_and_its_area():
+    from selfrag.bench.metrics import aurc, risk_coverage
+
+    points = risk_coverage([0.9, 0.1, 0.5], [1.0, 0.0, 1.0])
+    assert [c for c, _ in points] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert [r for _, r in points] == pytest.approx([0.0, 0.0, 1 / 3])
+    perfect = aurc([0.9, 0.8, 0.1, 0.2], [1.0, 1.0, 0.0, 0.0])
+    inverted = aurc([0.1, 0.2, 0.9, 0.8], [1.0, 1.0, 0.0, 0.0])
+    assert perfect < inverted and aurc([], []) is None
+
+
+def test_break_even_interpolates_where_the_sweep_meets_plain_rag():
+    from selfrag.bench.plots import break_even
+
+    def row(label, correct):
+        return {"label": label, "summary": {"metrics": {"correct": {"value": correct}}}}
+
+    rows = [
+        row("rag", 0.22),
+        row("selfrag+oracle0", 0.40),
+        row("selfrag+oracle0.25", 0.25),
+        row("selfrag+oracle0.5", 0.10),
+    ]
+    assert break_even(rows)["break_even"] == pytest.approx(0.70)
+    assert break_even([row("rag", 0.5), row("selfrag+oracle0", 0.4)])["break_even"] is None
+    assert break_even([row("selfrag+oracle0", 0.4)]) is None

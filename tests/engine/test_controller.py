@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers import by_document, document_of, fused, plain
+from helpers import by_document, distinct, document_of, fused, plain
 
 from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
 from selfrag.errors import ContextLengthError, CritiqueError, InputError, RefusalError
@@ -169,7 +169,7 @@ def test_logprob_decision_uses_the_soft_threshold(engine):
 
 def test_label_probabilities_from_logprobs_feed_the_score(engine):
     reply = Scripted(
-        fused("Refunds are accepted.", utility=5, evidence="refunds are accepted within"),
+        fused("Refunds are accepted within 30 days.", utility=5, evidence="refunds are accepted within"),
         probs={
             "relevance": {"relevant": 0.9, "irrelevant": 0.1},
             "support": {"fully": 0.6, "partially": 0.4},
@@ -357,14 +357,16 @@ def test_hard_gates_drop_unsupported_candidates_with_a_safe_fallback(engine):
 
 
 def test_budget_ends_the_answer_with_what_is_settled(engine):
-    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("More.", is_final=False, retrieve_next="continue")}
+    more = distinct(lambda n: fused(f"Refund rule {n} applies.", is_final=False, retrieve_next="continue"))
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": more}
     result = engine(script, max_llm_calls=6, max_depth=7).answer(Q)
     assert result.stop_reason == "budget"
     assert result.segments and result.usage.llm_calls <= 6 + 2
 
 
 def test_deadline_ends_the_answer(engine):
-    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("More.", is_final=False, retrieve_next="yes")}
+    more = distinct(lambda n: fused(f"Refund rule {n} applies.", is_final=False, retrieve_next="yes"))
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": more}
     result = engine(script, latency=0.05, deadline=0.3, max_depth=50).answer(Q)
     assert result.stop_reason == "deadline" and result.usage.wall_time < 1.0
 
@@ -394,30 +396,32 @@ def test_empty_question_is_refused(engine):
         engine({}).answer("   ")
 
 
-def test_sentences_repeated_in_one_answer_are_shown_once_and_numbering_stays_right(engine):
+def test_a_sentence_repeating_the_draft_is_declined_and_the_beam_stops_there(engine):
     script = {
         "retrieve_decide": DECIDE_YES,
         "generate_fused": [
-            fused("Same.", is_final=False, retrieve_next="yes", next_query=WARRANTY),
-            fused("Same.", is_final=False, retrieve_next="yes", next_query=WARRANTY),
+            fused("Warranty terms apply.", is_final=False, retrieve_next="yes", next_query=WARRANTY),
+            fused("Warranty terms apply.", is_final=False, retrieve_next="yes", next_query=WARRANTY),
             fused("Two years of warranty."),
         ],
     }
     result = engine(script, ndocs=1).answer(Q)
-    assert result.answer == "Same [1]. Two years of warranty [2]."
-    assert [s.n for s in result.sources] == [1, 2]
+    assert result.answer == "Warranty terms apply [1]."
+    assert [s.n for s in result.sources] == [1]
+    assert [(c.status, c.flag) for c in result.trace.steps[1].candidates] == [("gated", "repeats_draft")]
+    assert result.stop_reason == "final" and result.abstention is None
 
 
 def test_a_prompt_too_long_for_the_model_is_retried_once_with_half_the_chunk(engine):
     def reply(request):
         if len(document_of(request)) > 400:
             return ContextLengthError("maximum context length exceeded")
-        return fused("Refunds are accepted.", evidence="refunds are accepted")
+        return fused("Refunds are accepted within 30 days.", evidence="refunds are accepted within 30 days")
 
     long_chunk = Chunk("long.md", 0, "Refunds are accepted within 30 days. " + "Filler words here. " * 40)
     rag = engine({"retrieve_decide": DECIDE_YES, "generate_fused": reply}, chunks=[long_chunk], max_chunk_chars=600)
     result = rag.answer(Q)
-    assert result.answer == "Refunds are accepted [1]."
+    assert result.answer == "Refunds are accepted within 30 days [1]."
     sizes = [len(document_of(call)) for call in rag.chat.calls_to("generate_fused")]
     assert len(sizes) == 2 and sizes[1] < sizes[0]
 

@@ -1,0 +1,122 @@
+"""Judged rows for fitting the critic (`selfrag critic fit`), made from benchmark runs on training ids.
+
+From a Self-RAG QA run: every candidate the engine wrote from a chunk, judged with the gold of its question:
+
+    relevant   the chunk is one of the question's gold chunks
+    supported  a gold answer occurs (normalised, as whole words) in the sentence and in the chunk: the
+               sentence says the answer and its chunk backs it
+    correct    a gold answer occurs in the sentence (what the answer's confidence is calibrated against)
+
+The model's own labels, the chunk's rank and relative retrieval score, the quote check and the sentences the
+other chunks of the same beam gave are carried over as the candidate had them, so the features are exactly the
+engine's. From a critic-agreement run (HaluEval right vs hallucinated answers, CLIMATE-FEVER sentences): each
+(statement, chunk) pair with its gold support; relevance there is the gold chunk (HaluEval) or an evidence
+sentence labelled SUPPORTS or REFUTES (CLIMATE-FEVER).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..engine.calibration import JudgedRow
+from ..schema import Chunk
+from .metrics import answer_in
+
+
+def rows_from_records(records: Iterable[Mapping[str, Any]], chunks: Mapping[str, Chunk]) -> list[JudgedRow]:
+    rows: list[JudgedRow] = []
+    for record in records:
+        if record.get("status") != "ok":
+            continue
+        if record.get("pairs"):
+            rows += _from_pairs(record, chunks)
+        else:
+            rows += _from_candidates(record, chunks)
+    return rows
+
+
+def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> list[JudgedRow]:
+    golds, gold_chunks = record.get("answers") or [], set(record.get("gold_chunks") or [])
+    groups: dict[tuple[int, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for candidate in record.get("candidates") or []:
+        usable = candidate.get("critique") and candidate.get("chunk") in chunks and candidate.get("text")
+        if usable and candidate.get("status") != "failed" and candidate["critique"].get("support"):
+            groups[(candidate["step"], candidate["parent"])].append(candidate)
+    rows = []
+    for group in groups.values():
+        scores = [c["retrieval_score"] for c in group if c.get("retrieval_score") is not None]
+        top = max(scores) if scores else None
+        for candidate in group:
+            chunk = chunks[candidate["chunk"]]
+            critique = candidate["critique"]
+            score = candidate.get("retrieval_score")
+            said = bool(golds) and bool(answer_in(candidate["text"], golds))
+            rows.append(
+                JudgedRow(
+                    question=record["question"],
+                    sentence=candidate["text"],
+                    chunk=chunk.text,
+                    relevant=chunk.key in gold_chunks,
+                    supported=said and bool(answer_in(chunk.text, golds)),
+                    rank=int(candidate.get("rank") or 0),
+                    score_rel=score / top if top and score is not None else None,
+                    quote_ok=critique.get("quote_ok"),
+                    model_rel=_credit(critique["probs"].get("relevance", {}), {"relevant": 1.0}),
+                    model_sup=_credit(critique["probs"].get("support", {}), {"fully": 1.0, "partially": 0.5}),
+                    others=tuple(
+                        c["text"] for c in group if c is not candidate and c.get("chunk") != candidate["chunk"]
+                    ),
+                    correct=said,
+                )
+            )
+    return rows
+
+
+def _from_pairs(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> list[JudgedRow]:
+    rows = []
+    for pair in record["pairs"]:
+        chunk = chunks.get(pair["chunk"])
+        if chunk is None or pair.get("status") == "defaulted":
+            continue
+        label = pair.get("gold_label", "")
+        relevant = label in ("right", "hallucinated", "SUPPORTS", "REFUTES")
+        rows.append(
+            JudgedRow(
+                question=record["question"],
+                sentence=pair["statement"],
+                chunk=chunk.text,
+                relevant=relevant,
+                supported=bool(pair["gold_supported"]),
+                rank=int(pair.get("rank", 0)),
+                score_rel=pair.get("score_rel"),
+                quote_ok=pair.get("quote_ok"),
+                model_rel=float(pair.get("s_rel", 0.5)),
+                model_sup=float(pair.get("s_sup", 0.5)),
+            )
+        )
+    return rows
+
+
+def _credit(probs: Mapping[str, float], credit: Mapping[str, float]) -> float:
+    total = sum(probs.values())
+    return sum(credit.get(label, 0.0) * p for label, p in probs.items()) / total if total > 0 else 0.5
+
+
+def row_dict(row: JudgedRow) -> dict[str, Any]:
+    """A row as one line of a judgments file (the format `selfrag critic fit` reads)."""
+    return {
+        "question": row.question,
+        "sentence": row.sentence,
+        "chunk": row.chunk,
+        "relevant": row.relevant,
+        "supported": row.supported,
+        "rank": row.rank,
+        "score_rel": row.score_rel,
+        "quote_ok": row.quote_ok,
+        "model_rel": round(row.model_rel, 6),
+        "model_sup": round(row.model_sup, 6),
+        "others": list(row.others),
+        "correct": row.correct,
+    }

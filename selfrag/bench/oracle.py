@@ -1,0 +1,50 @@
+"""A diagnostic critic: gold-derived ISREL and ISSUP, each flipped with probability p (p = 0: an oracle; 0.5: a
+coin). Everything else in the engine is unchanged, so sweeping p shows what the search does with a critic of
+known accuracy, and which accuracy it needs to beat plain RAG (`selfrag+oracle<p>`, QA datasets only).
+
+    relevant   the chunk is one of the question's gold chunks
+    supported  a gold answer occurs (normalised, whole words) in the sentence and in its chunk
+
+Each flip is decided by a hash of (seed, question id, chunk, sentence, label), so a rerun flips the same labels
+and is served from the request cache. It never abstains: its only job is to rank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..engine.calibration import Rated, Rating
+from .datasets import Example
+from .metrics import answer_in
+
+
+@dataclass(frozen=True, slots=True)
+class NoisyOracle:
+    example: Example
+    flip: float
+    seed: int = 0
+    threshold: float = 0.0
+
+    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
+        golds, gold_chunks = self.example.answers, set(self.example.gold_chunks)
+        out = []
+        for item in items:
+            relevant = item.chunk_key in gold_chunks
+            supported = bool(answer_in(item.sentence, golds)) and bool(answer_in(item.chunk_text, golds))
+            out.append(
+                Rating(
+                    float(relevant != self._flipped(item, "relevance")),
+                    float(supported != self._flipped(item, "support")),
+                )
+            )
+        return out
+
+    def confidence(self, supported: Sequence[float]) -> float:
+        return sum(supported) / len(supported) if supported else 0.0
+
+    def _flipped(self, item: Rated, label: str) -> bool:
+        key = f"{self.seed}|{self.example.id}|{item.chunk_key}|{item.sentence}|{label}".encode()
+        draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+        return draw < self.flip

@@ -1,0 +1,365 @@
+"""④ The fitted critic: evidence features and the model's labels combined into calibrated probabilities.
+
+    P(relevant)  = sigmoid(w_rel · x + b_rel)       x = evidence.vector(features), in evidence.FEATURES order
+    P(supported) = sigmoid(w_sup · x + b_sup)
+    confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
+
+Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
+training ids only (`benchmarks/fit_critic.py` says which), and `selfrag critic fit` refits it from a user's
+own judged data. A file is validated before use (format, version, feature names, shapes, finite numbers) and
+a bad one is refused with a message naming it. Fitting is L2-regularised logistic regression by Newton's
+method in numpy: small, deterministic, no dependency beyond numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from .evidence import FEATURES, features, vector
+
+FORMAT = "selfrag-critic"
+VERSION = 1
+SHIPPED = "critic-v1.json"
+MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
+MAX_FILE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """One logistic model over the feature vector."""
+
+    weights: tuple[float, ...]
+    bias: float
+
+    def probability(self, x: Sequence[float]) -> float:
+        z = self.bias + sum(w * v for w, v in zip(self.weights, x, strict=True))
+        return _sigmoid(z)
+
+
+@dataclass(frozen=True, slots=True)
+class Platt:
+    """Platt scaling of a probability: sigmoid(a * logit(p) + c)."""
+
+    a: float = 1.0
+    c: float = 0.0
+
+    def probability(self, p: float) -> float:
+        return _sigmoid(self.a * _logit(p) + self.c)
+
+
+@dataclass(frozen=True, slots=True)
+class CriticModel:
+    relevant: Head
+    supported: Head
+    confidence: Platt = Platt()
+    support_threshold: float = 0.5  # P(supported) at or above which a sentence counts as supported
+    fitted_on: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        body = {
+            "format": FORMAT,
+            "version": VERSION,
+            "features": list(FEATURES),
+            "relevant": {"weights": list(self.relevant.weights), "bias": self.relevant.bias},
+            "supported": {"weights": list(self.supported.weights), "bias": self.supported.bias},
+            "confidence": {"a": self.confidence.a, "c": self.confidence.c},
+            "support_threshold": self.support_threshold,
+            "fitted_on": dict(self.fitted_on),
+        }
+        return json.dumps(body, indent=1, allow_nan=False) + "\n"
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+# -- reading and checking ---------------------------------------------------------------------------
+
+
+def load_critic_model(path: str | Path | None = None) -> CriticModel:
+    """The critic weights at `path`, or the shipped ones; a file that fails validation is refused."""
+    if path is None:
+        text = resources.files("selfrag").joinpath("data", SHIPPED).read_text(encoding="utf-8")
+        return parse_critic_model(text, f"the shipped critic weights ({SHIPPED})")
+    where = Path(path)
+    try:
+        if where.stat().st_size > MAX_FILE_BYTES:
+            raise ConfigError(f"critic weights {where} are over {MAX_FILE_BYTES} bytes; not a weights file")
+        text = where.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read critic weights {where}: {getattr(error, 'strerror', None) or error}") from None
+    return parse_critic_model(text, f"critic weights {where}")
+
+
+def parse_critic_model(text: str, where: str) -> CriticModel:
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ConfigError(f"{where} is not JSON") from None
+    if not isinstance(body, dict) or body.get("format") != FORMAT:
+        raise ConfigError(f"{where} is not a selfrag critic weights file (format {FORMAT!r})")
+    if body.get("version") != VERSION:
+        raise ConfigError(f"{where} has version {body.get('version')!r}; this selfrag reads version {VERSION}")
+    if body.get("features") != list(FEATURES):
+        raise ConfigError(f"{where} was fitted on other features than this selfrag computes; refit it")
+    heads = [_head(body.get(name), where, name) for name in ("relevant", "supported")]
+    platt = body.get("confidence")
+    a, c = _numbers(platt, ("a", "c"), where, "confidence") if isinstance(platt, dict) else (None, None)
+    threshold = body.get("support_threshold")
+    if a is None or c is None or not _finite(threshold) or not 0 < threshold < 1:
+        raise ConfigError(f"{where}: confidence and support_threshold must be finite numbers (threshold in (0, 1))")
+    fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
+    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), fitted)
+
+
+def _head(value: Any, where: str, name: str) -> Head:
+    if not isinstance(value, dict) or not isinstance(value.get("weights"), list):
+        raise ConfigError(f"{where}: {name} needs weights and a bias")
+    weights = value["weights"]
+    if len(weights) != len(FEATURES) or not all(_finite(w) for w in weights) or not _finite(value.get("bias")):
+        raise ConfigError(f"{where}: {name} needs {len(FEATURES)} finite weights and a finite bias")
+    return Head(tuple(float(w) for w in weights), float(value["bias"]))
+
+
+def _numbers(value: Mapping[str, Any], keys: Sequence[str], where: str, name: str) -> tuple[float | None, ...]:
+    return tuple(float(value[k]) if _finite(value.get(k)) else None for k in keys)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# -- fitting -----------------------------------------------------------------------------------------
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 50) -> Head:
+    """L2-regularised logistic regression (the bias is not penalised) by Newton's method."""
+    rows, width = x.shape
+    design = np.hstack([x, np.ones((rows, 1))])
+    beta = np.zeros(width + 1)
+    penalty = np.eye(width + 1) * l2
+    penalty[-1, -1] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.clip(design @ beta, -30, 30)))
+        gradient = design.T @ (p - y) + penalty @ beta
+        hessian = design.T @ (design * (p * (1 - p))[:, None]) + penalty + np.eye(width + 1) * 1e-9
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if float(np.max(np.abs(step))) < 1e-8:
+            break
+    return Head(tuple(float(v) for v in beta[:-1]), float(beta[-1]))
+
+
+def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
+    x = np.array([[_logit(v)] for v in p])
+    head = fit_logistic(x, np.array(y, dtype=float), l2=0.01)
+    return Platt(head.weights[0], head.bias)
+
+
+def balanced_threshold(p: Sequence[float], y: Sequence[bool]) -> float:
+    """The cut on P(supported) with the best balanced accuracy on these (training) rows."""
+    best, best_score = 0.5, -1.0
+    pos = sum(y)
+    neg = len(y) - pos
+    for cut in np.linspace(0.05, 0.95, 91):
+        tp = sum(1 for v, t in zip(p, y, strict=True) if t and v >= cut)
+        tn = sum(1 for v, t in zip(p, y, strict=True) if not t and v < cut)
+        score = (tp / pos + tn / neg) / 2
+        if score > best_score + 1e-12:
+            best, best_score = float(cut), score
+    return round(best, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedRow:
+    """One judged candidate: a sentence written from a chunk for a question, and the judgement of it.
+    `correct` (optional) says whether the sentence answers the question rightly; it fits the confidence map."""
+
+    question: str
+    sentence: str
+    chunk: str
+    relevant: bool
+    supported: bool
+    rank: int = 0
+    score_rel: float | None = None
+    quote_ok: bool | None = None
+    model_rel: float = 0.5
+    model_sup: float = 0.5
+    others: tuple[str, ...] = ()
+    correct: bool | None = None
+
+    def features(self) -> dict[str, float]:
+        return features(
+            self.question,
+            self.sentence,
+            self.chunk,
+            rank=self.rank,
+            score_rel=self.score_rel,
+            quote_ok=self.quote_ok,
+            model_rel=self.model_rel,
+            model_sup=self.model_sup,
+            others=self.others,
+        )
+
+
+def judged_row(record: Any, where: str) -> JudgedRow:
+    """A JudgedRow from one parsed JSON line; InputError naming the line and the field otherwise."""
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: a judgment is a JSON object")
+    text = {}
+    for name in ("question", "sentence", "chunk"):
+        value = record.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{where}: field {name!r} is missing or not text")
+        text[name] = value
+    flags = {}
+    for name in ("relevant", "supported", "correct", "quote_ok"):
+        value = record.get(name)
+        if value is None and name in ("correct", "quote_ok"):
+            flags[name] = None
+        elif isinstance(value, bool):
+            flags[name] = value
+        else:
+            raise InputError(f"{where}: {name!r} must be true or false, got {value!r}")
+    numbers = {}
+    for name, low, high, default in (("model_rel", 0, 1, 0.5), ("model_sup", 0, 1, 0.5), ("score_rel", 0, 1, None)):
+        value = record.get(name, default)
+        if value is not None and (not _finite(value) or not low <= value <= high):
+            raise InputError(f"{where}: {name!r} must be a number from {low} to {high}, got {value!r}")
+        numbers[name] = value
+    rank, others = record.get("rank", 0), record.get("others", [])
+    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+        raise InputError(f"{where}: 'rank' must be a whole number from 0, got {rank!r}")
+    if not isinstance(others, list) or not all(isinstance(o, str) for o in others):
+        raise InputError(f"{where}: 'others' must be a list of sentences")
+    return JudgedRow(**text, **flags, **numbers, rank=rank, others=tuple(others))  # type: ignore[arg-type]
+
+
+def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = None) -> CriticModel:
+    """Both heads from judged rows, the support threshold with the best balanced accuracy on them, and the
+    confidence map (Platt) from the rows with `correct`: per question, the row the engine would keep (the
+    highest P(relevant) + P(supported)) against whether it was right. Refuses data that cannot fit a model."""
+    if len(rows) < MIN_ROWS:
+        raise InputError(f"{len(rows)} judged rows are too few to fit the critic; give at least {MIN_ROWS}")
+    for name in ("relevant", "supported"):
+        classes = {getattr(row, name) for row in rows}
+        if len(classes) < 2:
+            raise InputError(f"every judged row has {name}={classes.pop()}; the fit needs both classes")
+    x = np.array([vector(row.features()) for row in rows])
+    relevant = fit_logistic(x, np.array([row.relevant for row in rows], dtype=float))
+    supported = fit_logistic(x, np.array([row.supported for row in rows], dtype=float))
+    p_rel = [relevant.probability(v) for v in x.tolist()]
+    p_sup = [supported.probability(v) for v in x.tolist()]
+    threshold = balanced_threshold(p_sup, [row.supported for row in rows])
+    kept: dict[str, tuple[float, float, bool | None]] = {}
+    for row, r, s in zip(rows, p_rel, p_sup, strict=True):
+        if row.question not in kept or r + s > kept[row.question][0]:
+            kept[row.question] = (r + s, s, row.correct)
+    answers = [(s, bool(c)) for _, s, c in kept.values() if c is not None]
+    platt = Platt()
+    if len({c for _, c in answers}) == 2:
+        platt = fit_platt([s for s, _ in answers], [c for _, c in answers])
+    info = {"rows": len(rows), "questions": len(kept), "answers": len(answers), **(fitted_on or {})}
+    return CriticModel(relevant, supported, platt, threshold, info)
+
+
+# -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    p_relevant: float
+    p_supported: float
+    features: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rated:
+    """What a rater needs to know of one candidate (all candidates of one beam's step are rated together)."""
+
+    sentence: str
+    chunk_text: str
+    chunk_key: str
+    rank: int
+    score_rel: float | None
+    quote_ok: bool | None
+    model_rel: float
+    model_sup: float
+    others: tuple[str, ...]  # sentences written from the beam's other chunks this step
+
+
+class Rater(Protocol):
+    """Rates candidates written from chunks; `threshold` is its default abstention cut on P(supported) and
+    `confidence` maps an answer's P(supported) values to the probability that the answer is right."""
+
+    threshold: float
+
+    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
+
+    def confidence(self, supported: Sequence[float]) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PaperRater:
+    """The paper's critic: the model's own labels, nothing else; confidence = mean support credit."""
+
+    threshold: float = 0.0
+
+    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
+        return [Rating(item.model_rel, item.model_sup) for item in items]
+
+    def confidence(self, supported: Sequence[float]) -> float:
+        return sum(supported) / len(supported) if supported else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRater:
+    """The model's labels plus the evidence features, through the fitted logistic heads."""
+
+    model: CriticModel
+
+    @property
+    def threshold(self) -> float:
+        return self.model.support_threshold
+
+    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
+        out = []
+        for item in items:
+            values = features(
+                question,
+                item.sentence,
+                item.chunk_text,
+                rank=item.rank,
+                score_rel=item.score_rel,
+                quote_ok=item.quote_ok,
+                model_rel=item.model_rel,
+                model_sup=item.model_sup,
+                others=item.others,
+            )
+            x = vector(values)
+            out.append(Rating(self.model.relevant.probability(x), self.model.supported.probability(x), values))
+        return out
+
+    def confidence(self, supported: Sequence[float]) -> float:
+        return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
+
+
+def rater_for(scorer: str, weights: str | None) -> Rater:
+    """The rater a config names (reads the weights file once; a bad file is a ConfigError naming it)."""
+    if scorer == "paper":
+        return PaperRater()
+    return EvidenceRater(load_critic_model(weights))

@@ -1,0 +1,162 @@
+"""④ Evidence features of a candidate: what can be checked about a sentence and its chunk without a model.
+
+A 135M model calls nearly every chunk relevant and nearly every sentence supported; these signals it cannot
+fake. Each is a number in [0, 1], computed from text alone (pure functions, no I/O):
+
+    rank_inv        1 / (1 + the chunk's rank in its retrieval)
+    score_rel       the chunk's retrieval score over the best score of that retrieval (1 for the top chunk)
+    question_in     share of the question's content words found in the chunk (is it about the question?)
+    sentence_in     share of the sentence's content words found in the chunk
+    new_in          share of the sentence's words that are not in the question and are found in the chunk:
+                    the part of the sentence that answers must come from the chunk
+    novelty         share of the sentence's content words that are not in the question (a restated question
+                    has none)
+    facts_in        share of the sentence's numbers, dates and names found in the chunk (1 when it has none)
+    has_facts       1 when the sentence carries a number, a date or a name
+    quote_ok        the model's evidence quote occurs in the chunk (0.5 when no quote was asked for)
+    agreement       share of the sentence's new words that a candidate written from another chunk also says
+    model_rel       the model's own P(relevant)        (from its labels, or its logprobs where they exist)
+    model_sup       the model's own support credit     (P(fully) + 0.5 P(partially))
+
+`degeneracy` names what is wrong with a sentence that must not be kept as written: the question restated, a
+sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+
+FEATURES = (
+    "rank_inv",
+    "score_rel",
+    "question_in",
+    "sentence_in",
+    "new_in",
+    "novelty",
+    "facts_in",
+    "has_facts",
+    "quote_ok",
+    "agreement",
+    "model_rel",
+    "model_sup",
+)
+
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having he
+    her here hers him his how i if in into is it its itself just me more most my no nor not now of off on once
+    only or other our ours out over own same she should so some such than that the their theirs them then there
+    these they this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yes""".split()
+)
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+_FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
+REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=4096)
+def terms(text: str) -> frozenset[str]:
+    """Content words of a text, lower-cased and stemmed, stopwords left out."""
+    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    return frozenset(_stemmer().stemWords(words))
+
+
+def facts(text: str) -> frozenset[str]:
+    """Numbers, dates and capitalised names in a text (not its first word), lower-cased."""
+    return frozenset(match.lower().rstrip(".,:/-") for match in _FACT.findall(text.strip()))
+
+
+def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> float:
+    items = list(part)
+    return sum(item in whole for item in items) / len(items) if items else empty
+
+
+def sentences(text: str) -> list[str]:
+    """A text cut into sentences (a light splitter: end punctuation followed by a capital or a digit)."""
+    return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
+
+
+def features(
+    question: str,
+    sentence: str,
+    chunk_text: str,
+    *,
+    rank: int,
+    score_rel: float | None,
+    quote_ok: bool | None,
+    model_rel: float,
+    model_sup: float,
+    others: Sequence[str] = (),
+) -> dict[str, float]:
+    """The feature vector of one candidate (see the module docstring); `others` are the sentences written
+    from the other chunks of the same beam this step."""
+    asked, said, chunk = terms(question), terms(sentence), terms(chunk_text)
+    new = said - asked
+    chunk_facts = facts(chunk_text)
+    chunk_lower = chunk_text.lower()
+    said_facts = [f for f in facts(sentence) if f not in facts(question)]
+    elsewhere = frozenset().union(*(terms(other) for other in others)) if others else frozenset()
+    return {
+        "rank_inv": 1.0 / (1 + max(rank, 0)),
+        "score_rel": 0.5 if score_rel is None else min(max(score_rel, 0.0), 1.0),
+        "question_in": _share(asked, chunk),
+        "sentence_in": _share(said, chunk),
+        "new_in": _share(new, chunk),
+        "novelty": len(new) / len(said) if said else 0.0,
+        "facts_in": _share((f for f in said_facts), chunk_facts | _present(said_facts, chunk_lower), empty=1.0),
+        "has_facts": 1.0 if said_facts else 0.0,
+        "quote_ok": 0.5 if quote_ok is None else float(quote_ok),
+        "agreement": _share(new, elsewhere) if others else 0.0,
+        "model_rel": model_rel,
+        "model_sup": model_sup,
+    }
+
+
+def _present(items: Sequence[str], text_lower: str) -> frozenset[str]:
+    """The items that occur in the text as written (a name the fact pattern split differently)."""
+    return frozenset(item for item in items if item in text_lower)
+
+
+def vector(values: Mapping[str, float]) -> list[float]:
+    return [float(values[name]) for name in FEATURES]
+
+
+def degeneracy(question: str, sentence: str, draft: Sequence[str]) -> str | None:
+    """Why a sentence must not be kept as written, or None: `restates_question`, `repeats_draft`,
+    `several_sentences` (the caller may cut it with `best_sentence`)."""
+    said = terms(sentence)
+    if not said or len(said - terms(question)) / len(said) < RESTATED_NOVELTY:
+        return "restates_question"
+    for earlier in draft:
+        before = terms(earlier)
+        if before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
+            return "repeats_draft"
+    if len(sentences(sentence)) > 1:
+        return "several_sentences"
+    return None
+
+
+def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:
+    """The one sentence of a multi-sentence text worth keeping: the one that shares most with the question,
+    then says the most besides (ties: the earlier one); the text itself when nothing qualifies."""
+    asked = terms(question)
+    best, best_key = text, (-1.0, 0, 0)
+    for position, part in enumerate(sentences(text)):
+        if degeneracy(question, part, draft) is not None:
+            continue
+        said = terms(part)
+        key = (_share(asked, said), len(said - asked), -position)
+        if key > best_key:
+            best, best_key = part, key
+    return best

@@ -1,0 +1,94 @@
+"""The diagnostic oracle critic, the training split, and judged rows from a run (scripted model, tiny data)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import fused
+
+from selfrag.bench import datasets as ds
+from selfrag.bench.judgments import rows_from_records
+from selfrag.bench.runner import RunOptions, run_benchmark
+from selfrag.bench.systems import BENCH_DEFAULTS, parse_system
+from selfrag.config import Config
+from selfrag.errors import ConfigError, InputError
+from selfrag.testing import ScriptedChatModel
+
+from .fixtures import CAPITALS, write_climate, write_halueval, write_hotpot
+
+
+def _write(request):
+    """The model writes, from every chunk, that the chunk's city is the answer, and calls it fully supported."""
+    doc = request.messages[1].content.split("<document", 1)[1]
+    city = next(c for c in CAPITALS if f'id="{c}#0' in doc)
+    return fused(f"{city} is the capital.", evidence=f"{city} is the capital", is_final=True)
+
+
+SCRIPT = {"retrieve_decide": {"retrieve": "yes", "query": "capital"}, "generate_fused": _write}
+
+
+def _run(tmp_path, system, **extra):
+    data = write_hotpot(tmp_path / "data")
+    options = RunOptions(
+        "hotpotqa_smoke", system, Config(**{**BENCH_DEFAULTS, "ndocs": 6}), data_path=str(data),
+        out=tmp_path / "runs", progress=False, environ={}, **extra,
+    )  # fmt: skip
+    report = run_benchmark(options, chat=ScriptedChatModel(SCRIPT))
+    return report, [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+def test_a_perfect_oracle_keeps_the_gold_candidate_and_a_coin_does_not_always(tmp_path):
+    oracle, records = _run(tmp_path, "selfrag+oracle0")
+    assert oracle.summary["metrics"]["correct"]["value"] == 1.0
+    assert all(len(r["candidates"]) > 1 for r in records)  # it chose among several chunks
+    coin, _ = _run(tmp_path, "selfrag+oracle0.5")
+    assert coin.summary["metrics"]["correct"]["value"] < 1.0
+    assert oracle.run_dir != coin.run_dir
+
+
+def test_oracle_labels_round_trip_and_need_a_qa_dataset(tmp_path):
+    system = parse_system("selfrag+oracle0.25", Config())
+    assert system.oracle_flip == 0.25 and system.label == "selfrag+oracle0.25"
+    assert parse_system(system.label, Config()).describe() == system.describe()
+    with pytest.raises(ConfigError, match="from 0 to 1"):
+        parse_system("selfrag+oracle1.5", Config())
+    climate = write_climate(tmp_path / "climate")
+    options = RunOptions("climate_fever", "selfrag+oracle0", Config(), data_path=str(climate), out=tmp_path / "r")
+    with pytest.raises(ConfigError, match="QA dataset"):
+        run_benchmark(options, chat=ScriptedChatModel({}))
+
+
+def test_the_training_split_never_meets_a_reported_sample(tmp_path):
+    halu = write_halueval(tmp_path / "halu")
+    everything = ds.load("halueval", halu)
+    train = ds.load("halueval", halu, split="train")
+    assert not train.examples  # seven examples all sit inside the test pool of 500
+    assert len(everything.examples) == 7
+    with pytest.raises(InputError, match="no training split"):
+        ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "hp"), split="train")
+    with pytest.raises(InputError, match="unknown split"):
+        ds.load("halueval", halu, split="dev")
+
+
+def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
+    _, records = _run(tmp_path, "selfrag")
+    chunks = ds.load("hotpotqa_smoke", tmp_path / "data").chunk_texts()
+    rows = rows_from_records(records, chunks)
+    assert len(rows) == sum(len(r["candidates"]) for r in records)
+    gold = [row for row in rows if row.relevant]
+    assert gold and all(row.supported and row.correct for row in gold)
+    assert all(not row.supported for row in rows if not row.relevant)
+    assert {row.rank for row in rows} == set(range(6)) and all(len(row.others) == 5 for row in rows)
+
+
+def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):
+    hotpot = ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "data"))
+    emptied = hotpot.without_gold()
+    assert not {key for e in hotpot.examples for key in e.gold_chunks} & {c.key for c in emptied.corpus}
+    with pytest.raises(InputError, match="QA dataset"):
+        ds.load("climate_fever", write_climate(tmp_path / "climate")).without_gold()
+    # a critic that believes only what the chunk backs: with the gold gone, nothing is supported
+    report, records = _run(tmp_path, "selfrag+oracle0", unanswerable=True, limit=3)
+    assert report.summary["metrics"]["correct"]["value"] == 0.0
+    assert all(r["gold_chunks"][0] not in r["retrieved"] for r in records)

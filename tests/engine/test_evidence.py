@@ -1,0 +1,182 @@
+"""The evidence features, the degenerate-sentence rules and the fitted critic (pure functions, no model)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from selfrag.engine import evidence
+from selfrag.engine.calibration import (
+    FEATURES,
+    CriticModel,
+    EvidenceRater,
+    Head,
+    JudgedRow,
+    Platt,
+    Rated,
+    fit_critic,
+    fit_logistic,
+    judged_row,
+    load_critic_model,
+    parse_critic_model,
+)
+from selfrag.errors import ConfigError, InputError
+
+Q = "Who directed the 1975 film Jaws?"
+CHUNK = "Jaws is a 1975 American thriller film directed by Steven Spielberg, based on the novel by Peter Benchley."
+
+
+def feats(sentence: str, chunk: str = CHUNK, **kw):  # type: ignore[no-untyped-def]
+    values = dict(rank=0, score_rel=1.0, quote_ok=True, model_rel=1.0, model_sup=1.0, others=())
+    values.update(kw)
+    return evidence.features(Q, sentence, chunk, **values)
+
+
+def test_a_sentence_backed_by_its_chunk_scores_higher_than_an_invented_one():
+    backed = feats("Jaws was directed by Steven Spielberg.")
+    invented = feats("Jaws was directed by Martin Scorsese.")
+    assert backed["new_in"] == 1.0 and backed["facts_in"] == 1.0
+    assert invented["new_in"] < 1.0 and invented["facts_in"] == 0.0
+    assert backed["has_facts"] == invented["has_facts"] == 1.0
+
+
+def test_rank_score_quote_and_model_labels_are_carried_as_given():
+    values = feats("Spielberg directed it.", rank=3, score_rel=0.25, quote_ok=None, model_rel=0.2, model_sup=0.5)
+    assert values["rank_inv"] == 0.25 and values["score_rel"] == 0.25 and values["quote_ok"] == 0.5
+    assert (values["model_rel"], values["model_sup"]) == (0.2, 0.5)
+    assert list(values) == list(FEATURES)
+
+
+def test_agreement_counts_what_other_chunks_sentences_also_say():
+    alone = feats("Steven Spielberg directed it.")
+    agreed = feats("Steven Spielberg directed it.", others=("Spielberg was the director.",))
+    disagreed = feats("Steven Spielberg directed it.", others=("Benchley wrote the novel.",))
+    assert alone["agreement"] == 0.0 and disagreed["agreement"] == 0.0
+    assert agreed["agreement"] > 0.0
+
+
+@pytest.mark.parametrize(
+    ("sentence", "draft", "flaw"),
+    [
+        ("Who directed the 1975 film Jaws?", [], "restates_question"),
+        ("The 1975 film Jaws was directed.", [], "restates_question"),
+        ("Steven Spielberg directed Jaws.", ["Steven Spielberg directed Jaws!"], "repeats_draft"),
+        ("Spielberg directed Jaws. Benchley wrote the novel.", [], "several_sentences"),
+        ("Steven Spielberg directed it.", ["Peter Benchley wrote the novel."], None),
+    ],
+)
+def test_degenerate_sentences_are_named(sentence, draft, flaw):
+    assert evidence.degeneracy(Q, sentence, draft) == flaw
+
+
+def test_a_multi_sentence_copy_is_cut_to_the_sentence_that_answers():
+    text = "Jaws is a thriller. It was directed by Steven Spielberg in 1975. Peter Benchley wrote the novel."
+    assert evidence.best_sentence("Who directed Jaws?", text) == "It was directed by Steven Spielberg in 1975."
+
+
+def test_logistic_fit_learns_a_separable_rule():
+    rng = np.random.default_rng(0)
+    x = rng.random((200, 3))
+    y = (x[:, 0] > 0.5).astype(float)
+    head = fit_logistic(x, y, l2=0.01)
+    assert head.probability([0.95, 0.5, 0.5]) > 0.9 > 0.1 > head.probability([0.05, 0.5, 0.5])
+
+
+def _rows(n: int) -> list[JudgedRow]:
+    rows = []
+    for i in range(n):
+        good = i % 2 == 0
+        sentence = "Steven Spielberg directed Jaws." if good else "Orson Welles directed Jaws."
+        rows.append(JudgedRow(Q, sentence, CHUNK, relevant=good, supported=good, rank=i % 5, correct=good))
+    return rows
+
+
+def test_fit_critic_round_trips_through_its_file(tmp_path):
+    model = fit_critic(_rows(40), {"source": "test"})
+    path = tmp_path / "w.json"
+    path.write_text(model.to_json())
+    loaded = load_critic_model(path)
+    assert loaded == model
+    rater = EvidenceRater(loaded)
+    good, bad = (
+        Rated(s, CHUNK, "k#0", 0, 1.0, True, 1.0, 1.0, ())
+        for s in ("Steven Spielberg directed Jaws.", "Orson Welles directed Jaws.")
+    )
+    p_good, p_bad = (r.p_supported for r in rater.rate(Q, [good, bad]))
+    assert p_good > model.support_threshold > p_bad
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (_rows(10), "too few"),
+        ([JudgedRow(Q, "Spielberg.", CHUNK, True, True)] * 30, "both classes"),
+    ],
+)
+def test_fit_refuses_data_that_cannot_fit_a_model(rows, message):
+    with pytest.raises(InputError, match=message):
+        fit_critic(rows)
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"question": Q, "sentence": "s", "relevant": True, "supported": True}, "'chunk'"),
+        ({"question": Q, "sentence": "s", "chunk": "c", "relevant": "maybe", "supported": True}, "'relevant'"),
+        ({"question": Q, "sentence": "s", "chunk": "c", "relevant": True, "supported": True, "rank": -1}, "'rank'"),
+        ({"question": Q, "sentence": "s", "chunk": "c", "relevant": 1, "supported": True}, "'relevant'"),
+        (
+            {"question": Q, "sentence": "s", "chunk": "c", "relevant": True, "supported": True, "model_sup": 2},
+            "model_sup",
+        ),
+    ],
+)
+def test_a_bad_judgment_is_refused_with_its_line_and_field(record, message):
+    with pytest.raises(InputError, match=message) as caught:
+        judged_row(record, "j.jsonl line 3")
+    assert str(caught.value).startswith("j.jsonl line 3")
+
+
+def _body() -> dict:
+    return json.loads(CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0)).to_json())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda b: b.update(version=99), "version 99"),
+        (lambda b: b.update(format="other"), "not a selfrag critic"),
+        (lambda b: b["supported"]["weights"].pop(), "finite weights"),
+        (lambda b: b["relevant"].update(bias="x"), "finite weights"),
+        (lambda b: b.update(features=["rank_inv"]), "other features"),
+        (lambda b: b.update(support_threshold=1.5), "threshold"),
+    ],
+)
+def test_a_bad_weights_file_is_refused_naming_it(change, message):
+    body = _body()
+    change(body)
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_critic_model(json.dumps(body), "critic weights bad.json")
+    assert "bad.json" in str(caught.value)
+
+
+def test_a_weights_file_with_a_nan_is_refused():
+    text = _body() | {"confidence": {"a": 1.0, "c": 0.0}}
+    raw = json.dumps(text).replace('"a": 1.0', '"a": NaN')
+    with pytest.raises(ConfigError, match="finite"):
+        parse_critic_model(raw, "critic weights nan.json")
+
+
+def test_the_shipped_weights_load_and_say_what_they_were_fitted_on():
+    model = load_critic_model()
+    assert 0 < model.support_threshold < 1 and model.fitted_on.get("rows", 0) >= 20
+    assert all(math.isfinite(w) for w in (*model.relevant.weights, *model.supported.weights))
+
+
+def test_platt_scaling_is_monotone():
+    platt = Platt(2.0, -1.0)
+    values = [platt.probability(p) for p in (0.1, 0.3, 0.5, 0.7, 0.9)]
+    assert values == sorted(values) and all(0 < v < 1 for v in values)

@@ -1,0 +1,161 @@
+"""The engine with the evidence scorer: it keeps what its chunk backs, declines degenerate sentences, and
+abstains, typed, when nothing is supported well enough (scripted model, no network)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import by_document, fused
+
+from selfrag import Chunk
+from selfrag.cli import main
+from selfrag.engine.calibration import FEATURES, CriticModel, Head, Platt
+from selfrag.result import ABSTAIN_ANSWER
+from selfrag.testing.fake_server import echo_responder
+
+Q = "How many days do I have to return a purchase for a refund?"
+DECIDE_YES = {"retrieve": "yes", "query": "refund days"}
+
+
+def _head(**weights: float) -> Head:
+    bias = weights.pop("bias")
+    return Head(tuple(weights.get(name, 0.0) for name in FEATURES), bias)
+
+
+@pytest.fixture
+def weights(tmp_path):
+    """A critic that trusts what the chunk backs (new words and facts found in it), not the model's labels."""
+    model = CriticModel(
+        relevant=_head(question_in=6.0, bias=-3.0),
+        supported=_head(new_in=5.0, facts_in=3.0, bias=-5.5),
+        confidence=Platt(1.0, 0.0),
+        support_threshold=0.5,
+        fitted_on={"rows": 100, "source": "test"},
+    )
+    path = tmp_path / "critic.json"
+    path.write_text(model.to_json())
+    return str(path)
+
+
+def test_the_evidence_scorer_keeps_what_its_chunk_backs_over_a_confident_invention(engine, weights):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {
+                "policy-2026.md": fused(
+                    "Since April 2026 you have 30 days.", support="partially", relevance="irrelevant"
+                ),
+                "policy-2024.md": fused("You have 90 days under the Lyon rule."),  # "fully", but not in its chunk
+            }
+        ),
+    }
+    paper = engine(script, ndocs=2).answer(Q)
+    rated = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights).answer(Q)
+    assert paper.answer.startswith("You have 90 days")
+    assert rated.answer == "Since April 2026 you have 30 days [1]."
+    kept = rated.segments[0].critique
+    assert kept.p_supported is not None and kept.p_supported > 0.5 and kept.features["new_in"] == 1.0
+    assert rated.confidence == pytest.approx(kept.p_supported, abs=1e-6)  # identity confidence map here
+
+
+def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
+    result = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights).answer(Q)
+    assert result.answer == ABSTAIN_ANSWER and not result.segments and not result.sources
+    assert result.stop_reason == "unsupported" and result.abstention is not None
+    assert result.abstention.threshold == 0.5 and result.abstention.best_support < 0.5
+    assert result.confidence < 0.5
+    assert {c.flag for c in result.trace.steps[0].candidates} == {"unsupported"}
+    assert result.usage.llm_calls == 3  # the decision and two candidates: no fallback call
+
+
+def test_the_abstention_threshold_is_a_knob(engine, weights):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
+    result = engine(script, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0).answer(Q)
+    assert result.abstention is None and result.answer.startswith("You have 90 days")
+
+
+def test_a_beam_does_not_grow_by_an_unsupported_sentence(engine, weights):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": [
+            fused("Refunds are accepted within 14 days.", is_final=False, retrieve_next="yes"),
+            fused("A manager may add 45 days in Paris.", is_final=True),
+        ],
+    }
+    result = engine(script, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3).answer(Q)
+    assert result.answer == "Refunds are accepted within 14 days [1]."
+    assert result.stop_reason == "final" and result.abstention is None
+    assert [c.flag for c in result.trace.steps[1].candidates] == ["unsupported"]
+
+
+def test_a_restated_question_is_declined_and_a_copied_passage_is_cut_to_one_sentence(engine):
+    copied = "Refunds are accepted within 14 days of purchase. Keep the receipt. Staff check it."
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {
+                "policy-2026.md": fused("How many days do I have to return a purchase for a refund?"),
+                "policy-2024.md": fused(copied, evidence="Refunds are accepted within 14 days"),
+            }
+        ),
+    }
+    result = engine(script, ndocs=2).answer(Q)
+    flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
+    assert flags["policy-2026.md#0"] == ("gated", "restates_question")
+    assert flags["policy-2024.md#0"] == ("kept", "several_sentences")
+    assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
+
+
+def _invents(body: dict) -> str:
+    """A server whose model always answers, confidently, with a fact no document holds."""
+    fmt = body.get("response_format") or {}
+    props = ((fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}).get("properties", {})
+    values = {**fused("You have 90 days under the Lyon rule."), **DECIDE_YES}
+    if not set(props) <= set(values):  # the capability probe's own schema
+        return echo_responder(body)
+    return json.dumps({key: values[key] for key in props} if props else values)
+
+
+def test_ask_prints_the_abstention_and_json_carries_it(index_dir, capsys, weights):
+    from selfrag.testing.fake_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(responder=_invents) as server:
+        base = ["ask", Q, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence"]
+        assert main([*base, "--scorer-weights", weights]) == 0
+        printed = capsys.readouterr().out
+        assert printed.splitlines()[0].startswith(ABSTAIN_ANSWER)
+        assert main([*base, "--scorer-weights", weights, "--json"]) == 0
+        body = json.loads(capsys.readouterr().out)
+    assert body["abstention"]["reason"] == "no_support" and body["answer"] == ABSTAIN_ANSWER
+
+
+HOPS = [
+    Chunk("jaws.md", 0, "Jaws is a 1975 thriller directed by Steven Spielberg.", title="Jaws"),
+    Chunk("spielberg.md", 0, "Steven Spielberg was born in Cincinnati, Ohio, in 1946.", title="Spielberg"),
+    Chunk("shark.md", 0, "The great white shark lives in coastal waters.", title="Sharks"),
+]
+HOP_Q = "In which city was the director of the film Jaws born?"
+
+
+@pytest.mark.parametrize("ndocs", [1, 2])
+def test_a_second_hop_is_written_from_the_chunk_the_first_did_not_use(engine, ndocs):
+    first = fused(
+        "Jaws was directed by Steven Spielberg.",
+        is_final=False,
+        retrieve_next="yes",
+        next_query="Steven Spielberg director of Jaws birthplace",
+    )
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "director of the film Jaws"},
+        "generate_fused": by_document(
+            {"jaws.md": first, "spielberg.md": fused("He was born in Cincinnati, Ohio.")}
+            | ({"shark.md": fused("Sharks live in coastal waters.")} if ndocs > 1 else {})
+        ),
+    }
+    result = engine(script, chunks=HOPS, ndocs=ndocs, max_depth=3).answer(HOP_Q)
+    assert [s.chunk for s in result.segments] == ["jaws.md#0", "spielberg.md#0"]
+    assert result.answer == "Jaws was directed by Steven Spielberg [1]. He was born in Cincinnati, Ohio [2]."
+    second = result.trace.steps[1]
+    assert second.beams[0].query.startswith("Steven Spielberg") and second.beams[0].chunks[0] == "spielberg.md#0"
