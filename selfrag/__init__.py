@@ -19,7 +19,7 @@ from .errors import (
     SelfRagError,
 )
 from .labels import CriticMode, Decision, Mode, Relevance, Support, Utility
-from .result import DoneEvent, Event, Result, SegmentEvent, StepEvent
+from .result import DoneEvent, Event, LeadEvent, Result, SegmentEvent, StepEvent
 from .schema import Chunk, Hit
 
 __version__ = "0.1.0"
@@ -39,6 +39,7 @@ __all__ = [
     "Hit",
     "InputError",
     "LLMError",
+    "LeadEvent",
     "Mode",
     "Relevance",
     "Result",

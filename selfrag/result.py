@@ -130,6 +130,7 @@ class Result(_Out):
     confidence: float  # P(the answer is supported and right): evidence scorer, calibrated; paper: mean support
     stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
     abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
+    lead: str | None = None  # the short answer that opens `answer` (yes/no and factoid questions)
     usage: Usage
     trace: Trace
     model: str
@@ -151,9 +152,16 @@ class SegmentEvent(_Out):
     source: Source | None
 
 
+class LeadEvent(_Out):
+    """The short answer of a yes/no or factoid question, sent before the sentences that back it."""
+
+    type: Literal["lead"] = "lead"
+    text: str
+
+
 class DoneEvent(_Out):
     type: Literal["done"] = "done"
     result: Result
 
 
-Event = StepEvent | SegmentEvent | DoneEvent
+Event = StepEvent | LeadEvent | SegmentEvent | DoneEvent

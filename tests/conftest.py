@@ -52,7 +52,7 @@ def engine() -> Iterator[Callable[..., SelfRAG]]:
         **knobs: Any,
     ) -> SelfRAG:
         chat = ScriptedChatModel(script, logprobs=logprobs, latency=latency)
-        config = Config(nonce_seed="test", **knobs)
+        config = Config(**{"nonce_seed": "test", "lead": False, **knobs})  # the lead call has its own tests
         rag = SelfRAG(ListRetriever(chunks or CHUNKS), config, chat=chat, critic_chat=critic_chat, environ={})
         made.append(rag)
         return rag

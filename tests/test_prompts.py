@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_prompt_loads_and_declares_its_inputs():
     book = PromptBook()
     assert book.names() == [
+        "answer_lead",
         "critique_candidate",
         "generate_fused",
         "generate_plain",

@@ -41,7 +41,13 @@ from .replies import BENCH_REPLY_MODELS
 BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
 KINDS = ("no-retrieval", "rag", "selfrag", "critic")
 LABELS = {"supports": "SUPPORT", "refutes": "CONTRADICT", "nei": "NEI"}  # prompt label -> dataset label
-BENCH_DEFAULTS: dict[str, Any] = {"max_depth": 3, "ndocs": 5, "nonce_seed": "selfrag-bench", "deadline": 900.0}
+BENCH_DEFAULTS: dict[str, Any] = {
+    "max_depth": 3,
+    "ndocs": 5,
+    "nonce_seed": "selfrag-bench",
+    "deadline": 900.0,
+    "lead": False,  # the tables were measured without the short-answer call; `--lead` measures it
+}
 
 
 class BenchPrompts(PromptBook):

@@ -7,7 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from ..result import DoneEvent, Result, SegmentEvent, StepEvent
+from ..result import DoneEvent, LeadEvent, Result, SegmentEvent, StepEvent
+from ..text import clean_for_terminal
 from .common import (
     add_engine_options,
     engine_flags,
@@ -62,6 +63,9 @@ async def _ask(rag: Any, question: str, args: argparse.Namespace) -> Result:
                 print(event.model_dump_json(), flush=True)
             if isinstance(event, StepEvent) and args.trace:
                 print_step(event.step, sys.stderr)
+            elif isinstance(event, LeadEvent) and not (args.json or args.jsonl):
+                print(clean_for_terminal(event.text), end=" ", flush=True)
+                streamed = True
             elif isinstance(event, SegmentEvent) and not (args.json or args.jsonl):
                 print(render_segment(event), end=" ", flush=True)
                 streamed = True

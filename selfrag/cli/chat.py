@@ -19,7 +19,7 @@ from typing import Any
 from ..config import Config
 from ..conversation import Conversation
 from ..errors import ConfigError, FatalLLMError, SelfRagError
-from ..result import DoneEvent, Result, SegmentEvent
+from ..result import DoneEvent, LeadEvent, Result, SegmentEvent
 from ..text import clean_for_terminal
 from .common import add_engine_options, engine_flags, print_step, render_abstention, render_segment, render_sources
 
@@ -140,7 +140,9 @@ class Session:
     async def _stream(self, question: str) -> None:
         history = self.conversation.render()
         async for event in self.rag.astream(question, conversation=history, config=self.config):
-            if isinstance(event, SegmentEvent):
+            if isinstance(event, LeadEvent):
+                print(clean_for_terminal(event.text), end=" ", flush=True)
+            elif isinstance(event, SegmentEvent):
                 print(render_segment(event), end=" ", flush=True)
             elif isinstance(event, DoneEvent):
                 self.last = event.result

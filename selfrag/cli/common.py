@@ -30,6 +30,7 @@ ENGINE_FLAGS = (
     "scorer",
     "scorer_weights",
     "abstain_below",
+    "lead",
     "deadline",
     "max_llm_calls",
     "base_url",
@@ -60,6 +61,11 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--scorer",
         choices=["paper", "evidence"],
         help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted (default paper)",
+    )
+    search.add_argument(
+        "--lead",
+        action=argparse.BooleanOptionalAction,
+        help="a yes/no or factoid question gets its short answer first (default on; benchmarks: off)",
     )
     search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
     search.add_argument(

@@ -28,7 +28,7 @@ from .calibration import PaperRater, Rater
 T = TypeVar("T")
 NO_DRAFT = "(nothing yet)"
 NO_CONVERSATION = "(none)"
-MAX_TOKENS = {"retrieve_decide": 120, "generate_segment": 200}
+MAX_TOKENS = {"retrieve_decide": 120, "generate_segment": 200, "answer_lead": 60}
 DEFAULT_MAX_TOKENS = 400
 
 

@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from ..errors import BudgetError, LLMError
-from ..result import DoneEvent, Event, StepEvent
+from ..result import DoneEvent, Event, LeadEvent, StepEvent
 from ..schema import Beam, Candidate
-from . import beam, critic, generator, report, retriever
+from . import beam, critic, generator, lead, report, retriever
 from .context import Run
 from .state import RunInfo, StepOutcome, StopReason
 
@@ -28,6 +28,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
     steps, citations, streamed, stop, failure = [], report.Citations(), 0, StopReason.MAX_DEPTH, None
+    hold = run.config.lead and lead.question_kind(run.question) is not None  # the short answer is printed first
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):
@@ -51,7 +52,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         frontier = beam.prune(pool, run.config.beam_width)  # ⑤
         steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
         yield StepEvent(step=steps[-1])
-        settled = report.committed_prefix(frontier)
+        settled = 0 if hold else report.committed_prefix(frontier)
         for index in range(streamed, settled):
             event = citations.event(index, frontier[0].segments[index])
             if event is not None:
@@ -64,6 +65,9 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
     if not best.segments and abstention is None:
         _nothing_written(stop, run, failure)
+    short = await _lead(best, run, deadline) if hold and abstention is None else None
+    if short is not None:
+        yield LeadEvent(text=short)
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
@@ -71,7 +75,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     wall = time.monotonic() - started
     yield DoneEvent(
         result=report.build_result(
-            run.question, best, stop, steps, run.meter, wall, run.config, info, run.deps.rater, abstention
+            run.question, best, stop, steps, run.meter, wall, run.config, info, run.deps.rater, abstention, short
         )
     )
 
@@ -89,6 +93,15 @@ async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
     weights = beam.Weights(run.config.w_rel, run.config.w_sup, run.config.w_use, run.config.use_seqscore)
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
+
+
+async def _lead(best: Beam, run: Run, deadline: float) -> str | None:
+    """The short answer of a yes/no or factoid question (⑥); none when the budget or the deadline is spent."""
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await lead.write_lead(run, best.segments)
+    except (BudgetError, TimeoutError):
+        return None
 
 
 def _stopped(step: StepOutcome) -> list[Beam]:

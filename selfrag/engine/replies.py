@@ -119,8 +119,15 @@ class VariantsReply(Reply):
     sub_questions: list[str]  # decomposition: simpler questions whose answers together answer it
 
 
+class LeadReply(Reply):
+    """answer_lead: the short answer of a yes/no or factoid question, read off the answer's own sentences."""
+
+    answer: str = Field(max_length=200)
+
+
 REPLY_MODELS: dict[str, type[Reply]] = {
-    model.__name__: model for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply, VariantsReply)
+    model.__name__: model
+    for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply, VariantsReply, LeadReply)
 }
 
 

@@ -190,6 +190,7 @@ def build_result(
     info: RunInfo,
     rater: Rater | None = None,
     abstention: Abstention | None = None,
+    lead: str | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -238,12 +239,13 @@ def build_result(
     )
     return Result(
         question=question,
-        answer=ABSTAIN_ANSWER if abstention is not None else " ".join(parts),
+        answer=ABSTAIN_ANSWER if abstention is not None else " ".join([lead, *parts] if lead else parts),
         segments=segments,
         sources=citations.sources(),
         confidence=round(confidence, 6),
         stop_reason=stop_reason.value,
         abstention=abstention,
+        lead=lead,
         usage=usage,
         trace=trace,
         model=info.model,

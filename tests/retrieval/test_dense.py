@@ -60,7 +60,7 @@ def build(tmp_path: Path, srv: FakeOpenAIServer, docs: Sequence[dict[str, str]] 
 
 
 def config(srv: FakeOpenAIServer, **knobs: object) -> Config:
-    return Config(nonce_seed="t", endpoint=EndpointConfig(base_url=srv.base_url), **knobs)  # type: ignore[arg-type]
+    return Config(nonce_seed="t", lead=False, endpoint=EndpointConfig(base_url=srv.base_url), **knobs)  # type: ignore[arg-type]
 
 
 # index time -----------------------------------------------------------------------------------------------
