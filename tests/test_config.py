@@ -8,7 +8,7 @@ import pytest
 
 from selfrag.cli import build_parser
 from selfrag.config import Config, EndpointConfig
-from selfrag.errors import ConfigError
+from selfrag.errors import ConfigError, UsageError
 from selfrag.settings import load_config
 
 FILE_AND_ENV_ONLY = {"reasks", "max_chunk_chars", "max_total_tokens", "nonce_seed", "variant_count"}  # by choice
@@ -112,3 +112,22 @@ def test_bad_environment_values_are_refused():
 def test_critic_endpoint_inherits_the_main_endpoint_settings():
     config = load_config({"base_url": "http://127.0.0.1:8000/v1", "critic_model": "judge"}, environ={})
     assert config.critic_endpoint == EndpointConfig(base_url="http://127.0.0.1:8000/v1", model="judge")
+
+
+def test_a_callers_defaults_are_a_layer_below_the_file_and_environment(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("ndocs = 4\n")
+    defaults = {"max_depth": 3, "ndocs": 5, "deadline": 900.0}
+    config = load_config(
+        {"deadline": 60.0}, environ={"SELFRAG_MAX_DEPTH": "6"}, config_file=str(path), defaults=defaults
+    )
+    assert (config.max_depth, config.ndocs, config.deadline) == (6, 4, 60.0)  # environment, file, flag
+    assert load_config({}, environ={}, defaults=defaults).max_depth == 3  # nothing else set: the caller's default
+
+
+def test_a_flag_out_of_range_is_a_usage_error_and_a_variable_a_config_error():
+    with pytest.raises(UsageError, match="beam_width must be"):
+        load_config({"beam_width": 0}, environ={})
+    with pytest.raises(ConfigError, match="beam_width must be") as caught:
+        load_config({}, environ={"SELFRAG_BEAM_WIDTH": "0"})
+    assert not isinstance(caught.value, UsageError)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
 
 from selfrag.errors import ConfigError
+from selfrag.retrieval import Searcher, as_searcher
 from selfrag.retrieval.chunking import ChunkingSettings, chunk_documents
 from selfrag.retrieval.formats import Document
 from selfrag.retrieval.fusion import rrf, weighted_fusion
@@ -19,7 +21,7 @@ from selfrag.retrieval.strategies import (
     rerank_overlap,
     widen,
 )
-from selfrag.schema import Chunk, Hit
+from selfrag.schema import Chunk, Hit, Meter
 
 from .helpers import chunk
 
@@ -186,3 +188,11 @@ def test_index_settings_validation() -> None:
         IndexSettings(method="bm25+")
     with pytest.raises(ConfigError):
         IndexSettings(stemmer="klingon")
+
+
+def test_a_plain_retriever_is_asked_through_asearch_with_each_group_fused_by_rrf(pet_index: Index) -> None:
+    searcher = as_searcher(pet_index)  # an Index offers only find_relevant_chunks
+    assert isinstance(searcher, Searcher) and as_searcher(Retriever(pet_index)) is not searcher
+    (fused, alone) = asyncio.run(searcher.asearch([["cats at dusk", "goldfish memory"], ["dogs"]], 3, Meter()))
+    lists = [pet_index.find_relevant_chunks(q, 3) for q in ("cats at dusk", "goldfish memory")]
+    assert fused == rrf(lists, k=60)[:3] and alone == pet_index.find_relevant_chunks("dogs", 3)
