@@ -18,7 +18,7 @@ from .engine.context import Deps, Retriever, Run
 from .engine.controller import search
 from .errors import BudgetError, ConfigError, InputError
 from .llm.base import ChatModel
-from .llm.openai_chat import OpenAIChatModel
+from .llm.reflection_chat import open_chat
 from .prompts import PromptBook
 from .result import DoneEvent, Event, Result
 from .schema import Meter
@@ -44,9 +44,9 @@ class SelfRAG:
     ) -> None:
         self.config = config or Config()
         env = os.environ if environ is None else environ
-        self.chat = chat or default_chat(self.config.endpoint, env)
+        self.chat = chat or default_chat(self.config.endpoint, env, self.config)
         if critic_chat is None and self.config.critic_endpoint is not None:
-            critic_chat = OpenAIChatModel(resolve_endpoint(self.config.critic_endpoint, env))
+            critic_chat = open_chat(self.config.critic_endpoint, env, self.config)
         self.deps = Deps(chat=self.chat, index=index, prompts=prompts or PromptBook(), critic_chat=critic_chat)
         self._runner: asyncio.Runner | None = None
         self._finalizer: weakref.finalize | None = None
@@ -171,8 +171,9 @@ def check_conversation(conversation: str) -> str:
     return conversation
 
 
-def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:
-    """The configured endpoint; with nothing configured at all (no base URL, no key), the embedded local model."""
+def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: Config | None = None) -> ChatModel:
+    """The configured endpoint (JSON chat, or a Self-RAG checkpoint's reflection tokens: `open_chat`); with
+    nothing configured at all (no base URL, no key), the embedded local model."""
     from .diagnose import nothing_configured
 
     resolved = resolve_endpoint(endpoint, environ)
@@ -180,4 +181,4 @@ def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatMo
         from .local import embedded_chat  # imports llama_cpp only when it is used
 
         return embedded_chat(endpoint, environ)
-    return OpenAIChatModel(resolved)
+    return open_chat(endpoint, environ, config)

@@ -118,7 +118,7 @@ def load_config(
     critic.update({k[len("critic_") :]: v for k, v in flags.items() if k.startswith("critic_") and k != "critic"})
     critic_endpoint = None
     if critic:
-        base = {k: v for k, v in endpoint.items() if k not in critic}
+        base = {k: v for k, v in endpoint.items() if k not in critic and k != "protocol"}  # a critic has its own
         critic_endpoint = EndpointConfig(**typed_values(EndpointConfig, {**base, **critic}))
     return Config(
         **typed_values(Config, knobs),

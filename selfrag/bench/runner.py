@@ -97,11 +97,13 @@ def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | Non
     (`threads`: llama.cpp threads; 1 is far faster than 2 when another process keeps a core busy)."""
     endpoint = config.endpoint
     if endpoint.base_url or environ.get("OPENAI_BASE_URL"):
-        from ..llm.openai_chat import OpenAIChatModel
+        from ..llm.reflection_chat import open_chat, uses_reflection_tokens
 
         resolved = resolve_endpoint(endpoint, environ)
         url = redact_url(resolved.base_url or "openai").rstrip("/")
-        return OpenAIChatModel(resolved), f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
+        protocol = "|reflection-tokens" if uses_reflection_tokens(endpoint) else ""
+        endpoint_id = f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}{protocol}"
+        return open_chat(endpoint, environ, config), endpoint_id
     from ..local import embedded_chat, served
 
     chat = embedded_chat(endpoint, environ, n_threads=threads)

@@ -35,6 +35,7 @@ ENGINE_FLAGS = (
     "max_concurrency",
     "timeout",
     "send_openai_key",
+    "protocol",
 )
 
 
@@ -84,6 +85,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     endpoint.add_argument("--critic-model", help="separate critic: its model")
     endpoint.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
     endpoint.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    endpoint.add_argument(
+        "--protocol",
+        choices=["auto", "chat", "reflection-tokens"],
+        help="reflection-tokens: a fine-tuned Self-RAG model over /v1/completions (auto: when the model name has "
+        "'selfrag'); chat: JSON replies over /v1/chat/completions",
+    )
     endpoint.add_argument(
         "--send-openai-key",
         action="store_const",

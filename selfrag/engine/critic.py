@@ -29,6 +29,9 @@ def _dist(parsed: Parsed, field: str, kind: type, chosen: object) -> tuple[dict,
     """(distribution, from_logprobs, truncated) for one label field of a reply."""
     labels = [str(member.value) for member in kind]
     response = parsed.response
+    if response.native is not None and field in response.native.probs:
+        probs = response.native.probs[field]
+        return {member: probs.get(str(member.value), 0.0) for member in kind}, True, field in response.native.truncated
     if response.tokens is not None:
         found = label_distribution(response.text, response.tokens, field, labels)
         if found is not None:
@@ -49,16 +52,17 @@ def critique_from(parsed: Parsed, *, with_evidence: bool, sentence_field: str | 
     if with_evidence:
         relevance, lp_rel, tr_rel = _dist(parsed, "relevance", Relevance, value.relevance)
         support, lp_sup, tr_sup = _dist(parsed, "support", Support, value.support)
-    tokens = parsed.response.tokens
+    tokens, native = parsed.response.tokens, parsed.response.native
     seq = mean_token_prob(parsed.response.text, tokens, sentence_field) if tokens and sentence_field else None
+    estimator = "logprobs" if (lp_use or lp_rel or lp_sup) else "labels"
     return Critique(
         utility=utility,
         is_final=bool(value.is_final),
         relevance=relevance,
         support=support,
-        estimator="logprobs" if (lp_use or lp_rel or lp_sup) else "labels",
+        estimator=native.estimator if native is not None else estimator,
         truncated=tr_use or tr_rel or tr_sup,
-        seq_prob=seq,
+        seq_prob=native.seq_prob if native is not None and sentence_field else seq,
     )
 
 
@@ -90,7 +94,7 @@ def quote_found(quote: str, chunk_text: str) -> bool:
 def check_quote(critique: Critique, quote: str, chunk_text: str) -> Critique:
     """Claimed support needs a quote from the chunk; without one, support drops one level (fully -> partially
     -> no), probability mass included."""
-    if critique.support is None:
+    if critique.support is None or critique.estimator.startswith("reflection"):  # trained ISSUP tokens, no quote
         return critique
     claimed = Critique.top(critique.support)
     if claimed is Support.NO:

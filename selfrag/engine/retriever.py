@@ -82,7 +82,9 @@ def plan_from(parsed: Parsed, label_field: str, query_field: str, run: Run, has_
     value, response = parsed.value, parsed.response
     raw_label = str(getattr(value, label_field))
     dist = None
-    if response.tokens is not None:
+    if response.native is not None:
+        dist = response.native.probs.get(label_field)
+    elif response.tokens is not None:
         found = label_distribution(response.text, response.tokens, label_field, DECISION_LABELS)
         dist = found.probs if found else None
     decision, p_ret = decide(raw_label, dist, run.config.threshold, has_cache)
