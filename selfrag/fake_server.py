@@ -245,7 +245,9 @@ class FakeOpenAIServer:
             status, reply = self._embeddings(json.loads(body or b"{}"))
             await _write(writer, status, json.dumps(reply).encode())
             return True
-        legacy = self.completions is not None and path.endswith("/completions") and not path.endswith("/chat/completions")
+        legacy = (
+            self.completions is not None and path.endswith("/completions") and not path.endswith("/chat/completions")
+        )
         if not (method == "POST" and (path.endswith("/chat/completions") or legacy)):
             await _write(writer, 404, b'{"error": {"message": "not found"}}')
             return True
@@ -347,7 +349,6 @@ class FakeOpenAIServer:
             },
         }
 
-
     def _text_completion(self, payload: dict[str, Any]) -> dict[str, Any]:
         assert self.completions is not None
         choice = {"index": 0, **self.completions(payload)}
@@ -358,7 +359,11 @@ class FakeOpenAIServer:
             "created": 0,
             "model": self.model,
             "choices": [choice],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4, "total_tokens": prompt + len(text) // 4},
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": len(text) // 4,
+                "total_tokens": prompt + len(text) // 4,
+            },
         }
 
 

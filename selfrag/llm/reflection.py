@@ -276,6 +276,4 @@ def read_decision(text: str, tokens: Sequence[TokenLogprob] | None) -> GroupRead
 def vocabulary_seen(tokens: Sequence[TokenLogprob]) -> bool:
     """Does any position's chosen token or top-k hold a whole reflection token? (a Self-RAG checkpoint's
     first position always offers `[Retrieval]` / `[No Retrieval]`)."""
-    return any(
-        alt.strip() in TOKEN_GROUP for token in tokens for alt in (token.token, *(a for a, _ in token.top))
-    )
+    return any(alt.strip() in TOKEN_GROUP for token in tokens for alt in (token.token, *(a for a, _ in token.top)))
