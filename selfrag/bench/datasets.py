@@ -38,6 +38,7 @@ FOLDERS = {
     "halueval": "halueval_qa",
     "climate_fever": "climate_fever",
     "hotpotqa_smoke": "hotpotqa_smoke",
+    "popqa": "popqa",
 }
 
 
@@ -75,6 +76,7 @@ class Dataset:
     labels: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     total: int = 0  # examples before sampling
+    presets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # question -> its own passages (shortform)
 
     @property
     def sha256(self) -> str:
@@ -399,9 +401,16 @@ def load_halueval(folder: Path) -> Dataset:
     )
 
 
+def load_popqa(folder: Path) -> Dataset:
+    from .shortform import load_popqa as load  # the paper's short-form files, with pre-retrieved passages
+
+    return load(folder)  # type: ignore[no-any-return]
+
+
 LOADERS = {
     "scifact": load_scifact,
     "halueval": load_halueval,
     "climate_fever": load_climate_fever,
     "hotpotqa_smoke": load_hotpotqa_smoke,
+    "popqa": load_popqa,
 }

@@ -45,6 +45,7 @@ from .answer import answer
 from .cache import CachedChatModel, RequestCache, digest
 from .progress import Progress
 from .samples import SampleWriter, build_record, read_samples
+from .shortform import PresetRetriever
 from .score import markdown_table, summarize
 from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, parse_system
 
@@ -189,7 +190,9 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
         },
         "system": system.describe(),
         "endpoint": endpoint_id,
-        "retriever": "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",
+        "retriever": "each question's pre-retrieved ctxs from the dataset file"
+        if dataset.presets
+        else "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",
     }
     return {**body, "hash": digest(body)}
 
@@ -248,6 +251,8 @@ async def _run(
     from ..index import Index
 
     index = Index.build(dataset.corpus)
+    if dataset.presets:  # short-form files carry each question's passages: use those, as the paper did
+        index = PresetRetriever(index, dataset.presets, dataset.chunk_texts())
     cache = RequestCache(options.cache_path) if options.cache_path else None
     chat = CachedChatModel(inner, cache, endpoint=endpoint_id)
     started, status, message = time.time(), "complete", ""
