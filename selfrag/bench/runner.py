@@ -45,8 +45,8 @@ from .answer import answer
 from .cache import CachedChatModel, RequestCache, digest
 from .progress import Progress
 from .samples import SampleWriter, build_record, read_samples
-from .shortform import PresetRetriever
 from .score import markdown_table, summarize
+from .shortform import PresetRetriever
 from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, parse_system
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
