@@ -140,7 +140,8 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
 
 def _capabilities(caps: Capabilities) -> Check:
     if caps.protocol != "chat":
-        return Check("capabilities", True, f"protocol {caps.protocol}, labels read from {caps.reading}", caps.note)
+        source = "token logprobs" if caps.reading == "logprobs" else "the text (one-hot)"
+        return Check("capabilities", True, f"protocol {caps.protocol}, labels from {source}", caps.note)
     detail = f"structured output {caps.structured}, logprobs {_yes(caps.logprobs)}, n {_yes(caps.n)}"
     hint = ""
     if caps.structured in ("json_object", "none"):

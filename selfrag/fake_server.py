@@ -10,6 +10,10 @@ Embeddings (`hashed_embedding`) are deterministic hashed bags of words and chara
 words or word pieces ("labour" and "labor") come out similar. They exercise the plumbing and carry no meaning
 beyond that; never report retrieval quality measured with them. `embeddings=False` removes the route (404, as
 a chat-only server answers), and `embedding_models` limits the models served (others get 404).
+
+`completions=` adds the legacy `POST /v1/completions` (what vLLM serves for a non-chat model such as the Self-RAG
+checkpoints): a function of the request body returning `choices[0]`, usually built by `legacy_choice`, which
+writes vLLM's logprobs shape. The fault modes apply to it as to chat.
 """
 
 from __future__ import annotations

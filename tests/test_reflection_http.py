@@ -231,3 +231,40 @@ def test_cli_ask_prints_the_fallback_once_and_the_answer(index_dir, capsys):
     out, err = capsys.readouterr()
     assert code == 0 and "Refunds take 30 days [1]." in out
     assert err.count("reflection labels are read from the text") == 1
+
+
+def test_doctor_reports_the_protocol_and_the_reading():
+    from selfrag.api import default_chat
+    from selfrag.diagnose import check_endpoint
+
+    with FakeOpenAIServer(model=MODEL, completions=two_passages(logprobs=False)) as server:
+        config = Config(endpoint=EndpointConfig(base_url=server.base_url, model=MODEL, max_retries=0))
+        checks = asyncio.run(check_endpoint(config, {}, default_chat))
+    found = {check.name: check for check in checks}
+    assert all(check.ok for check in checks)
+    assert found["capabilities"].detail == "protocol reflection-tokens, labels from the text (one-hot)"
+    assert "ignores `logprobs`" in found["capabilities"].hint
+
+
+def test_a_completions_body_without_choices_is_one_clear_error():
+    from selfrag.errors import LLMError
+
+    with FakeOpenAIServer(model=MODEL, completions=two_passages(), fault="error-object") as server:
+        rag = engine(server)
+        with pytest.raises(LLMError, match="without choices: model overloaded"):
+            rag.answer(QUESTION)
+        rag.close()
+
+
+def test_malformed_logprobs_are_dropped_whole_and_offsets_are_kept():
+    from selfrag.llm.reflection_chat import read_text_completion
+    from selfrag.schema import Meter
+
+    good = {"tokens": ["[Relevant]", "Hi"], "token_logprobs": [-0.1, -0.2], "top_logprobs": [{}, None]}
+    body = {
+        "choices": [{"text": "[Relevant]Hi", "finish_reason": "stop", "logprobs": {**good, "text_offset": [0, 10]}}]
+    }
+    read = read_text_completion(body, Meter())
+    assert [t.token for t in read.tokens] == ["[Relevant]", "Hi"] and read.offsets == (0, 10)
+    body["choices"][0]["logprobs"] = {**good, "token_logprobs": [-0.1]}  # one logprob for two tokens
+    assert read_text_completion(body, Meter()).tokens is None
