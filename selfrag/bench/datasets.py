@@ -39,6 +39,8 @@ FOLDERS = {
     "climate_fever": "climate_fever",
     "hotpotqa_smoke": "hotpotqa_smoke",
     "popqa": "popqa",
+    "pubhealth": "pubhealth",
+    "arc_challenge": "arc_challenge",
 }
 
 
@@ -401,10 +403,13 @@ def load_halueval(folder: Path) -> Dataset:
     )
 
 
-def load_popqa(folder: Path) -> Dataset:
-    from .shortform import load_popqa as load  # the paper's short-form files, with pre-retrieved passages
+def _shortform(task: str):  # type: ignore[no-untyped-def]
+    def load(folder: Path) -> Dataset:
+        from .shortform import load_shortform  # the paper's short-form files, with pre-retrieved passages
 
-    return load(folder)  # type: ignore[no-any-return]
+        return load_shortform(folder, task)  # type: ignore[no-any-return]
+
+    return load
 
 
 LOADERS = {
@@ -412,5 +417,7 @@ LOADERS = {
     "halueval": load_halueval,
     "climate_fever": load_climate_fever,
     "hotpotqa_smoke": load_hotpotqa_smoke,
-    "popqa": load_popqa,
+    "popqa": _shortform("popqa"),
+    "pubhealth": _shortform("pubhealth"),
+    "arc_challenge": _shortform("arc_challenge"),
 }

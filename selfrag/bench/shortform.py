@@ -9,19 +9,34 @@ the paper's protocol on the paper's passages, so its numbers are comparable with
                     critic score f; in adaptive mode the retrieval decision comes first and a "no" answers
                     without passages, as the reference short-form script does
 
-- retrieval: a question's own `ctxs`, in file order (`PresetRetriever`), not BM25; the top `ndocs` are used.
+Three datasets, each a folder holding the one `.jsonl` file of the reference code:
+    popqa          `popqa_longtail_w_gs.jsonl`: open QA, the best candidate wins
+    pubhealth      `health_claims_processed.jsonl`: true / false, closed set
+    arc_challenge  `arc_challenge_processed.jsonl`: `choices` {label, text} and `answerKey`, closed set
+The closed-set tasks are posed with the checkpoint's task instruction (`shortform_tasks.toml`) and decided as
+the reference code does: the candidates' scores f are summed per distinct answer across the passages, the
+largest sum wins (`closed_vote`); an answer saying SUPPORTS / REFUTES counts as true / false.
+
+- retrieval: a question's own `ctxs` (or `top_contexts`), in file order (`PresetRetriever`), not BM25; the top
+  `ndocs` are used.
 - ids: the record's `id` when it has one, else its line number. A passage becomes chunk `<id>-ctx<rank>#0`.
-- the metric the paper reports for PopQA is `match` (a gold string inside the prediction, case-sensitive).
+- gold: `answers` (or `answer`); ARC: `answerKey`. The paper's metric for all three is `match` (a gold string
+  inside the prediction, case-sensitive).
 """
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from ..errors import InputError
 from ..schema import Chunk, Hit
+
+TASKS_FILE = Path(__file__).resolve().parent / "shortform_tasks.toml"
+CLOSED = ("pubhealth", "arc_challenge")
 
 
 class PresetRetriever:
@@ -41,13 +56,65 @@ class PresetRetriever:
         return getattr(self.index, name)
 
 
-def load_popqa(folder: Path) -> Any:
+def closed_vote(candidates: Sequence[tuple[str, float | None]]) -> str | None:
+    """The closed-set answer: f summed per distinct answer (SUPPORTS / REFUTES read as true / false); None when
+    no candidate was scored. Ties go to the answer seen first."""
+    sums: dict[str, float] = {}
+    for text, score in candidates:
+        if score is None:
+            continue
+        answer = "true" if "SUPPORTS" in text else "false" if "REFUTES" in text else text.strip()
+        sums[answer] = sums.get(answer, 0.0) + score
+    return max(sums, key=sums.__getitem__) if sums else None
+
+
+def pose(task: str, record: Mapping[str, Any], where: str) -> tuple[str, tuple[str, ...]]:
+    """The question as the checkpoint was asked it, and its gold answers."""
+    question = record.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise InputError(f"{where}: field 'question' is missing or not a string")
+    if task == "popqa":
+        return question.strip(), _answers(record, where)
+    spec = tomllib.loads(TASKS_FILE.read_text(encoding="utf-8"))[task]
+    values = {"instruction": spec["instruction"], "question": question.strip(), "choices": ""}
+    if task == "arc_challenge":
+        values["choices"], gold = _choices(record, where)
+        answers: tuple[str, ...] = (gold,)
+    else:
+        answers = _answers(record, where)
+    return Template(spec["template"]).substitute(values), answers
+
+
+def _answers(record: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    answers = record.get("answers", record.get("answer"))
+    answers = [answers] if isinstance(answers, str) else answers
+    if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+        raise InputError(f"{where}: `answers` must be a non-empty list of strings")
+    return tuple(answers)
+
+
+def _choices(record: Mapping[str, Any], where: str) -> tuple[str, str]:
+    """ARC's options as "\nA: ...\nB: ..." (numeric labels 1-4 read as A-D, D left empty when absent)."""
+    choices, key = record.get("choices"), record.get("answerKey")
+    if not isinstance(choices, dict) or not isinstance(key, str):
+        raise InputError(f"{where}: ARC records need `choices` {{label, text}} and `answerKey`")
+    letters = {"1": "A", "2": "B", "3": "C", "4": "D"}
+    options = {
+        letters.get(str(label), str(label)): str(text)
+        for label, text in zip(choices.get("label", []), choices.get("text", []), strict=False)
+    }
+    options.setdefault("D", "")
+    order = ["A", "B", "C", "D", *(["E"] if "E" in options else [])]
+    return "".join(f"\n{letter}: {options.get(letter, '')}" for letter in order), letters.get(key, key)
+
+
+def load_shortform(folder: Path, task: str) -> Any:
     """The short-form file of `folder` (its one `*.jsonl`) as a Dataset with per-question passages."""
-    from .datasets import Dataset, Example, _field, _Files, check_ids
+    from .datasets import Dataset, Example, _Files, check_ids
 
     files = sorted(folder.glob("*.jsonl"))
     if len(files) != 1:
-        raise InputError(f"{folder}: expected one .jsonl file (e.g. popqa_longtail_w_gs.jsonl), found {len(files)}")
+        raise InputError(f"{folder}: expected the one .jsonl file of the {task} task, found {len(files)} .jsonl files")
     reader = _Files(folder)
     records = list(reader.jsonl(files[0].name))
     where = str(files[0])
@@ -56,22 +123,22 @@ def load_popqa(folder: Path) -> Any:
     examples, corpus, presets = [], [], {}
     for (number, record), (example_id, _) in zip(records, ids, strict=True):
         line = f"{where} line {number}"
-        question = _field(record, "question", line).strip()
-        answers = _field(record, "answers", line, list)
-        contexts = _field(record, "ctxs", line, list)
-        if not all(isinstance(a, str) for a in answers) or not answers:
-            raise InputError(f"{line}: `answers` must be a non-empty list of strings")
+        question, answers = pose(task, record, line)
+        contexts = record.get("ctxs", record.get("top_contexts"))
+        if not isinstance(contexts, list):
+            raise InputError(f"{line}: field 'ctxs' is missing or not a list")
         keys = []
         for rank, ctx in enumerate(contexts):
             if not isinstance(ctx, dict) or not isinstance(ctx.get("text"), str):
                 raise InputError(f"{line}: ctxs[{rank}] needs a `text` string")
-            chunk = Chunk(f"{example_id}-ctx{rank}", 0, ctx["text"], title=str(ctx.get("title") or ""), source="popqa")
+            chunk = Chunk(f"{example_id}-ctx{rank}", 0, ctx["text"], title=str(ctx.get("title") or ""), source=task)
             corpus.append(chunk)
             keys.append(chunk.key)
         presets[question] = tuple(keys)
-        examples.append(Example(example_id, question, tuple(answers)))
+        meta = {"closed": "yes"} if task in CLOSED else {}
+        examples.append(Example(example_id, question, answers, meta=meta))
     return Dataset(
-        "popqa",
+        task,
         "qa",
         str(folder),
         reader.hashes,

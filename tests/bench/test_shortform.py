@@ -85,3 +85,57 @@ def test_short_form_runs_the_checkpoint_on_each_questions_own_passages_and_repla
     expected = 0.9 + (0.8 + 0.5 * 0.15) + 0.5 * s_use  # f from the token probabilities (one-hot would give 2.5)
     assert segments["q1"][0]["score"] == pytest.approx(expected, abs=1e-6)  # the replay kept the probabilities
     assert segments == {s["id"]: s["segments"] for s in first}
+
+
+ARC = [
+    {
+        "id": "Mercury_1",
+        "question": "Which gas do plants take in?",
+        "choices": {"label": ["A", "B", "C", "D"], "text": ["oxygen", "carbon dioxide", "helium", "neon"]},
+        "answerKey": "B",
+        "ctxs": [
+            {"title": "Leaves", "text": "Leaves breathe oxygen at night."},
+            {"title": "Photosynthesis", "text": "Plants take in carbon dioxide."},
+            {"title": "Stomata", "text": "Stomata let carbon dioxide in."},
+        ],
+    }
+]
+STRONG = {"[Relevant]": 0.95, "[Irrelevant]": 0.05}
+MIDDLING = {"[Relevant]": 0.6, "[Irrelevant]": 0.4}
+PARTLY = {"[Partially supported]": 0.6, "[Fully supported]": 0.2, "[No support / Contradictory]": 0.2}
+
+
+def test_closed_set_sums_f_per_answer_across_passages_as_the_reference_does(tmp_path):
+    (tmp_path / "arc").mkdir()
+    write_jsonl(tmp_path / "arc" / "arc_challenge_processed.jsonl", ARC)
+    checkpoint = Checkpoint(
+        {  # one confident A against two middling Bs: the best single candidate says A, the sum says B
+            "breathe oxygen": segment("A", STRONG),
+            "take in carbon": segment("B", MIDDLING, PARTLY),
+            "let carbon": segment("B", MIDDLING, PARTLY),
+        }
+    )
+    with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
+        code = main(
+            ["bench", "run", "--dataset", "arc_challenge", "--data", str(tmp_path / "arc"), "--system",
+             "selfrag+short", "--base-url", server.base_url, "--model", MODEL, "--ndocs", "3",
+             "--out", str(tmp_path / "runs"), "--no-progress"]
+        )  # fmt: skip
+    assert code == 0
+    (folder,) = (tmp_path / "runs" / "arc_challenge" / "selfrag+short").iterdir()
+    (sample,) = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    assert sample["segments"][0]["text"] == "A"  # the engine's own best candidate
+    assert sample["prediction"] == "B"  # the closed-set vote
+    question = checkpoint.prompts[-1].split("### Response:")[0]
+    assert "Given four answer candidates, A, B, C and D, choose the best answer choice." in question
+    assert "### Input:\nWhich gas do plants take in?\nA: oxygen\nB: carbon dioxide\nC: helium\nD: neon" in question
+
+
+def test_pubhealth_is_posed_with_its_instruction_and_supports_counts_as_true():
+    from selfrag.bench.shortform import closed_vote, pose
+
+    question, answers = pose("pubhealth", {"question": "Vitamin C cures colds.", "answers": ["false"]}, "x")
+    assert question.endswith("## Input:\n\nVitamin C cures colds.") and question.startswith("Is the following")
+    assert answers == ("false",)
+    assert closed_vote([("SUPPORTS", 0.4), ("false", 0.5), ("true", 0.3), ("x", None)]) == "true"  # 0.7 > 0.5
+    assert closed_vote([]) is None
