@@ -178,6 +178,8 @@ def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: C
 
     resolved = resolve_endpoint(endpoint, environ)
     if nothing_configured(resolved):
+        if endpoint.protocol == "reflection-tokens":
+            raise ConfigError("protocol reflection-tokens needs --base-url: a server running a Self-RAG checkpoint")
         from .local import embedded_chat  # imports llama_cpp only when it is used
 
         return embedded_chat(endpoint, environ)

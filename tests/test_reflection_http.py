@@ -268,3 +268,10 @@ def test_malformed_logprobs_are_dropped_whole_and_offsets_are_kept():
     assert [t.token for t in read.tokens] == ["[Relevant]", "Hi"] and read.offsets == (0, 10)
     body["choices"][0]["logprobs"] = {**good, "token_logprobs": [-0.1]}  # one logprob for two tokens
     assert read_text_completion(body, Meter()).tokens is None
+
+
+def test_reflection_tokens_without_a_server_is_a_clear_error():
+    from selfrag.api import default_chat
+
+    with pytest.raises(ConfigError, match="needs --base-url"):
+        default_chat(EndpointConfig(protocol="reflection-tokens"), {})

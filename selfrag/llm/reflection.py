@@ -189,7 +189,9 @@ def _read(mark: _Mark, tokens: Sequence[TokenLogprob] | None, starts: Sequence[i
     return GroupReading(mark.label, probs, "logprobs", truncated), ""
 
 
-def _seq_prob(tokens: Sequence[TokenLogprob] | None, starts: Sequence[int] | None, end: int, marks: list[_Mark]):
+def _seq_prob(
+    tokens: Sequence[TokenLogprob] | None, starts: Sequence[int] | None, end: int, marks: list[_Mark]
+) -> float | None:
     if not tokens or starts is None:
         return None
     spans = [(m.start, m.end) for m in marks]

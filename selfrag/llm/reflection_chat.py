@@ -25,11 +25,13 @@ text) and `spaces_between_special_tokens` false. Reply shape: `choices[0].text`,
 
 The capability probe (one completion, once per endpoint) settles which reading the endpoint allows, says it
 once in the log, and records it in the result's capabilities: `logprobs`, or `labels` (read from the text,
-one-hot) when the endpoint ignores `logprobs` or its tokens are not the Self-RAG vocabulary.
-
-The threshold that ends a segment at a written `[No Retrieval]` is the one of the Config the model was opened
-with (`open_chat`); a per-call config with another threshold still applies it to the decision itself. Fewer top entries
+one-hot) when the endpoint ignores `logprobs` or its tokens are not the Self-RAG vocabulary. Fewer top entries
 than asked keep the logprobs reading; labels outside them get a floor and are marked truncated.
+
+The draft goes into the prompt as plain text (the engine keeps segments without their tokens), where the
+reference code feeds the model's own earlier output, tokens included. The threshold that ends a segment at a
+written `[No Retrieval]` is the one of the Config the model was opened with (`open_chat`); a per-call config
+with another threshold still applies its own to the decision itself.
 """
 
 from __future__ import annotations
