@@ -174,13 +174,29 @@ def _at(starts: Sequence[int], position: int) -> int | None:
     return index
 
 
-def _read(mark: _Mark, tokens: Sequence[TokenLogprob] | None, starts: Sequence[int] | None) -> tuple[GroupReading, str]:
+def _token_of(text: str, marks: Sequence[_Mark], tokens: Sequence[TokenLogprob], offsets: Sequence[int] | None):
+    """Mark start -> index of the token holding it: by character offsets when the tokens spell the text (or the
+    endpoint's text_offset fits), else by order (the n-th reflection token of the text is the n-th token that is
+    a whole reflection token). None when neither lines up."""
+    starts = align(text, tokens, offsets)
+    if starts is not None:
+        return {m.start: i for m in marks if (i := _at(starts, m.start)) is not None}
+    whole = [i for i, t in enumerate(tokens) if t.token.strip() in TOKEN_GROUP]
+    if len(whole) == len(marks) and all(tokens[i].token.strip() == m.token for i, m in zip(whole, marks, strict=True)):
+        return {m.start: i for m, i in zip(marks, whole, strict=True)}
+    return None
+
+
+def _read(
+    mark: _Mark, tokens: Sequence[TokenLogprob] | None, where: Mapping[int, int] | None
+) -> tuple[GroupReading, str]:
     """A mark's reading and, when it fell back to the text, why."""
-    if not tokens or starts is None:
+    if not tokens:
         return one_hot(mark.group, mark.label), "no logprobs"
-    index = _at(starts, mark.start)
-    token = tokens[index] if index is not None else None
-    if token is None or token.token.strip() != mark.token:
+    if where is None or mark.start not in where:
+        return one_hot(mark.group, mark.label), "the logprobs tokens do not line up with the text"
+    token = tokens[where[mark.start]]
+    if token.token.strip() != mark.token:
         return one_hot(mark.group, mark.label), f"{mark.token} split across logprobs entries"
     found = group_probs(token, mark.group)
     if found is None:
@@ -189,20 +205,14 @@ def _read(mark: _Mark, tokens: Sequence[TokenLogprob] | None, starts: Sequence[i
     return GroupReading(mark.label, probs, "logprobs", truncated), ""
 
 
-def _seq_prob(
-    tokens: Sequence[TokenLogprob] | None, starts: Sequence[int] | None, end: int, marks: list[_Mark]
-) -> float | None:
-    if not tokens or starts is None:
+def _seq_prob(tokens: Sequence[TokenLogprob] | None, end: int) -> float | None:
+    """exp(mean log-prob) of the segment's own tokens: those before token `end` that are not reflection tokens."""
+    if not tokens:
         return None
-    spans = [(m.start, m.end) for m in marks]
     own = [
         t.logprob
-        for t, s in zip(tokens, starts, strict=True)
-        if s + len(t.token) <= end
-        and t.token.strip()
-        and t.logprob is not None
-        and not any(a <= s < b for a, b in spans)
-        and t.token.strip() not in TOKEN_GROUP
+        for t in tokens[:end]
+        if t.token.strip() and t.token.strip() not in TOKEN_GROUP and math.isfinite(t.logprob)
     ]
     return math.exp(sum(own) / len(own)) if own else None
 
@@ -219,36 +229,38 @@ def read_segment(
     wrote `[Retrieval]` or `<paragraph>`; otherwise at the end of the text (EOS or the length cap).
     Each group's reading is its first token before the cut; the ISREL reading falls back to the first
     position's top-k when no relevance token was written (the reference code reads it there)."""
-    starts = align(text, tokens, offsets) if tokens else None
+    paragraph = text.find(PARAGRAPH_OPEN)
+    marks = [_Mark(m.group(0), m.start(), m.end()) for m in _KNOWN.finditer(text)]
+    where = _token_of(text, marks, tokens, offsets) if tokens else None
     notes: list[str] = []
-    cut, decision, used = None, None, []
+    cut, decision = None, None
     first: dict[str, GroupReading] = {}
-    for match in _KNOWN.finditer(text):
-        mark = _Mark(match.group(0), match.start(), match.end())
-        reading, why = _read(mark, tokens, starts)
+    for mark in marks:
+        if paragraph != -1 and mark.start > paragraph:
+            break
+        reading, why = _read(mark, tokens, where)
         if why and why not in notes:
             notes.append(why)
-        used.append(mark)
         if mark.group == "retrieve":
             decision = reading
             if mark.label == Decision.YES.value or retrieves(reading):
                 cut = mark.start
                 break
         first.setdefault(mark.group, reading)
-    paragraph = text.find(PARAGRAPH_OPEN)
-    if paragraph != -1 and (cut is None or paragraph < cut):
+    if paragraph != -1 and cut is None:
         cut, decision = paragraph, one_hot("retrieve", Decision.YES.value)
-        used = [m for m in used if m.start < paragraph]
-    end = len(text) if cut is None else cut
-    body, removed = clean(text[:end])
+    body, removed = clean(text[: len(text) if cut is None else cut])
     if removed:
         notes.append("unknown or unbalanced bracket token removed")
-    if "relevance" not in first and tokens and starts is not None:
+    if "relevance" not in first and tokens:
         found = group_probs(tokens[0], "relevance")
         if found is not None:
             probs, truncated = found
             first["relevance"] = GroupReading(max(probs, key=probs.__getitem__), probs, "logprobs", truncated)
     ended = "retrieval" if cut is not None else ("length" if finish_reason == "length" else "eos")
+    end_token = len(tokens or ())
+    if cut is not None and tokens:
+        end_token = (where or {}).get(cut, next((i for i, t in enumerate(tokens) if _opens(t, cut, text)), end_token))
     return SegmentReading(
         text=body,
         relevance=first.get("relevance"),
@@ -256,9 +268,15 @@ def read_segment(
         utility=first.get("utility"),
         decision=decision,
         ended=ended,
-        seq_prob=_seq_prob(tokens, starts, end, used),
+        seq_prob=_seq_prob(tokens, end_token),
         notes=tuple(notes),
     )
+
+
+def _opens(token: TokenLogprob, cut: int, text: str) -> bool:
+    """Is this the token where the cut text starts (a paragraph tag or the retrieval token)?"""
+    piece = token.token.strip()
+    return bool(piece) and text[cut:].startswith(piece) and (piece in TOKEN_GROUP or piece == PARAGRAPH_OPEN)
 
 
 def read_decision(text: str, tokens: Sequence[TokenLogprob] | None) -> GroupReading | None:

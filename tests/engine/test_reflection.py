@@ -163,3 +163,19 @@ def test_the_prompt_is_the_checkpoints_format_and_documents_cannot_write_tokens(
     assert prompt.startswith(head) and prompt.endswith(" end</paragraph>")
     assert prompt.count("</paragraph>") == 1 and "[Fully supported]" not in prompt
     assert format_prompt("Who?", "So far.", no_retrieval=True).endswith("### Response:\nSo far. [No Retrieval]")
+
+
+def test_tokens_that_neither_spell_the_text_nor_carry_offsets_are_matched_by_order():
+    pieces = [t("[Relevant]", 0.6, REL), t("▁Paris", 0.5), t(".", 0.9), t("[Fully supported]", 0.5, SUP)]
+    reading = read_segment("[Relevant]Paris.[Fully supported]", pieces, "stop", never)
+    assert reading.relevance.source == "logprobs" and reading.support.probs["fully"] == pytest.approx(5 / 9)
+    extra = [*pieces, t("[Utility:5]", 0.5, USE)]  # one more reflection token than the text holds
+    assert read_segment("[Relevant]Paris.[Fully supported]", extra, "stop", never).support.source == "text"
+
+
+def test_nothing_after_a_written_paragraph_counts():
+    tokens = [*WRITTEN[:6], t("<paragraph>"), t("[Fully supported]", 0.5, SUP)]
+    reading = read_segment(text_of(tokens), tokens, "stop", never)
+    assert reading.text == "Paris is the capital." and reading.support is None and reading.ended == "retrieval"
+    own = [0.5, 0.9, 0.9, 0.8, 0.9]
+    assert reading.seq_prob == pytest.approx(math.exp(sum(map(L, own)) / len(own)))
