@@ -275,3 +275,41 @@ def test_reflection_tokens_without_a_server_is_a_clear_error():
 
     with pytest.raises(ConfigError, match="needs --base-url"):
         default_chat(EndpointConfig(protocol="reflection-tokens"), {})
+
+
+async def test_a_server_that_refuses_logprobs_is_probed_again_without_them_and_never_asked_for_them():
+    import json
+
+    import httpx
+    import respx
+    from httpmock import BASE, openai_client
+
+    from selfrag.config import ResolvedEndpoint
+    from selfrag.llm.base import ChatRequest
+    from selfrag.replies import DecideReply
+    from selfrag.schema import Meter
+
+    sent = []
+
+    def answer(request):
+        body = json.loads(request.content)
+        sent.append(body)
+        if "logprobs" in body:
+            return httpx.Response(400, json={"error": {"message": "logprobs are not supported"}})
+        choice = {"index": 0, "text": "[No Retrieval]", "finish_reason": "stop", "logprobs": None}
+        return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
+
+    router = respx.MockRouter(base_url=BASE)
+    router.post("/completions").mock(side_effect=answer)
+    endpoint = ResolvedEndpoint(BASE, "sk-test", "test", EndpointConfig(model=MODEL))
+    chat = ReflectionChatModel(endpoint, client=openai_client(router))
+    meter = Meter()
+    caps = await chat.capabilities(meter)
+    assert caps.reading == "labels" and "refuses `logprobs` (400)" in caps.note
+    values = (("question", "Who wrote Frankenstein?"), ("draft", "(nothing yet)"))
+    response = await chat.chat(ChatRequest("retrieve_decide", (), DecideReply, values=values), meter)
+    assert json.loads(response.text) == {"retrieve": "no", "query": ""}
+    assert response.native is not None and response.native.estimator == "reflection-labels"
+    assert [("logprobs" in body) for body in sent] == [True, False, False]
+    assert sent[-1]["prompt"] == "### Instruction:\nWho wrote Frankenstein?\n\n### Response:\n"
+    assert meter.llm_calls == 3

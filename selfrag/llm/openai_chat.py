@@ -237,11 +237,12 @@ class OpenAIChatModel:
         self._check_not_truncated(request, response)
         return response
 
-    async def _post(self, path: str, params: dict[str, Any], meter: Meter) -> Any:
-        """One POST through the SDK (its retries, auth and errors), counted in the meter; the JSON body."""
+    async def _post(self, path: str, params: dict[str, Any], meter: Meter, *, guarded: bool = True) -> Any:
+        """One POST through the SDK (its retries, auth and errors), counted in the meter; the JSON body.
+        `guarded`: ask the breaker first (a capability probe is already inside its own breaker check)."""
         client, gate, _ = self._loop_state()
         async with gate:
-            trial = self.breaker.check()
+            trial = self.breaker.check() if guarded else False
             try:
                 raw = await client.post(path, body=params, cast_to=httpx2.Response)
             except openai.APIError as error:

@@ -127,14 +127,20 @@ class ReflectionChatModel(OpenAIChatModel):
     async def _probe(self, meter: Meter) -> Capabilities:
         model = self._endpoint.settings.model or await self._first_model(meter)
         prompt = format_prompt(PROBE_QUESTION)
+        refused = False
         try:
-            data = await self._post("/completions", self._params(model, prompt, DECIDE_TOKENS, True), meter)
+            params = self._params(model, prompt, DECIDE_TOKENS, True)
+            data = await self._post("/completions", params, meter, guarded=False)
         except LLMError as error:
             if error.status != 400:
                 raise
-            data = await self._post("/completions", self._params(model, prompt, DECIDE_TOKENS, False), meter)
+            refused = True  # a server that refuses `logprobs` outright: ask once more without
+            params = self._params(model, prompt, DECIDE_TOKENS, False)
+            data = await self._post("/completions", params, meter, guarded=False)
         completion = read_text_completion(data, meter)
         reading, note = classify(completion, TOP_LOGPROBS)
+        if refused:
+            note = "the endpoint refuses `logprobs` (400): reflection labels are read from the text, one-hot"
         if note:
             log.warning("selfrag: %s", note)
         return Capabilities(model, "none", reading == "logprobs", False, PROTOCOL, reading, note)
