@@ -261,6 +261,8 @@ async def _run(
     writer = SampleWriter(samples)
     try:
         capabilities = (await chat.capabilities(Meter())).describe()
+        if capabilities.get("note"):  # the reading a Self-RAG checkpoint's endpoint fell back to, said once
+            print(f"note: {capabilities['note']}", file=stream)
         status, message = await _answer_all(options, dataset, system, chat, index, todo, writer, progress)
     except FatalLLMError as error:
         status, message = "aborted", f"the endpoint refused: {error}"

@@ -53,12 +53,13 @@ def run(tmp_path: Path, server: FakeOpenAIServer) -> int:
     )  # fmt: skip
 
 
-def test_short_form_runs_the_checkpoint_on_each_questions_own_passages_and_replays_from_the_cache(tmp_path):
+def test_short_form_runs_the_checkpoint_on_each_questions_own_passages_and_replays_from_the_cache(tmp_path, capsys):
     (tmp_path / "popqa").mkdir()
     write_jsonl(tmp_path / "popqa" / "popqa_longtail_w_gs.jsonl", ROWS)
-    checkpoint = Checkpoint(ANSWERS)
+    checkpoint = Checkpoint(ANSWERS, top=5)  # fewer top logprobs than the 20 asked: said once, still read
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
         assert run(tmp_path, server) == 0
+        assert capsys.readouterr().err.count("note: the endpoint returned 5 top logprobs where 20") == 1
         sent = server.stats.requests
         (folder,) = (tmp_path / "runs" / "popqa" / "selfrag+short").iterdir()
         first = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
