@@ -313,3 +313,17 @@ async def test_a_server_that_refuses_logprobs_is_probed_again_without_them_and_n
     assert [("logprobs" in body) for body in sent] == [True, False, False]
     assert sent[-1]["prompt"] == "### Instruction:\nWho wrote Frankenstein?\n\n### Response:\n"
     assert meter.llm_calls == 3
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(0.2, "You have 30 days."), (0.5, "You have 30 days. Or more.")])
+def test_a_written_no_retrieval_ends_the_segment_when_the_threshold_says_retrieve(threshold, expected):
+    maybe = {"[No Retrieval]": 0.7, "[Retrieval]": 0.3}
+    tail = [p("[No Retrieval]", 0.7, maybe), *words(" Or more.")]
+    checkpoint = Checkpoint({"April 2026": segment("You have 30 days.", use=None, end=tail)})
+    with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
+        rag = engine(server, max_depth=1, ndocs=1, threshold=threshold)
+        result = rag.answer(QUESTION)
+        rag.close()
+    (candidate,) = result.trace.steps[0].candidates
+    assert candidate.text == expected
+    assert candidate.critique.is_final is (threshold == 0.5)  # cut for a retrieval, or written to the end

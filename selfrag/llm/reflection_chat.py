@@ -169,10 +169,10 @@ class ReflectionChatModel(OpenAIChatModel):
         return _segment_reply(request.prompt, segment, completion)
 
     def _retrieves(self, reading: GroupReading) -> bool:
-        p = reading.probs
-        total = sum(p.values())
-        p_ret = (p.get(Decision.YES.value, 0.0) + p.get(Decision.CONTINUE.value, 0.0)) / total if total else 1.0
-        return p_ret > self.threshold
+        """The engine's own retrieval rule (engine.retriever.decide) on the probabilities at this token."""
+        from ..engine.retriever import decide  # the stages import this layer, not the other way round
+
+        return decide(reading.label, reading.probs, self.threshold, has_cache=True)[0] is not Decision.NO
 
     async def _complete(self, caps: Capabilities, prompt: str, max_tokens: int, meter: Meter) -> Completion:
         params = self._params(caps.model, prompt, max_tokens, caps.reading == "logprobs")
