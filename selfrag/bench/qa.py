@@ -6,6 +6,7 @@ from ..engine.beam import s_rel, s_sup
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .datasets import Example
+from .shortform import closed_vote
 from .systems import Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
 
@@ -47,8 +48,12 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
                 queries[beam.query or example.question] = None
     cited = [s for s in result.segments if s.chunk is not None]
     usage = result.usage
+    prediction = " ".join(s.text for s in result.segments)
+    if example.meta.get("closed"):  # short-form closed set: f summed per answer across the passages
+        candidates = [(c.text, c.score) for step in result.trace.steps for c in step.candidates if not c.error]
+        prediction = closed_vote(candidates) or prediction
     return Outcome(
-        " ".join(s.text for s in result.segments),
+        prediction,
         result.answer,
         citations=[s.chunk for s in cited],  # type: ignore[misc]
         cited_texts=[s.text for s in cited],
