@@ -6,6 +6,8 @@ result = rag.answer("Which policy applies to refunds?")
 print(result.answer)
 """
 
+import logging
+
 from .api import SelfRAG
 from .config import Config, EndpointConfig
 from .errors import (
@@ -23,6 +25,7 @@ from .result import DoneEvent, Event, LeadEvent, Result, SegmentEvent, StepEvent
 from .schema import Chunk, Hit
 
 __version__ = "0.1.0"
+logging.getLogger("selfrag").addHandler(logging.NullHandler())  # the library logs; only applications show it
 
 __all__ = [
     "BudgetError",

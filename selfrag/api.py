@@ -20,7 +20,7 @@ from .engine.controller import search
 from .engine.state import RunInfo
 from .errors import BudgetError, ConfigError, InputError
 from .llm.base import ChatModel
-from .llm.openai_chat import OpenAIChatModel
+from .llm.reflection_chat import open_chat
 from .prompts import PromptBook
 from .result import DoneEvent, Event, Result
 from .retrieval import FindsChunks, Searcher, as_searcher
@@ -48,9 +48,9 @@ class SelfRAG:
     ) -> None:
         self.config = config or Config()
         env = os.environ if environ is None else environ
-        self.chat = chat or default_chat(self.config.endpoint, env)
+        self.chat = chat or default_chat(self.config.endpoint, env, self.config)
         if critic_chat is None and self.config.critic_endpoint is not None:
-            critic_chat = OpenAIChatModel(resolve_endpoint(self.config.critic_endpoint, env))
+            critic_chat = open_chat(self.config.critic_endpoint, env, self.config)
         rater = rater or rater_for(self.config.scorer, self.config.scorer_weights)
         self.deps = Deps(self.chat, as_searcher(index), prompts or PromptBook(), critic_chat, rater)
         self._runner: asyncio.Runner | None = None
@@ -174,11 +174,14 @@ def check_conversation(conversation: str) -> str:
     return conversation
 
 
-def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str]) -> ChatModel:
-    """The configured endpoint; with nothing configured at all (no base URL, no key), the embedded local model."""
+def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: Config | None = None) -> ChatModel:
+    """The configured endpoint (JSON chat, or a Self-RAG checkpoint's reflection tokens: `open_chat`); with
+    nothing configured at all (no base URL, no key), the embedded local model."""
     resolved = resolve_endpoint(endpoint, environ)
     if resolved.nothing_configured:
+        if endpoint.protocol == "reflection-tokens":
+            raise ConfigError("protocol reflection-tokens needs --base-url: a server running a Self-RAG checkpoint")
         from .llm.local import embedded_chat  # imports llama_cpp only when it is used
 
         return embedded_chat(endpoint, environ)
-    return OpenAIChatModel(resolved)
+    return open_chat(endpoint, environ, config)

@@ -18,6 +18,7 @@ OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
 DENSE_MODES = ("auto", "on", "off")
 SCORERS = ("paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
+PROTOCOLS = ("auto", "chat", "reflection-tokens")  # how the endpoint's model talks (see llm/reflection_chat.py)
 PLACEHOLDER_KEY = "sk-no-key-needed"  # local servers want some key; this one is never a secret
 
 
@@ -35,6 +36,7 @@ class EndpointConfig:
     top_logprobs: int = 10  # alternatives per token when logprobs are available
     breaker_threshold: int = 8  # consecutive failed calls that open the circuit breaker
     breaker_cooldown: float = 30.0  # seconds the open breaker refuses calls before one trial
+    protocol: str = "auto"  # chat (JSON replies) | reflection-tokens (Self-RAG checkpoints); auto: by model name
 
     def __post_init__(self) -> None:
         _check_range("max_concurrency", self.max_concurrency, 1, 1024)
@@ -43,6 +45,7 @@ class EndpointConfig:
         _check_range("top_logprobs", self.top_logprobs, 1, 20)
         _check_range("breaker_threshold", self.breaker_threshold, 1, 1000)
         _check_range("breaker_cooldown", self.breaker_cooldown, 0.0, 3600)
+        _check_choice("protocol", self.protocol, PROTOCOLS)
         if self.base_url is not None:
             check_base_url(self.base_url)
 

@@ -2,6 +2,7 @@
 
     SelfRagError            catch this to catch everything selfrag raises on purpose
     ├── ConfigError         a knob out of range, an unknown prompt, a prompt variable missing or undeclared
+    │   └── PromptNotSupportedError  the chat model cannot pose this prompt (a Self-RAG checkpoint's own format)
     ├── InputError          bad user input: an empty question, an unreadable path, a malformed file
     │   └── UsageError      a command-line argument cannot be used as given (the CLI exits 2, as argparse does)
     ├── RetrievalError      the index is missing, corrupt, from another format, or the corpus is empty
@@ -25,6 +26,11 @@ class SelfRagError(Exception):
 
 class ConfigError(SelfRagError):
     """A configuration value or prompt file is invalid; the message names the field and the allowed values."""
+
+
+class PromptNotSupportedError(ConfigError):
+    """The chat model has no form for this prompt (the fine-tuned Self-RAG models speak only the engine's own
+    four); a stage that is a courtesy (the short answer first) skips itself instead of failing the answer."""
 
 
 class InputError(SelfRagError):

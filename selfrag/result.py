@@ -19,7 +19,7 @@ class CritiqueOut(_Out):
     utility: int  # 1..5
     is_final: bool
     probs: dict[str, dict[str, float]]  # label set -> label -> probability
-    estimator: str  # logprobs | labels
+    estimator: str  # logprobs | labels | reflection-tokens | reflection-labels
     truncated: bool = False
     quote_ok: bool | None = None
     seq_prob: float | None = None

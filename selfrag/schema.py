@@ -44,7 +44,8 @@ class Critique:
     """The reflection labels of one candidate, as probability distributions over each label set.
 
     With discrete labels each distribution is one-hot. `relevance` and `support` are None for a segment written
-    without evidence. `estimator` says where the numbers came from: "logprobs" or "labels".
+    without evidence. `estimator` says where the numbers came from: "logprobs" or "labels"; for the fine-tuned
+    Self-RAG models "reflection-tokens" (their tokens' top-k logprobs) or "reflection-labels" (read as text, one-hot).
     """
 
     utility: Mapping[Utility, float]

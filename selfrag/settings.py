@@ -154,7 +154,7 @@ def _merge(layers: list[Mapping[str, Any]]) -> Config:
         critic.update(layer.get("critic_endpoint", {}))
     critic_endpoint = None
     if critic:
-        base = {k: v for k, v in endpoint.items() if k not in critic}
+        base = {k: v for k, v in endpoint.items() if k not in critic and k != "protocol"}  # a critic has its own
         critic_endpoint = EndpointConfig(**typed_values(EndpointConfig, {**base, **critic}))
     return Config(
         **typed_values(Config, knobs),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..llm.base import Capabilities, ChatModel, ChatRequest, ChatResponse, TokenLogprob
+from ..llm.base import Capabilities, ChatModel, ChatRequest, ChatResponse, NativeLabels, TokenLogprob
 from ..llm.openai_chat import json_schema
 from ..schema import Meter
 
@@ -230,6 +230,7 @@ def _record(response: ChatResponse, scratch: Meter, seconds: float) -> dict[str,
         "tokens": tokens,
         "finish_reason": response.finish_reason,
         "usage": [response.prompt_tokens, response.completion_tokens, response.cached_tokens],
+        **({"native": _native_record(response.native)} if response.native is not None else {}),
         "meter": _delta(scratch),
         "seconds": round(seconds, 4),
     }
@@ -246,7 +247,13 @@ def _replay(stored: dict[str, Any], meter: Meter) -> ChatResponse | None:
             )
         prompt_tokens, completion_tokens, cached = (int(x) for x in stored["usage"])
         response = ChatResponse(
-            str(stored["text"]), tokens, str(stored["finish_reason"]), prompt_tokens, completion_tokens, cached
+            str(stored["text"]),
+            tokens,
+            str(stored["finish_reason"]),
+            prompt_tokens,
+            completion_tokens,
+            cached,
+            native=_native_from(stored["native"]) if "native" in stored else None,
         )
         delta = stored["meter"]
         cost = {name: int(delta.get(name, 0)) for name in METER_FIELDS}
@@ -257,10 +264,32 @@ def _replay(stored: dict[str, Any], meter: Meter) -> ChatResponse | None:
     return response
 
 
+def _native_record(native: NativeLabels) -> dict[str, Any]:
+    """Label distributions a backend read itself (reflection tokens), as stored JSON."""
+    return {
+        "probs": {name: dict(probs) for name, probs in native.probs.items()},
+        "truncated": sorted(native.truncated),
+        "estimator": native.estimator,
+        "seq_prob": native.seq_prob,
+    }
+
+
+def _native_from(stored: dict[str, Any]) -> NativeLabels:
+    probs = {str(name): {str(k): float(p) for k, p in dist.items()} for name, dist in stored["probs"].items()}
+    seq = stored.get("seq_prob")
+    return NativeLabels(probs, frozenset(map(str, stored["truncated"])), str(stored["estimator"]), seq and float(seq))
+
+
 def _caps_from(stored: dict[str, Any]) -> Capabilities | None:
     try:
         return Capabilities(
-            str(stored["model"]), str(stored["structured"]), bool(stored["logprobs"]), bool(stored["n"])
+            str(stored["model"]),
+            str(stored["structured"]),
+            bool(stored["logprobs"]),
+            bool(stored["n"]),
+            str(stored.get("protocol", "chat")),
+            str(stored.get("reading", "")),
+            str(stored.get("note", "")),
         )
     except KeyError:
         return None

@@ -15,6 +15,8 @@ Choices the issue left open, made here and recorded in `Dataset.notes`:
 - HaluEval has no id field: the id is the 0-based line number. Its 9,936 distinct knowledge snippets are the
   pool; a question's own snippet is its gold chunk. It has no sentence-level gold.
 - HotpotQA smoke: one chunk per paragraph (title = document id), gold sentences from `supporting_facts`.
+- PopQA, PubHealth, ARC-Challenge: the paper's short-form files, each question with its own pre-retrieved
+  passages (`Dataset.presets`); the format and how each question is posed: shortform.py.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ import os
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..schema import Chunk
+from .shortform import CLOSED, pose
 
 CLAIM_LABELS = ("SUPPORT", "CONTRADICT", "NEI")
 CLIMATE_LABELS = {"SUPPORTS": "SUPPORT", "REFUTES": "CONTRADICT", "NOT_ENOUGH_INFO": "NEI"}
@@ -38,6 +42,9 @@ FOLDERS = {
     "halueval": "halueval_qa",
     "climate_fever": "climate_fever",
     "hotpotqa_smoke": "hotpotqa_smoke",
+    "popqa": "popqa",
+    "pubhealth": "pubhealth",
+    "arc_challenge": "arc_challenge",
 }
 
 
@@ -75,6 +82,7 @@ class Dataset:
     labels: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     total: int = 0  # examples before sampling
+    presets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # question -> its own passages (shortform)
 
     @property
     def sha256(self) -> str:
@@ -434,9 +442,54 @@ def load_halueval(folder: Path) -> Dataset:
     )
 
 
+def load_shortform(folder: Path, task: str) -> Dataset:
+    """The short-form file of `folder` (its one `*.jsonl`) as a Dataset with per-question passages (the format
+    and the posing: shortform.py)."""
+    files = sorted(folder.glob("*.jsonl"))
+    if len(files) != 1:
+        raise InputError(f"{folder}: expected the one .jsonl file of the {task} task, found {len(files)} .jsonl files")
+    reader = _Files(folder)
+    records = list(reader.jsonl(files[0].name))
+    where = str(files[0])
+    ids = [(str(r["id"]) if r.get("id") is not None else str(n), f"line {n}") for n, r in records]
+    check_ids(ids, where)
+    examples, corpus, presets = [], [], {}
+    for (number, record), (example_id, _) in zip(records, ids, strict=True):
+        line = f"{where} line {number}"
+        question, answers = pose(task, record, line)
+        contexts = record.get("ctxs", record.get("top_contexts"))
+        if not isinstance(contexts, list):
+            raise InputError(f"{line}: field 'ctxs' is missing or not a list")
+        keys = []
+        for rank, ctx in enumerate(contexts):
+            if not isinstance(ctx, dict) or not isinstance(ctx.get("text"), str):
+                raise InputError(f"{line}: ctxs[{rank}] needs a `text` string")
+            chunk = Chunk(f"{example_id}-ctx{rank}", 0, ctx["text"], title=str(ctx.get("title") or ""), source=task)
+            corpus.append(chunk)
+            keys.append(chunk.key)
+        presets[question] = tuple(keys)
+        meta = {"closed": "yes"} if task in CLOSED else {}
+        examples.append(Example(example_id, question, answers, meta=meta))
+    return Dataset(
+        task,
+        "qa",
+        str(folder),
+        reader.hashes,
+        tuple(examples),
+        tuple(corpus),
+        {chunk.key: (chunk.text,) for chunk in corpus},
+        total=len(examples),
+        notes=("retrieval: each question's own pre-retrieved ctxs from the file, in file order (not BM25)",),
+        presets=presets,
+    )
+
+
 LOADERS = {
     "scifact": load_scifact,
     "halueval": load_halueval,
     "climate_fever": load_climate_fever,
     "hotpotqa_smoke": load_hotpotqa_smoke,
+    "popqa": partial(load_shortform, task="popqa"),
+    "pubhealth": partial(load_shortform, task="pubhealth"),
+    "arc_challenge": partial(load_shortform, task="arc_challenge"),
 }

@@ -7,6 +7,7 @@ from ..engine.calibration import Rated, rater_for
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .datasets import Example
+from .shortform import closed_vote
 from .systems import Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
 
@@ -74,8 +75,12 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         for step in result.trace.steps
         for c in step.candidates
     ]
+    prediction = " ".join(s.text for s in result.segments)
+    if example.meta.get("closed"):  # short-form closed set: f summed per answer across the passages
+        votes = [(c.text, c.score) for step in result.trace.steps for c in step.candidates if not c.error]
+        prediction = closed_vote(votes) or prediction
     return Outcome(
-        " ".join(s.text for s in result.segments),
+        prediction,
         result.answer,
         citations=[s.chunk for s in cited],  # type: ignore[misc]
         cited_texts=[s.text for s in cited],

@@ -46,6 +46,7 @@ from .cache import CachedChatModel, RequestCache, digest
 from .progress import Progress
 from .samples import SampleWriter, build_record, read_samples
 from .score import markdown_table, summarize
+from .shortform import PresetRetriever
 from .systems import BENCH_DEFAULTS, BenchPrompts, Context, System, parse_system
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_FAILURES = 0, 1, 2, 3
@@ -99,11 +100,13 @@ def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | Non
     (`threads`: llama.cpp threads; 1 is far faster than 2 when another process keeps a core busy)."""
     endpoint = config.endpoint
     if endpoint.base_url or environ.get("OPENAI_BASE_URL"):
-        from ..llm.openai_chat import OpenAIChatModel
+        from ..llm.reflection_chat import open_chat, uses_reflection_tokens
 
         resolved = resolve_endpoint(endpoint, environ)
         url = redact_url(resolved.base_url or "openai").rstrip("/")
-        return OpenAIChatModel(resolved), f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
+        protocol = "|reflection-tokens" if uses_reflection_tokens(endpoint) else ""
+        endpoint_id = f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}{protocol}"
+        return open_chat(endpoint, environ, config), endpoint_id
     from ..llm.local import embedded_chat, served
 
     chat = embedded_chat(endpoint, environ, n_threads=threads)
@@ -195,8 +198,10 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
         },
         "system": system.describe(),
         "endpoint": endpoint_id,
-        # the text is part of the run hash: it keeps the old module name so existing runs still match
-        "retriever": "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",
+        # the BM25 text is part of the run hash: it keeps the old module name so existing runs still match
+        "retriever": "each question's pre-retrieved ctxs from the dataset file"
+        if dataset.presets
+        else "BM25 (selfrag.index defaults: Lucene k1 1.5 b 0.75, English stopwords, Snowball stemmer)",
     }
     return {**body, "hash": digest(body)}
 
@@ -255,6 +260,8 @@ async def _run(
     from ..retrieval.index import Index
 
     index = Index.build(dataset.corpus)
+    if dataset.presets:  # short-form files carry each question's passages: use those, as the paper did
+        index = PresetRetriever(index, dataset.presets, dataset.chunk_texts())
     cache = RequestCache(options.cache_path) if options.cache_path else None
     chat = CachedChatModel(inner, cache, endpoint=endpoint_id)
     started, status, message = time.time(), "complete", ""
@@ -263,6 +270,8 @@ async def _run(
     writer = SampleWriter(samples)
     try:
         capabilities = (await chat.capabilities(Meter())).describe()
+        if capabilities.get("note"):  # the reading a Self-RAG checkpoint's endpoint fell back to, said once
+            print(f"note: {capabilities['note']}", file=stream)
         status, message = await _answer_all(options, dataset, system, chat, index, todo, writer, progress)
     except FatalLLMError as error:
         status, message = "aborted", f"the endpoint refused: {error}"

@@ -9,7 +9,8 @@ The systems under test, all on the same model and the same BM25 index (dispatche
                    (rag_answer / rag_verify_claim)
     selfrag        the engine (SelfRAG.aanswer) for QA (qa.py); the closed-set protocol (claims.py) for claims.
                    Greedy by default; --beam-width 2 for the beam; ablations by flags:
-                   --critic separate, --w-sup 0, --mode always
+                   --critic separate, --w-sup 0, --mode always; `+short` is the paper's short-form
+                   setting (depth 1: one answer per passage, best by the critic score; shortform.py)
     critic         critic agreement (qa.py): ISSUP of the engine's critic prompt on gold-labelled (statement,
                    document) pairs: CLIMATE-FEVER's claim/sentence labels, HaluEval's right vs hallucinated
                    answer with the same knowledge
@@ -85,6 +86,8 @@ class System:
             parts.append(f"wsup{c.w_sup:g}")
         if c.mode is not Mode.ADAPTIVE:
             parts.append(c.mode.value)
+        if c.max_depth == 1:
+            parts.append("short")  # the paper's short-form setting: one answer per passage, best by f
         if c.scorer != "paper":
             parts.append(c.scorer)
         if self.oracle_flip is not None:
@@ -116,14 +119,16 @@ def parse_system(name: str, config: Config) -> System:
             values["mode"] = mod
         elif mod in ("paper", "evidence"):
             values["scorer"] = mod
+        elif mod == "short":
+            values["max_depth"] = 1
         elif (weight := re.fullmatch(r"wsup(-?[0-9.]+(?:e[-+]?[0-9]+)?)", mod)) is not None:
             values["w_sup"] = float(weight.group(1))
         elif (flip := re.fullmatch(r"oracle([0-9.]+)", mod)) is not None:
             oracle = float(flip.group(1))
         else:
             raise ConfigError(
-                f"unknown ablation {mod!r} in {name!r}; use separate, always, never, evidence, wsup<weight> "
-                "or oracle<flip probability>"
+                f"unknown ablation {mod!r} in {name!r}; use separate, always, never, short, evidence, "
+                "wsup<weight> or oracle<flip probability>"
             )
     return System(base, config.with_values(**values) if values else config, oracle)
 

@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
         written = write_trace_html(result, args.trace_html)
         print(f"selfrag: wrote the search tree to {written}", file=sys.stderr)
+    if result.trace.capabilities.get("note"):  # the reading an endpoint fell back to, said once
+        print(f"selfrag: note: {result.trace.capabilities['note']}", file=sys.stderr)
     if result.stop_reason in ("budget", "deadline", "llm_failure"):
         print(
             f"selfrag: note: the answer stopped early ({result.stop_reason}); it holds what was settled",

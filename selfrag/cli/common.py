@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from ..config import PROTOCOLS
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
@@ -40,6 +41,7 @@ ENGINE_FLAGS = (
     "max_concurrency",
     "timeout",
     "send_openai_key",
+    "protocol",
 )
 
 
@@ -115,6 +117,14 @@ ENDPOINT_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {  # dest 
     "critic_model": (("--critic-model",), {"help": "separate critic: its model"}),
     "max_concurrency": (("--max-concurrency",), {"type": int, "help": "requests in flight at once (default 32)"}),
     "timeout": (("--timeout",), {"type": float, "help": "seconds per HTTP request (default 60)"}),
+    "protocol": (
+        ("--protocol",),
+        {
+            "choices": PROTOCOLS,
+            "help": "reflection-tokens: a fine-tuned Self-RAG model over /v1/completions (auto: when the model name "
+            "has 'selfrag'); chat: JSON replies over /v1/chat/completions",
+        },
+    ),
     "send_openai_key": (
         ("--send-openai-key",),
         {

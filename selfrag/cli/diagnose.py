@@ -122,7 +122,8 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
         source = "configured" if config.endpoint.model else "the endpoint's first listed model"
         checks.append(Check("model", True, f"{caps.model} ({source})"))
         checks.append(_capabilities(caps))
-        checks.append(await _tiny_call(chat))
+        if caps.protocol == "chat":
+            checks.append(await _tiny_call(chat))  # a Self-RAG checkpoint's probe was already a real completion
     finally:
         close = getattr(chat, "aclose", None)
         if close is not None:
@@ -131,6 +132,9 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
 
 
 def _capabilities(caps: Capabilities) -> Check:
+    if caps.protocol != "chat":
+        source = "token logprobs" if caps.reading == "logprobs" else "the text (one-hot)"
+        return Check("capabilities", True, f"protocol {caps.protocol}, labels from {source}", caps.note)
     detail = f"structured output {caps.structured}, logprobs {_yes(caps.logprobs)}, n {_yes(caps.n)}"
     hint = ""
     if caps.structured in ("json_object", "none"):

@@ -279,7 +279,7 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
 
 def _critique(critique: CritiqueOut) -> str:
     values = {"relevance": critique.relevance, "support": critique.support, "utility": critique.utility}
-    show_p = critique.estimator == "logprobs"
+    show_p = critique.estimator in ("logprobs", "reflection-tokens")  # reflection tokens: their own probabilities
     chips = [
         f'<span class="lab">{token} {_label(str(values[name]), critique.probs.get(name, {}) if show_p else {})}</span>'
         for name, token in _LABELS

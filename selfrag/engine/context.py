@@ -64,6 +64,7 @@ class Run:
             schema=prompt.reply_model,
             max_tokens=MAX_TOKENS.get(prompt_name, DEFAULT_MAX_TOKENS),
             logprobs=logprobs,
+            values=tuple(values.items()),
         )
         return await ask(model, request, self.meter, reasks=self.config.reasks)
 

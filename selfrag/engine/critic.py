@@ -60,7 +60,9 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     draft = [segment.text for segment in candidate.parent.segments]
-    flaw = degeneracy(question, candidate.text, draft)
+    flaw = degeneracy(question, candidate.text, draft, candidate.chunk.text if candidate.chunk else None)
+    if flaw == "several_sentences" and candidate.critique.estimator.startswith("reflection"):
+        flaw = None  # a Self-RAG checkpoint's segment ends at its own [Retrieval] token: the paper's unit
     if flaw == "several_sentences":
         cut = best_sentence(question, candidate.text, draft)
         flaw = degeneracy(question, cut, draft)

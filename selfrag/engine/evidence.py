@@ -56,6 +56,8 @@ _FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
+SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
+COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
 
 
 @lru_cache(maxsize=1)
@@ -132,17 +134,21 @@ def vector(values: Mapping[str, float]) -> list[float]:
     return [float(values[name]) for name in FEATURES]
 
 
-def degeneracy(question: str, sentence: str, draft: Sequence[str]) -> str | None:
+def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None) -> str | None:
     """Why a sentence must not be kept as written, or None: `restates_question`, `repeats_draft`,
-    `several_sentences` (the caller may cut it with `best_sentence`)."""
+    `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
+    `best_sentence`). A short answer (fewer than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option
+    letter the question lists) is an answer, not a restatement."""
     said = terms(sentence)
-    if not said or len(said - terms(question)) / len(said) < RESTATED_NOVELTY:
+    if len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY:
         return "restates_question"
     for earlier in draft:
         before = terms(earlier)
-        if before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
+        if said and before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
             return "repeats_draft"
-    if len(sentences(sentence)) > 1:
+    parts = len(sentences(sentence))
+    copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
+    if parts >= 3 or (parts == 2 and copied):
         return "several_sentences"
     return None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..errors import FatalLLMError, LLMError
+from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..schema import Segment
 from .context import Run
 from .evidence import terms
@@ -71,7 +71,7 @@ async def write_lead(run: Run, segments: Sequence[Segment]) -> str | None:
         )
     except FatalLLMError:
         raise
-    except LLMError:
+    except (LLMError, PromptNotSupportedError):  # a model that cannot pose the lead prompt gets no lead
         return None
     assert isinstance(parsed.value, LeadReply)
     return lead_text(kind, parsed.value.answer, [s.text for s in segments])

@@ -1,8 +1,9 @@
 """What the model must reply, one pydantic model per prompt kind, and the pure reading of those replies.
 
 The JSON schema sent as `response_format` is generated from these models, and every reply is validated
-against them locally. Reading a validated reply needs no run and no I/O: label distributions (from logprobs
-when the reply has them, else one-hot), the critique, the evidence-quote check, and the retrieval decision
+against them locally. Reading a validated reply needs no run and no I/O: label distributions (the ones a
+backend read itself, `ChatResponse.native`, for the Self-RAG checkpoints' reflection tokens; else from logprobs
+when the reply has them; else one-hot), the critique, the evidence-quote check, and the retrieval decision
 under a threshold.
 
 Field order is the order the model writes in: relevance before the sentence, the evidence quote and support
@@ -158,7 +159,9 @@ def plan_from(parsed: Parsed, label_field: str, query_field: str, threshold: flo
     value, response = parsed.value, parsed.response
     raw_label = str(getattr(value, label_field))
     dist = None
-    if response.tokens is not None:
+    if response.native is not None:
+        dist = response.native.probs.get(label_field)
+    elif response.tokens is not None:
         found = label_distribution(response.text, response.tokens, label_field, DECISIONS)
         dist = found.probs if found else None
     decision, p_ret = decide(raw_label, dist, threshold, has_cache)
@@ -170,6 +173,9 @@ def _dist(parsed: Parsed, field: str, kind: type, chosen: object) -> tuple[dict,
     """(distribution, from_logprobs, truncated) for one label field of a reply."""
     labels = [str(member.value) for member in kind]
     response = parsed.response
+    if response.native is not None and field in response.native.probs:
+        probs = response.native.probs[field]
+        return {member: probs.get(str(member.value), 0.0) for member in kind}, True, field in response.native.truncated
     if response.tokens is not None:
         found = label_distribution(response.text, response.tokens, field, labels)
         if found is not None:
@@ -190,16 +196,17 @@ def critique_from(parsed: Parsed, *, with_evidence: bool, sentence_field: str | 
     if with_evidence:
         relevance, lp_rel, tr_rel = _dist(parsed, "relevance", Relevance, value.relevance)
         support, lp_sup, tr_sup = _dist(parsed, "support", Support, value.support)
-    tokens = parsed.response.tokens
+    tokens, native = parsed.response.tokens, parsed.response.native
     seq = mean_token_prob(parsed.response.text, tokens, sentence_field) if tokens and sentence_field else None
+    estimator = "logprobs" if (lp_use or lp_rel or lp_sup) else "labels"
     return Critique(
         utility=utility,
         is_final=bool(value.is_final),
         relevance=relevance,
         support=support,
-        estimator="logprobs" if (lp_use or lp_rel or lp_sup) else "labels",
+        estimator=native.estimator if native is not None else estimator,
         truncated=tr_use or tr_rel or tr_sup,
-        seq_prob=seq,
+        seq_prob=native.seq_prob if native is not None and sentence_field else seq,
     )
 
 
@@ -221,7 +228,7 @@ def quote_found(quote: str, chunk_text: str) -> bool:
 def check_quote(critique: Critique, quote: str, chunk_text: str) -> Critique:
     """Claimed support needs a quote from the chunk; without one, support drops one level (fully -> partially
     -> no), probability mass included."""
-    if critique.support is None:
+    if critique.support is None or critique.estimator.startswith("reflection"):  # trained ISSUP tokens, no quote
         return critique
     claimed = Critique.top(critique.support)
     if claimed is Support.NO:

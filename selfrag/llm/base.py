@@ -7,6 +7,7 @@ re-asking and label probabilities live in `structured.py`, so tests of those run
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,6 +32,7 @@ class ChatRequest:
     max_tokens: int = 400
     logprobs: bool = False  # ask for token logprobs if the endpoint offers them
     temperature: float = 0.0
+    values: tuple[tuple[str, str], ...] = ()  # the prompt's inputs, for a backend that writes its own prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,19 @@ class ChatResponse:
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_only: bool = False  # no answer text, only reasoning (`reasoning_content`), never used as the answer
+    native: NativeLabels | None = None  # labels the backend read itself (reflection tokens); None: read the JSON
+
+
+@dataclass(frozen=True, slots=True)
+class NativeLabels:
+    """Label distributions a backend read from the model's own tokens (the fine-tuned Self-RAG models), keyed by
+    the reply field they stand for (relevance, support, utility, retrieve, retrieve_next). A field missing here
+    is read from the JSON reply, one-hot."""
+
+    probs: Mapping[str, Mapping[str, float]]  # field -> label value -> probability (sums to 1)
+    truncated: frozenset[str] = frozenset()  # fields where some label fell outside the top-k and got a floor
+    estimator: str = "reflection-tokens"  # reflection-tokens (from logprobs) | reflection-labels (text, one-hot)
+    seq_prob: float | None = None  # geometric-mean probability of the segment's own tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +74,20 @@ class Capabilities:
     structured: str = "json_schema"  # json_schema | json_object_schema | json_object | none
     logprobs: bool = False
     n: bool = False
+    protocol: str = "chat"  # chat (JSON replies) | reflection-tokens (the fine-tuned Self-RAG models)
+    reading: str = ""  # reflection-tokens: logprobs | labels (read from the text, one-hot)
+    note: str = ""  # why the reading fell back, said once per endpoint
 
     def describe(self) -> dict[str, object]:
-        return {"model": self.model, "structured": self.structured, "logprobs": self.logprobs, "n": self.n}
+        described: dict[str, object] = {
+            "model": self.model,
+            "structured": self.structured,
+            "logprobs": self.logprobs,
+            "n": self.n,
+        }
+        if self.protocol != "chat":  # chat endpoints describe as before (benchmark cache keys stay valid)
+            described.update(protocol=self.protocol, reading=self.reading, note=self.note)
+        return described
 
 
 class ChatModel(Protocol):

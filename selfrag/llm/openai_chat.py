@@ -224,26 +224,7 @@ class OpenAIChatModel:
         """One chat completion through the SDK's generic `post` (its retries, auth and errors), read by our own
         contract check rather than the SDK's models: OpenAI-compatible servers vary in what they send."""
         caps = await self.capabilities(meter)
-        params = self._params(request, caps)
-        client, gate, _ = self._loop_state()
-        async with gate:
-            trial = self.breaker.check()
-            try:
-                raw = await client.post("/chat/completions", body=params, cast_to=httpx2.Response)
-            except openai.APIError as error:
-                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
-                meter.failed_calls += 1
-                raise self._failed(error) from None
-            finally:
-                if trial:
-                    self.breaker.end_trial()
-        meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
-        try:
-            data = raw.json()
-        except ValueError:
-            meter.failed_calls += 1
-            self.breaker.failure()  # a proxy's error page with status 200 is an endpoint failure too
-            raise LLMError("the endpoint answered 200 with a body that is not JSON (an error page?)") from None
+        data = await self._post("/chat/completions", self._params(request, caps), meter)
         try:
             response = read_completion(data, meter)
         except RefusalError:
@@ -255,6 +236,29 @@ class OpenAIChatModel:
         self.breaker.success()
         self._check_not_truncated(request, response)
         return response
+
+    async def _post(self, path: str, params: dict[str, Any], meter: Meter, *, guarded: bool = True) -> Any:
+        """One POST through the SDK (its retries, auth and errors), counted in the meter; the JSON body.
+        `guarded`: ask the breaker first (a capability probe is already inside its own breaker check)."""
+        client, gate, _ = self._loop_state()
+        async with gate:
+            trial = self.breaker.check() if guarded else False
+            try:
+                raw = await client.post(path, body=params, cast_to=httpx2.Response)
+            except openai.APIError as error:
+                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
+                meter.failed_calls += 1
+                raise self._failed(error) from None
+            finally:
+                if trial:
+                    self.breaker.end_trial()
+        meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
+        try:
+            return raw.json()
+        except ValueError:
+            meter.failed_calls += 1
+            self.breaker.failure()  # a proxy's error page with status 200 is an endpoint failure too
+            raise LLMError("the endpoint answered 200 with a body that is not JSON (an error page?)") from None
 
     def _failed(self, error: openai.APIError) -> LLMError:
         """Our error for an SDK error; the breaker learns from it (a fatal one opens it for good)."""

@@ -10,6 +10,10 @@ Embeddings (`hashed_embedding`) are deterministic hashed bags of words and chara
 words or word pieces ("labour" and "labor") come out similar. They exercise the plumbing and carry no meaning
 beyond that; never report retrieval quality measured with them. `embeddings=False` removes the route (404, as
 a chat-only server answers), and `embedding_models` limits the models served (others get 404).
+
+`completions=` adds the legacy `POST /v1/completions` (what vLLM serves for a non-chat model such as the Self-RAG
+checkpoints): a function of the request body returning `choices[0]`, usually built by `legacy_choice`, which
+writes vLLM's logprobs shape. The fault modes apply to it as to chat.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], str]
+CompletionResponder = Callable[[dict[str, Any]], dict[str, Any]]  # a /v1/completions body -> its choices[0]
 MAX_BODY = 8 * 1024 * 1024
 JSON = {"content-type": "application/json"}
 FAULT_REPLIES: dict[str, tuple[int, bytes, dict[str, str]]] = {
@@ -155,8 +160,10 @@ class FakeOpenAIServer:
         embeddings: bool = True,
         embedding_models: tuple[str, ...] | None = None,
         embedding_dimensions: int = EMBEDDING_DIMENSIONS,
+        completions: CompletionResponder | None = None,
     ) -> None:
         self.latency, self.responder, self.model, self.fault = latency, responder, model, fault
+        self.completions = completions  # serve the legacy POST /v1/completions (see legacy_choice)
         self.embeddings, self.embedding_models, self.embedding_dimensions = (
             embeddings,
             embedding_models,
@@ -242,7 +249,10 @@ class FakeOpenAIServer:
             status, reply = self._embeddings(json.loads(body or b"{}"))
             await _write(writer, status, json.dumps(reply).encode())
             return True
-        if not (method == "POST" and path.endswith("/chat/completions")):
+        legacy = (
+            self.completions is not None and path.endswith("/completions") and not path.endswith("/chat/completions")
+        )
+        if not (method == "POST" and (path.endswith("/chat/completions") or legacy)):
             await _write(writer, 404, b'{"error": {"message": "not found"}}')
             return True
         payload = json.loads(body or b"{}")
@@ -287,7 +297,7 @@ class FakeOpenAIServer:
             await _write(writer, status, body, headers=headers)
             return True
         completion = self._completion(payload)
-        if fault == "malformed":
+        if fault == "malformed" and "message" in completion["choices"][0]:
             completion["choices"][0]["message"]["content"] = '{"sentence": "half a reply'
         if fault == "cut-prompt":
             completion["usage"]["prompt_tokens"] = 16
@@ -320,6 +330,8 @@ class FakeOpenAIServer:
         }
 
     def _completion(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if "prompt" in payload and self.completions is not None:
+            return self._text_completion(payload)
         content = self.responder(payload)
         choice = {
             "index": 0,
@@ -340,6 +352,51 @@ class FakeOpenAIServer:
                 "total_tokens": prompt + len(content) // 4,
             },
         }
+
+    def _text_completion(self, payload: dict[str, Any]) -> dict[str, Any]:
+        assert self.completions is not None
+        choice = {"index": 0, **self.completions(payload)}
+        prompt, text = len(str(payload.get("prompt", ""))) // 4, str(choice.get("text", ""))
+        return {
+            "id": f"cmpl-{self.stats.requests}",
+            "object": "text_completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": len(text) // 4,
+                "total_tokens": prompt + len(text) // 4,
+            },
+        }
+
+
+def legacy_choice(
+    pieces: list[tuple[str, float, dict[str, float]]], payload: dict[str, Any], finish_reason: str = "stop"
+) -> dict[str, Any]:
+    """A legacy completions choice in vLLM's shape (`CompletionLogProbs`; OpenAI's completions reference): `text`,
+    `finish_reason`, and, only when the request asked for `logprobs` = k, `logprobs` with `tokens`,
+    `token_logprobs`, `top_logprobs` (per position a {token: logprob} dict of the k best, plus the chosen token
+    when it is not among them) and `text_offset` (character offsets from the start of the completion).
+    `pieces`: (token, its logprob, the alternatives the model would have listed)."""
+    text = "".join(token for token, _, _ in pieces)
+    choice: dict[str, Any] = {"text": text, "finish_reason": finish_reason, "logprobs": None, "stop_reason": None}
+    k = payload.get("logprobs")
+    if isinstance(k, int) and not isinstance(k, bool) and pieces:
+        tops, offsets, position = [], [], 0
+        for token, logprob, alternatives in pieces:
+            best = dict(sorted(alternatives.items(), key=lambda item: -item[1])[:k])
+            best.setdefault(token, logprob)
+            tops.append(best)
+            offsets.append(position)
+            position += len(token)
+        choice["logprobs"] = {
+            "text_offset": offsets,
+            "token_logprobs": [logprob for _, logprob, _ in pieces],
+            "tokens": [token for token, _, _ in pieces],
+            "top_logprobs": tops,
+        }
+    return choice
 
 
 async def _hung_up(reader: asyncio.StreamReader, seconds: float) -> bool:

@@ -64,12 +64,16 @@ def test_agreement_counts_what_other_chunks_sentences_also_say():
         ("Who directed the 1975 film Jaws?", [], "restates_question"),
         ("The 1975 film Jaws was directed.", [], "restates_question"),
         ("Steven Spielberg directed Jaws.", ["Steven Spielberg directed Jaws!"], "repeats_draft"),
-        ("Spielberg directed Jaws. Benchley wrote the novel.", [], "several_sentences"),
+        ("Spielberg directed Jaws. Benchley wrote the novel.", [], "several_sentences"),  # copied from the chunk
+        ("Spielberg made it. He was young. It was a hit.", [], "several_sentences"),
+        ("Spielberg directed it. Or so they say.", [], None),  # two sentences, not a copy
         ("Steven Spielberg directed it.", ["Peter Benchley wrote the novel."], None),
+        ("Yes.", ["Yes."], None),  # no content words: an answer, not a restatement or a repeat
+        ("Jaws", [], None),  # a short answer the question names is still an answer
     ],
 )
 def test_degenerate_sentences_are_named(sentence, draft, flaw):
-    assert evidence.degeneracy(Q, sentence, draft) == flaw
+    assert evidence.degeneracy(Q, sentence, draft, CHUNK) == flaw
 
 
 def test_a_multi_sentence_copy_is_cut_to_the_sentence_that_answers():
