@@ -251,8 +251,8 @@ def judged_row(record: Any, where: str) -> JudgedRow:
 
 def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = None) -> CriticModel:
     """Both heads from judged rows, the support threshold with the best balanced accuracy on them, and the
-    confidence map (Platt) from the rows with `correct`: per question, the row the engine would keep (the
-    highest P(relevant) + P(supported)) against whether it was right. Refuses data that cannot fit a model."""
+    confidence map (Platt) from the rows with `correct`: per question, the one of those rows the engine would
+    keep (the highest P(relevant) + P(supported)) against whether it was right. Refuses data that cannot fit a model."""
     if len(rows) < MIN_ROWS:
         raise InputError(f"{len(rows)} judged rows are too few to fit the critic; give at least {MIN_ROWS}")
     for name in ("relevant", "supported"):
@@ -265,11 +265,11 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     p_rel = [relevant.probability(v) for v in x.tolist()]
     p_sup = [supported.probability(v) for v in x.tolist()]
     threshold = balanced_threshold(p_sup, [row.supported for row in rows])
-    kept: dict[str, tuple[float, float, bool | None]] = {}
+    kept: dict[str, tuple[float, float, bool]] = {}  # per question, the candidate the engine would keep
     for row, r, s in zip(rows, p_rel, p_sup, strict=True):
-        if row.question not in kept or r + s > kept[row.question][0]:
+        if row.correct is not None and (row.question not in kept or r + s > kept[row.question][0]):
             kept[row.question] = (r + s, s, row.correct)
-    answers = [(s, bool(c)) for _, s, c in kept.values() if c is not None]
+    answers = [(s, c) for _, s, c in kept.values()]
     platt = Platt()
     if len({c for _, c in answers}) == 2:
         platt = fit_platt([s for s, _ in answers], [c for _, c in answers])
