@@ -89,6 +89,7 @@ class SelfRAG:
         history = clip_history(check_conversation(conversation))
         run = Run(self.deps, config or self.config, question, history, Meter(), self._secret)
         deadline = asyncio.get_running_loop().time() + run.config.deadline  # the probe counts against it too
+        run.meter.deadline, run.meter.max_calls = deadline, run.config.max_llm_calls  # rate-limit waits stop here
         try:
             async with asyncio.timeout_at(deadline):
                 capabilities = await self.chat.capabilities(run.meter)
@@ -98,7 +99,7 @@ class SelfRAG:
             ) from None
         extras = {
             "prompts": self.deps.prompts.versions(),
-            "capabilities": capabilities.describe(),
+            "capabilities": capabilities.report(),
             "model": self.chat.name,
         }
         async for event in search(run, extras, deadline):

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .labels import CriticMode, Mode
+from .llm.costs import LOGPROBS_MODES
 
 OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
@@ -32,6 +33,7 @@ class EndpointConfig:
     timeout: float = 60.0  # seconds per HTTP request (the SDK retries timeouts)
     max_retries: int = 2  # the SDK's transport retries per request
     top_logprobs: int = 10  # alternatives per token when logprobs are available
+    logprobs: str = "auto"  # auto: ask for logprobs where the probe finds them cheap (costs.py); on; off
     breaker_threshold: int = 8  # consecutive failed calls that open the circuit breaker
     breaker_cooldown: float = 30.0  # seconds the open breaker refuses calls before one trial
 
@@ -40,6 +42,9 @@ class EndpointConfig:
         _check_range("timeout", self.timeout, 0.1, 3600)
         _check_range("max_retries", self.max_retries, 0, 10)
         _check_range("top_logprobs", self.top_logprobs, 1, 20)
+        if isinstance(self.logprobs, bool):  # TOML `logprobs = true` reads as on
+            object.__setattr__(self, "logprobs", "on" if self.logprobs else "off")
+        _check_choice("logprobs", self.logprobs, LOGPROBS_MODES)
         _check_range("breaker_threshold", self.breaker_threshold, 1, 1000)
         _check_range("breaker_cooldown", self.breaker_cooldown, 0.0, 3600)
         if self.base_url is not None:

@@ -34,6 +34,7 @@ ENGINE_FLAGS = (
     "critic_model",
     "max_concurrency",
     "timeout",
+    "logprobs",
     "send_openai_key",
 )
 
@@ -84,6 +85,11 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     endpoint.add_argument("--critic-model", help="separate critic: its model")
     endpoint.add_argument("--max-concurrency", type=int, help="requests in flight at once (default 32)")
     endpoint.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    endpoint.add_argument(
+        "--logprobs",
+        choices=["auto", "on", "off"],
+        help="token logprobs for soft scores: auto uses them where the probe finds them cheap (default auto)",
+    )
     endpoint.add_argument(
         "--send-openai-key",
         action="store_const",

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..text import clean_for_terminal
 
-ENDPOINT_FLAGS = ("base_url", "model", "timeout", "send_openai_key")
+ENDPOINT_FLAGS = ("base_url", "model", "timeout", "logprobs", "send_openai_key")
 
 
 def register(commands: Any) -> None:
@@ -23,6 +23,9 @@ def register(commands: Any) -> None:
     doctor.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     doctor.add_argument("--model", "-m", help="model name (default: the endpoint's first model)")
     doctor.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    doctor.add_argument(
+        "--logprobs", choices=["auto", "on", "off"], help="token logprobs: auto, on or off (default auto)"
+    )
     doctor.add_argument(
         "--send-openai-key",
         action="store_const",
