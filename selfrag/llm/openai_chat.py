@@ -208,7 +208,9 @@ class OpenAIChatModel:
                     meter.llm_calls += _attempts_spent(error, PROBE_RETRIES)
                     raise self._failed(error) from None
                 except (openai.APIStatusError, openai.APIResponseValidationError) as error:
-                    meter.llm_calls += _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
+                    meter.llm_calls += (
+                        _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
+                    )
                     return None
                 except openai.APIConnectionError as error:
                     meter.llm_calls += 1 + PROBE_RETRIES

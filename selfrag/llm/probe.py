@@ -8,8 +8,8 @@ Run once per endpoint (openai_chat.py sends the requests; every one is counted i
    same small call at temperature 0, plain, with logprobs, and with the schema. A cost over the limit is
    measured once more and the lower figure kept, so a passing stall is not taken for a cost.
 3. **Parallelism** (parallel.py), unless even one slot could not make a request time out: the server's slot
-   count from its root (`GET /props`, else `GET /slots`), else waves of identical plain calls sent together, unless a call is too fast to show a queue or too slow
-   for a wave to fit the request timeout.
+   count from its root (`GET /props`, else `GET /slots`), else waves of identical plain calls sent together,
+   unless a call is too fast to show a queue or too slow for a wave to fit the request timeout.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ async def _parallelism(
     slots = None if isinstance(props, dict) and "total_slots" in props else await fetch("/slots")
     count, note = reported_slots(props, slots)
     if count is not None:
-        return Parallelism(count, "server", f"{count} at once: the server reports {note}")
+        return Parallelism(count, "server", f"the server reports {note}")
     learned = _skipped(solo, settings.timeout) or await _waves(attempt, model, settings.max_concurrency)
     prefix = f"{note}; " if "not trusted" in note else ""
     return Parallelism(learned.limit, learned.source, prefix + learned.detail)
@@ -182,8 +182,7 @@ async def _waves(attempt: Attempt, model: str, cap: int) -> Parallelism:
         return Parallelism(
             served,
             "latency",
-            f"{served} at once, learned from latency: {size} identical calls sent together, the slowest took "
-            f"{ratio:.1f}x the fastest",
+            f"learned from latency: {size} identical calls sent together, the slowest took {ratio:.1f}x the fastest",
         )
     if together == 0:
         return Parallelism(None, "none", "not measured (max_concurrency 1)")
