@@ -2,11 +2,11 @@
 
 - Transport retries (connection errors, timeouts, 408/409/5xx) belong to the SDK (`max_retries`).
 - Rate limits (429) belong to this module, on the clients it builds: a response hook marks every 429
-  `x-should-retry: false`, which the SDK obeys, and `_patiently` waits what the server asks (Retry-After or
-  retry-after-ms; else exponential backoff with jitter) and sends again, until the answer's deadline or call
-  budget (Meter.deadline, Meter.max_calls); one 429 makes every caller wait, not only the one that got it. A
-  wait that would pass the deadline ends the answer at once, naming the wait. A client passed in by the caller
-  is not observed, so there the SDK keeps its own 429 retries (never two owners).
+  `x-should-retry: false`, which the SDK obeys, and `_patiently` waits what the server asks (ratelimit.py:
+  Retry-After or retry-after-ms, else exponential backoff with jitter) and sends again, until the answer's
+  deadline or call budget (Meter.deadline, Meter.max_calls); one 429 makes every caller wait, not only the one
+  that got it. A wait that would pass the deadline ends the answer at once, naming the wait. A client passed
+  in by the caller is not observed, so there the SDK keeps its own 429 retries (never two owners).
 - Capabilities (structured-output flavour, logprobs and their cost, n, calls served at once) are probed once
   per instance (probe.py), never guessed from model names, and reported in results.
 - An adaptive gate per endpoint bounds requests in flight: the configured cap, lowered to what the server
@@ -21,7 +21,6 @@ import asyncio
 import functools
 import itertools
 import json
-import random
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +40,7 @@ from .breaker import Breaker
 from .costs import Timed
 from .limiter import AdaptiveLimit, Gate, retry_after
 from .probe import Trial, probe
+from .ratelimit import UNBOUNDED_ATTEMPTS, Pause
 
 T = TypeVar("T")
 
@@ -51,8 +51,6 @@ TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means t
 TRUNCATION_MIN_TOKENS = 128  # below this, template and tokenizer differences dominate; skip the check
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # where reasoning models put their thinking
 SENT, SERVER_SECONDS = "selfrag_sent", "selfrag_server_seconds"  # request and response extensions we set
-BACKOFF = (0.5, 30.0)  # a 429 without Retry-After: 0.5 s doubling per attempt up to 30 s, less up to a quarter
-UNBOUNDED_ATTEMPTS = 10  # 429s in a row one call rides out when the caller set no deadline (doctor, judges)
 
 
 class OpenAIChatModel:
@@ -79,9 +77,7 @@ class OpenAIChatModel:
         settings = endpoint.settings
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
         self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
-        self._quiet_until = 0.0  # monotonic time before which no request is sent (the server asked to wait)
-        self._quiet_why = ""  # what set that time, for the error when the wait cannot be afforded
-        self._jitter = random.Random()
+        self._pause = Pause()  # when the server will take requests again, after a 429 (ratelimit.py)
 
     @property
     def name(self) -> str:
@@ -269,7 +265,7 @@ class OpenAIChatModel:
                 return await once()
             except openai.RateLimitError as error:
                 meter.llm_calls += 1 + _retries_before(error)
-                self._back_off(error, attempt)
+                self._pause.rate_limited(time.monotonic(), retry_after(error.response.headers), attempt)
                 if meter.max_calls is not None and meter.llm_calls >= meter.max_calls:
                     raise BudgetError(
                         f"the endpoint kept answering 429 (rate limited) until the answer's budget of "
@@ -281,34 +277,12 @@ class OpenAIChatModel:
                     ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _back_off(self, error: openai.RateLimitError, attempt: int) -> None:
-        """Nobody sends before the server's Retry-After (or, without one, a jittered exponential backoff)."""
-        asked = retry_after(error.response.headers)
-        if asked is not None:
-            wait, why = max(0.0, asked), f"asks to wait {asked:.0f} s before any retry (429 Retry-After)"
-        else:
-            low, high = BACKOFF
-            wait = min(high, low * 2**attempt) * (1 - 0.25 * self._jitter.random())
-            why = f"kept answering 429 (rate limited); the next try is {wait:.0f} s away"
-        until = time.monotonic() + wait
-        if until > self._quiet_until:
-            self._quiet_until, self._quiet_why = until, why
-
     async def _await_turn(self, meter: Meter) -> None:
         """Wait until the server said it would take requests again, if the answer can afford it."""
-        wait = self._quiet_until - time.monotonic()
-        if wait <= 0:
-            return
         left = None if meter.deadline is None else meter.deadline - asyncio.get_running_loop().time()
-        if left is not None and wait >= left:
-            raise FatalLLMError(
-                f"the endpoint {self._quiet_why}, beyond the answer's deadline ({max(0.0, left):.0f} s left); "
-                "try again later",
-                status=429,
-            )
-        if left is None and wait > MAX_RETRY_AFTER:
-            raise FatalLLMError(f"the endpoint {self._quiet_why}; try again later", status=429)
-        await asyncio.sleep(wait)
+        wait = self._pause.wait(time.monotonic(), left)
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     # -- calls ----------------------------------------------------------------------------------------
     async def chat(self, request: ChatRequest, meter: Meter) -> ChatResponse:
@@ -514,7 +488,10 @@ def _retries_before(error: openai.APIError) -> int:
 
 
 def _attempts_spent(error: openai.APIError, max_retries: int) -> int:
-    """HTTP requests behind a failed call: the SDK retries connection errors, 408/409/429 and 5xx."""
+    """HTTP requests behind a failed call: exact where the server answered (the SDK numbers its attempts in a
+    header); else the most the SDK makes, as it retries connection errors, 408/409/429 and 5xx."""
+    if getattr(error, "response", None) is not None:
+        return 1 + _retries_before(error)
     status = getattr(error, "status_code", None)
     if _long_retry_after(error) is not None:
         return 1
