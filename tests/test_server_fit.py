@@ -121,8 +121,9 @@ def test_a_429_burst_in_the_middle_of_a_step_is_ridden_out(index_dir, capsys):
     is the first retry of each (6, 7); the step still ends with every candidate written."""
     with FakeOpenAIServer(rate_limited={4, 5, 6, 7}, rate_limit_headers={}) as server:
         code, result, err = answer(index_dir, server, capsys, "--max-depth", "1")
-        seen = len(server.stats.authorizations)
+        seen, chat_requests = len(server.stats.authorizations), server.stats.requests
     assert code == 0, err
+    assert chat_requests >= 8  # the burst was reached, and the calls it hit were sent again
     step = result["trace"]["steps"][0]
     assert all(candidate["status"] != "failed" for candidate in step["candidates"])
     assert result["usage"]["llm_calls"] == seen

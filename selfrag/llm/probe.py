@@ -141,7 +141,8 @@ async def _parallelism(
     attempt: Attempt, fetch: Fetch, model: str, solo: float | None, settings: EndpointConfig
 ) -> Parallelism:
     if solo is None:
-        return Parallelism(None, "none", "not measured: the HTTP client was passed in, its responses are not observed")
+        why = "no probe call was timed (the server refused them, or a client passed in is not observed)"
+        return Parallelism(None, "none", f"not measured: {why}")
     harmless = cannot_queue_past(solo, settings.max_concurrency, settings.timeout)
     if harmless is not None:
         return Parallelism(None, "none", harmless)
