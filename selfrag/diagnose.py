@@ -157,7 +157,8 @@ def _costs(caps: Capabilities) -> Check:
     used = "logprobs used" if caps.logprobs else "logprobs not used"
     measured = ", ".join(f"{name} {cost:g}x" for name, cost in caps.costs)
     costs = f"; measured per token against a plain call: {measured}" if measured else ""
-    return Check("costs", True, f"{used} ({caps.logprobs_reason or 'no reason recorded'}){costs}")
+    reason = caps.logprobs_reason or ("the model gives them" if caps.logprobs else "the model gives none")
+    return Check("costs", True, f"{used} ({reason}){costs}")
 
 
 def _parallel(caps: Capabilities) -> Check:

@@ -108,3 +108,16 @@ def test_bad_environment_values_are_refused():
 def test_critic_endpoint_inherits_the_main_endpoint_settings():
     config = load_config({"base_url": "http://127.0.0.1:8000/v1", "critic_model": "judge"}, environ={})
     assert config.critic_endpoint == EndpointConfig(base_url="http://127.0.0.1:8000/v1", model="judge")
+
+
+def test_the_logprobs_knob_reaches_the_endpoint_from_flag_environment_and_file(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[endpoint]\nlogprobs = "off"\n')
+    assert load_config({}, environ={}, config_file=str(path)).endpoint.logprobs == "off"
+    assert load_config({}, environ={"SELFRAG_LOGPROBS": "on"}, config_file=str(path)).endpoint.logprobs == "on"
+    assert load_config({"logprobs": "auto"}, environ={"SELFRAG_LOGPROBS": "on"}).endpoint.logprobs == "auto"
+    path.write_text("[endpoint]\nlogprobs = false\n")  # a TOML boolean reads as on / off
+    assert load_config({}, environ={}, config_file=str(path)).endpoint.logprobs == "off"
+    assert load_config({}, environ={}).endpoint.logprobs == "auto"
+    with pytest.raises(ConfigError, match="logprobs must be one of auto, on, off"):
+        load_config({}, environ={"SELFRAG_LOGPROBS": "sometimes"})

@@ -190,3 +190,15 @@ def test_the_logprobs_choice_and_cost_arithmetic():
     assert choose_logprobs("auto", True, None)[0] is True
     assert choose_logprobs("on", False, None)[0] is False  # asked for, but not offered
     assert choose_logprobs("off", True, 1.0)[0] is False
+
+
+@pytest.mark.parametrize(("flag", "asked"), [("off", False), ("auto", True)])
+def test_the_logprobs_flag_decides_what_the_engine_sends_and_the_result_says_why(flag, asked, index_dir, capsys):
+    with FakeOpenAIServer(logprobs=True) as server:
+        code, result, err = answer(index_dir, server, capsys, "--logprobs", flag)
+        after_probe = server.stats.bodies[1:]
+    assert code == 0, err
+    capabilities = result["trace"]["capabilities"]
+    assert capabilities["logprobs"] is asked and capabilities["logprobs_offered"] is True
+    assert capabilities["logprobs_reason"].startswith("off: asked" if flag == "off" else "on:")
+    assert any(body.get("logprobs") for body in after_probe) is asked

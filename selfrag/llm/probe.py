@@ -194,8 +194,14 @@ async def _waves(attempt: Attempt, model: str, cap: int) -> Parallelism:
 
 async def _wave(attempt: Attempt, params: dict[str, Any], size: int) -> tuple[int | None, float] | None:
     """(requests served at once, or None when served together; slowest over fastest), None when a call failed."""
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(attempt(**params)) for _ in range(size)]
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(attempt(**params)) for _ in range(size)]
+    except BaseExceptionGroup as failed:  # the first failure as itself (an LLMError, a BudgetError), not a group
+        first: BaseException = failed
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
     trials = [task.result() for task in tasks]
     timed = [trial.timed for trial in trials if trial is not None and trial.timed is not None]
     if len(timed) < size:
