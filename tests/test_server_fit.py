@@ -202,3 +202,12 @@ def test_the_logprobs_flag_decides_what_the_engine_sends_and_the_result_says_why
     assert capabilities["logprobs"] is asked and capabilities["logprobs_offered"] is True
     assert capabilities["logprobs_reason"].startswith("off: asked" if flag == "off" else "on:")
     assert any(body.get("logprobs") for body in after_probe) is asked
+
+
+def test_a_rate_limit_during_the_latency_waves_ends_with_one_line_not_a_traceback(index_dir, capsys):
+    """Requests 1-3 are the feature and cost calls; 4 and 5 are the first latency wave, sent together."""
+    with FakeOpenAIServer(slots=1, reported_slots=None, latency=0.3, rate_limited={4, 5}) as server:
+        server.rate_limit_headers = {"retry-after": "30"}
+        code, _, err = answer(index_dir, server, capsys, "--timeout", "1", "--deadline", "10")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "asks to wait 30 s" in err
