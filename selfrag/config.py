@@ -7,6 +7,7 @@ when a knob is set in several places (flag > SELFRAG_* environment > TOML file >
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from urllib.parse import urlsplit
@@ -158,6 +159,19 @@ def check_base_url(url: str) -> None:
 def is_loopback(url: str) -> bool:
     host = (urlsplit(url).hostname or "").lower()
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def is_private_host(url: str | None) -> bool:
+    """A server on this machine or a private network (loopback, 10/8, 172.16/12, 192.168/16, link-local, a
+    name without a dot, .local, .lan, .internal): where self-hosted servers with few slots run."""
+    host = (urlsplit(url).hostname or "").lower() if url else ""
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." not in host or host.endswith((".local", ".lan", ".internal", ".localhost"))
+    return address.is_private or address.is_loopback or address.is_link_local
 
 
 def redact_url(url: str) -> str:

@@ -4,8 +4,10 @@ server in its llama.cpp-like modes (slots that queue the rest, 429 bursts, slow 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +18,7 @@ from selfrag.llm.base import ChatRequest, Message
 from selfrag.llm.costs import Timed, choose_logprobs, relative_cost
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.llm.parallel import reported_slots, wave_parallelism
+from selfrag.llm.probe import Trial, probe
 from selfrag.replies import DecideReply
 from selfrag.schema import Meter
 
@@ -211,3 +214,35 @@ def test_a_rate_limit_during_the_latency_waves_ends_with_one_line_not_a_tracebac
         code, _, err = answer(index_dir, server, capsys, "--timeout", "1", "--deadline", "10")
     assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "asks to wait 30 s" in err
+
+
+class SimulatedServer:
+    """The probe's two seams over a simulated server: `slots` calls served at once, `latency` seconds each,
+    the rest queued; `/props` reports `reported` (None: no such route)."""
+
+    def __init__(self, slots: int, latency: float, reported: object = None) -> None:
+        self.queue, self.latency, self.reported, self.calls = asyncio.Semaphore(slots), latency, reported, 0
+
+    async def attempt(self, **params):
+        self.calls += 1
+        started = time.monotonic()
+        async with self.queue:
+            await asyncio.sleep(self.latency)
+        choice = SimpleNamespace(logprobs=None)
+        reply = SimpleNamespace(choices=[choice] * (params.get("n") or 1))
+        return Trial(reply, Timed(time.monotonic() - started, 8))
+
+    async def fetch(self, path):
+        return {"total_slots": self.reported} if path == "/props" and self.reported is not None else None
+
+
+@pytest.mark.parametrize(
+    ("slots", "private", "expected"), [(1, True, 1), (2, True, 2), (8, True, None), (1, False, None)]
+)
+async def test_the_probe_learns_calls_at_once_from_latency_only_on_a_private_server(slots, private, expected):
+    server = SimulatedServer(slots, latency=0.1)
+    settings = EndpointConfig(model="m", timeout=5)
+    caps = await probe(server.attempt, server.fetch, "m", settings, private=private)
+    assert caps.parallel == expected
+    reason = caps.parallel_reason
+    assert ("learned from latency" in reason) if expected else ("at least 4" in reason or "hosted" in reason)

@@ -31,7 +31,7 @@ import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import BaseModel
 
-from ..config import ResolvedEndpoint, is_openai, redact_url
+from ..config import ResolvedEndpoint, is_openai, is_private_host, redact_url
 from ..errors import BudgetError, ContextLengthError, FatalLLMError, LLMError, RefusalError
 from ..schema import Meter
 from ..tokens import TokenCounter, make_counter
@@ -159,7 +159,8 @@ class OpenAIChatModel:
         model = self._endpoint.settings.model or await self._first_model(meter)
         attempt = functools.partial(self._try, meter)
         fetch = functools.partial(self._fetch, meter)
-        return await probe(attempt, fetch, model, self._endpoint.settings)
+        private = is_private_host(self._endpoint.base_url)
+        return await probe(attempt, fetch, model, self._endpoint.settings, private=private)
 
     async def _first_model(self, meter: Meter) -> str:
         async def once() -> Any:

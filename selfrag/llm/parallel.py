@@ -11,7 +11,7 @@ order:
 - **Latency growing with requests in flight.** Otherwise the probe sends waves of identical small requests at
   once (2, then 4). A server that queues finishes a wave's last reply about k times later than its first
   (one slot) or k/n times (n slots); a wave whose slowest reply took under `QUEUED` times its fastest was
-  served together. The first queued wave gives the estimate, k x fastest / slowest, rounded down, at least 1.
+  served together. The first queued wave gives the estimate, k x fastest / slowest, rounded, at least 1.
 
 Nothing here does I/O: the probe (openai_chat.py) sends the requests and hands the answers and timings in.
 """
@@ -67,13 +67,14 @@ def _shown(value: object) -> str:
 
 def wave_parallelism(latencies: Sequence[float]) -> int | None:
     """Requests served at once, from the latencies of identical requests sent together: None when the wave
-    was served together (no sign of a queue), else len x fastest / slowest, rounded down, from 1 to len - 1."""
+    was served together (no sign of a queue), else len x fastest / slowest, rounded (timing noise makes a 2-slot
+    server's 2.0 come out as 1.98), from 1 to len - 1."""
     if len(latencies) < 2 or min(latencies) <= 0:
         return None
     fastest, slowest = min(latencies), max(latencies)
     if slowest < QUEUED * fastest:
         return None
-    return max(1, min(len(latencies) - 1, math.floor(len(latencies) * fastest / slowest + 1e-9)))
+    return max(1, min(len(latencies) - 1, math.floor(len(latencies) * fastest / slowest + 0.5)))
 
 
 def cannot_queue_past(solo: float, cap: int, timeout: float) -> str | None:

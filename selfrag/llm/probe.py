@@ -8,8 +8,9 @@ Run once per endpoint (openai_chat.py sends the requests; every one is counted i
    same small call at temperature 0, plain, with logprobs, and with the schema. A cost over the limit is
    measured once more and the lower figure kept, so a passing stall is not taken for a cost.
 3. **Parallelism** (parallel.py), unless even one slot could not make a request time out: the server's slot
-   count from its root (`GET /props`, else `GET /slots`), else waves of identical plain calls sent together,
-   unless a call is too fast to show a queue or too slow for a wave to fit the request timeout.
+   count from its root (`GET /props`, else `GET /slots`), else, for a server on this machine or a private
+   network, waves of identical plain calls sent together, unless a call is too fast to show a queue or too
+   slow for a wave to fit the request timeout.
 """
 
 from __future__ import annotations
@@ -61,14 +62,18 @@ Attempt = Callable[..., Awaitable[Trial | None]]  # one chat call with these par
 Fetch = Callable[[str], Awaitable[object]]  # GET a path at the server's root: its JSON, or None
 
 
-async def probe(attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig) -> Capabilities:
+async def probe(
+    attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig, *, private: bool = True
+) -> Capabilities:
+    """`private`: the server runs on this machine or a private network, where latency shows a queue; a hosted
+    API's latency varies too much for that (its limits come as 429s), so it is asked for slots only."""
     structured, offered, n, first = await _features(attempt, model)
     costs: dict[str, float] = {}
     solo = first.seconds if first is not None else None  # the server's time for one call (None: not observed)
     if solo is not None and solo >= MEASURABLE:
         costs, solo = await _costs(attempt, model, structured, offered, settings.top_logprobs, solo)
     use, reason = choose_logprobs(settings.logprobs, offered, costs.get("logprobs"))
-    parallel = await _parallelism(attempt, fetch, model, solo, settings)
+    parallel = await _parallelism(attempt, fetch, model, solo, settings, private)
     return Capabilities(
         model,
         structured,
@@ -138,7 +143,7 @@ async def _logprobs_cost(attempt: Attempt, base: dict[str, Any], plain: Timed, t
 
 
 async def _parallelism(
-    attempt: Attempt, fetch: Fetch, model: str, solo: float | None, settings: EndpointConfig
+    attempt: Attempt, fetch: Fetch, model: str, solo: float | None, settings: EndpointConfig, private: bool
 ) -> Parallelism:
     if solo is None:
         why = "no probe call was timed (the server refused them, or a client passed in is not observed)"
@@ -151,8 +156,11 @@ async def _parallelism(
     count, note = reported_slots(props, slots)
     if count is not None:
         return Parallelism(count, "server", f"the server reports {note}")
-    learned = _skipped(solo, settings.timeout) or await _waves(attempt, model, settings.max_concurrency)
     prefix = f"{note}; " if "not trusted" in note else ""
+    if not private:
+        why = "a hosted API: its latency varies too much to show a queue, and its limits come as 429s"
+        return Parallelism(None, "none", f"{prefix}not measured: {why}")
+    learned = _skipped(solo, settings.timeout) or await _waves(attempt, model, settings.max_concurrency)
     return Parallelism(learned.limit, learned.source, prefix + learned.detail)
 
 
