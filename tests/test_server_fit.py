@@ -182,9 +182,11 @@ async def test_the_probe_uses_logprobs_only_where_they_are_cheap_or_asked_for(ex
     assert caps.logprobs is used and caps.report()["logprobs_offered"] is True
     assert ("logprobs" in last_body) is used  # what the engine then sends
     assert (mode if mode != "auto" else ("cheap" if used else "cost")) in caps.logprobs_reason
-    if mode != "off" or extra:
+    if mode == "auto":
         cost = dict(caps.costs)["logprobs"]
         assert cost > 3 if extra else cost < 1.5
+    else:
+        assert "logprobs" not in dict(caps.costs)  # the user decided: no calls spent measuring
 
 
 def test_the_logprobs_choice_and_cost_arithmetic():

@@ -5,8 +5,8 @@ Run once per endpoint (openai_chat.py sends the requests; every one is counted i
 1. **Features.** One combined call (JSON schema + logprobs + n=2). If the server rejects it, one call per
    feature: structured-output flavours in order, then logprobs, then n.
 2. **Costs** (costs.py), only when that call took `MEASURABLE` seconds or more (below, no cost matters): the
-   same small call at temperature 0, plain, with logprobs, and with the schema. A cost over the limit is
-   measured once more and the lower figure kept, so a passing stall is not taken for a cost.
+   same small call at temperature 0, plain, with logprobs (for `--logprobs auto` only), and with the schema. A
+   cost over the limit is measured once more and the lower figure kept: a passing stall is not a cost.
 3. **Parallelism** (parallel.py), unless even one slot could not make a request time out: the server's slot
    count from its root (`GET /props`, else `GET /slots`), else, for a server on this machine or a private
    network, waves of identical plain calls sent together, unless a call is too fast to show a queue or too
@@ -71,7 +71,8 @@ async def probe(
     costs: dict[str, float] = {}
     solo = first.seconds if first is not None else None  # the server's time for one call (None: not observed)
     if solo is not None and solo >= MEASURABLE:
-        costs, solo = await _costs(attempt, model, structured, offered, settings.top_logprobs, solo)
+        measure_logprobs = offered and settings.logprobs == "auto"  # on / off: the user decided, spare the calls
+        costs, solo = await _costs(attempt, model, structured, measure_logprobs, settings.top_logprobs, solo)
     use, reason = choose_logprobs(settings.logprobs, offered, costs.get("logprobs"))
     parallel = await _parallelism(attempt, fetch, model, solo, settings, private)
     return Capabilities(
@@ -110,15 +111,15 @@ async def _features(attempt: Attempt, model: str) -> tuple[str, bool, bool, Time
 
 
 async def _costs(
-    attempt: Attempt, model: str, structured: str, offered: bool, top_logprobs: int, solo: float
+    attempt: Attempt, model: str, structured: str, logprobs: bool, top_logprobs: int, solo: float
 ) -> tuple[dict[str, float], float]:
-    """Relative costs of logprobs and of the schema (where offered), and a plain call's time."""
+    """Relative costs of logprobs (when `logprobs`) and of the schema (where offered), and a plain call's time."""
     base = {"model": model, "messages": COUNT, "max_tokens": COST_TOKENS, "temperature": 0}
     plain = await attempt(**base)
     if plain is None or plain.timed is None:
         return {}, solo
     costs: dict[str, float] = {}
-    if offered:
+    if logprobs:
         cost = await _logprobs_cost(attempt, base, plain.timed, top_logprobs)
         if cost is not None:
             costs["logprobs"] = cost
