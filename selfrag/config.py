@@ -30,7 +30,8 @@ class EndpointConfig:
     model: str | None = None  # None: the endpoint's first listed model
     api_key: str | None = field(default=None, repr=False)  # never printed; see resolve_endpoint
     send_openai_key: bool = False  # allow OPENAI_API_KEY to go to a base URL that is not OpenAI's
-    max_concurrency: int = 32  # requests in flight at once to this endpoint (a cap: 429s lower it for a while)
+    max_concurrency: int = 32  # requests in flight at once (a cap: the calls the server serves at once lower
+    # it for good, 429s for a while; see llm/parallel.py and llm/limiter.py)
     timeout: float = 60.0  # seconds per HTTP request (the SDK retries timeouts)
     max_retries: int = 2  # the SDK's transport retries per request
     top_logprobs: int = 10  # alternatives per token when logprobs are available
