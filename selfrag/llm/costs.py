@@ -8,7 +8,7 @@ they cost several times the call (llama-cpp-python ranks the whole vocabulary in
 are the user's word. The schema constraint is always used where offered: a reply that fails validation costs
 a whole re-ask, more than any grammar; its cost is measured and reported.
 
-Pure functions; the probe (openai_chat.py) sends the calls.
+Pure functions; the probe (probe.py) sends the calls.
 """
 
 from __future__ import annotations

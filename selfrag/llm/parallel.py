@@ -8,12 +8,14 @@ order:
   `--parallel`) and `GET /slots` with one object per slot (501 when started with `--no-slots`); both live at
   the server's root, beside `/v1`. A count is trusted only when it is a whole number from 1 to
   `MAX_TRUSTED_SLOTS`: 0, a negative number, a string or a million is a broken report, and says so.
-- **Latency growing with requests in flight.** Otherwise the probe sends waves of identical small requests at
-  once (2, then 4). A server that queues finishes a wave's last reply about k times later than its first
-  (one slot) or k/n times (n slots); a wave whose slowest reply took under `QUEUED` times its fastest was
-  served together. The first queued wave gives the estimate, k x fastest / slowest, rounded, at least 1.
+- **Latency growing with requests in flight.** Otherwise, for a server on this machine or a private network
+  (a hosted API's latency varies too much, and its limits come as 429s), the probe sends waves of identical
+  small requests at once (2, then 4; a wave that looks queued is sent again, so one slow reply is not taken
+  for a queue). A server that queues finishes a wave's last reply about k times later than its first (one
+  slot) or k/n times (n slots); a wave whose slowest reply took under `QUEUED` times its fastest was served
+  together. The first queued wave gives the estimate, k x fastest / slowest, rounded, at least 1.
 
-Nothing here does I/O: the probe (openai_chat.py) sends the requests and hands the answers and timings in.
+Nothing here does I/O: the probe (probe.py) sends the requests and hands the answers and timings in.
 """
 
 from __future__ import annotations
