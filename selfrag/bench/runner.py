@@ -101,7 +101,10 @@ def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | Non
 
         resolved = resolve_endpoint(endpoint, environ)
         url = redact_url(resolved.base_url or "openai").rstrip("/")
-        return OpenAIChatModel(resolved), f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
+        key = f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
+        if endpoint.logprobs != "auto":  # the probed capabilities depend on it; auto keeps the keys cached before
+            key += f"|logprobs={endpoint.logprobs}"
+        return OpenAIChatModel(resolved), key
     from ..llm.local import embedded_chat, served
 
     chat = embedded_chat(endpoint, environ, n_threads=threads)

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
+from ..llm.costs import LOGPROBS_MODES
 from ..result import SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, inert_markdown
 
@@ -35,6 +36,7 @@ ENGINE_FLAGS = (
     "critic_model",
     "max_concurrency",
     "timeout",
+    "logprobs",
     "send_openai_key",
 )
 
@@ -94,6 +96,13 @@ ENDPOINT_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {  # dest 
     "critic_model": (("--critic-model",), {"help": "separate critic: its model"}),
     "max_concurrency": (("--max-concurrency",), {"type": int, "help": "requests in flight at once (default 32)"}),
     "timeout": (("--timeout",), {"type": float, "help": "seconds per HTTP request (default 60)"}),
+    "logprobs": (
+        ("--logprobs",),
+        {
+            "choices": list(LOGPROBS_MODES),
+            "help": "token logprobs for soft scores: auto (default) uses them where the probe finds them cheap",
+        },
+    ),
     "send_openai_key": (
         ("--send-openai-key",),
         {
