@@ -94,6 +94,7 @@ class SelfRAG:
         history = clip_history(check_conversation(conversation))
         run = Run(self.deps, config or self.config, question, history, Meter(), self._secret)
         deadline = asyncio.get_running_loop().time() + run.config.deadline  # the probe counts against it too
+        run.meter.deadline, run.meter.max_calls = deadline, run.config.max_llm_calls  # rate-limit waits stop here
         try:
             async with asyncio.timeout_at(deadline):
                 capabilities = await self.chat.capabilities(run.meter)
@@ -102,7 +103,7 @@ class SelfRAG:
                 f"the deadline of {run.config.deadline:g}s passed before a sentence was written"
             ) from None
         info = RunInfo(
-            prompts=self.deps.prompts.versions(), capabilities=capabilities.describe(), model=str(self.chat.name)
+            prompts=self.deps.prompts.versions(), capabilities=capabilities.report(), model=str(self.chat.name)
         )
         async for event in search(run, info, deadline):
             yield event

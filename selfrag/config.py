@@ -7,12 +7,14 @@ when a knob is set in several places (flag > SELFRAG_* environment > TOML file >
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .labels import CriticMode, Mode
+from .llm.costs import LOGPROBS_MODES
 
 OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
@@ -30,10 +32,12 @@ class EndpointConfig:
     model: str | None = None  # None: the endpoint's first listed model
     api_key: str | None = field(default=None, repr=False)  # never printed; see resolve_endpoint
     send_openai_key: bool = False  # allow OPENAI_API_KEY to go to a base URL that is not OpenAI's
-    max_concurrency: int = 32  # requests in flight at once to this endpoint (a cap: 429s lower it for a while)
+    max_concurrency: int = 32  # requests in flight at once (a cap: the calls the server serves at once lower
+    # it for good, 429s for a while; see llm/parallel.py and llm/limiter.py)
     timeout: float = 60.0  # seconds per HTTP request (the SDK retries timeouts)
     max_retries: int = 2  # the SDK's transport retries per request
     top_logprobs: int = 10  # alternatives per token when logprobs are available
+    logprobs: str = "auto"  # auto: ask for logprobs where the probe finds them cheap (costs.py); on; off
     breaker_threshold: int = 8  # consecutive failed calls that open the circuit breaker
     breaker_cooldown: float = 30.0  # seconds the open breaker refuses calls before one trial
     protocol: str = "auto"  # chat (JSON replies) | reflection-tokens (Self-RAG checkpoints); auto: by model name
@@ -43,6 +47,9 @@ class EndpointConfig:
         _check_range("timeout", self.timeout, 0.1, 3600)
         _check_range("max_retries", self.max_retries, 0, 10)
         _check_range("top_logprobs", self.top_logprobs, 1, 20)
+        if isinstance(self.logprobs, bool):  # TOML `logprobs = true` reads as on
+            object.__setattr__(self, "logprobs", "on" if self.logprobs else "off")
+        _check_choice("logprobs", self.logprobs, LOGPROBS_MODES)
         _check_range("breaker_threshold", self.breaker_threshold, 1, 1000)
         _check_range("breaker_cooldown", self.breaker_cooldown, 0.0, 3600)
         _check_choice("protocol", self.protocol, PROTOCOLS)
@@ -196,6 +203,19 @@ def check_base_url(url: str) -> None:
 def is_loopback(url: str) -> bool:
     host = (urlsplit(url).hostname or "").lower()
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def is_private_host(url: str | None) -> bool:
+    """A server on this machine or a private network (loopback, 10/8, 172.16/12, 192.168/16, link-local, a
+    name without a dot, .local, .lan, .internal): where self-hosted servers with few slots run."""
+    host = (urlsplit(url).hostname or "").lower() if url else ""
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." not in host or host.endswith((".local", ".lan", ".internal", ".localhost"))
+    return address.is_private or address.is_loopback or address.is_link_local
 
 
 def redact_url(url: str) -> str:

@@ -7,7 +7,8 @@
     │   └── UsageError      a command-line argument cannot be used as given (the CLI exits 2, as argparse does)
     ├── RetrievalError      the index is missing, corrupt, from another format, or the corpus is empty
     ├── LLMError            a call failed after the SDK's own transport retries (keeps status and request id)
-    │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted
+    │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted,
+    │   │                   or a rate-limit wait (429 Retry-After) longer than the answer has left
     │   ├── ContextLengthError  the prompt is longer than the model's context (shrink the evidence)
     │   ├── RefusalError    the model refused, or a content filter stopped the reply (never re-asked)
     │   └── CritiqueError   structured output still invalid after the last re-ask (keeps raw text and reason)

@@ -142,3 +142,6 @@ class Meter:
     rounds: int = 0  # sequential rounds of LLM calls
     estimated_usage: bool = False  # some reply carried no usage and its tokens were estimated
     notes: list[str] = field(default_factory=list)
+    # the answer's limits, so a call waiting out a rate limit knows when to stop (None: no such limit)
+    deadline: float | None = None  # event-loop time the answer must end by
+    max_calls: int | None = None  # HTTP requests the answer may send

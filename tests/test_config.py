@@ -131,3 +131,27 @@ def test_a_flag_out_of_range_is_a_usage_error_and_a_variable_a_config_error():
     with pytest.raises(ConfigError, match="beam_width must be") as caught:
         load_config({}, environ={"SELFRAG_BEAM_WIDTH": "0"})
     assert not isinstance(caught.value, UsageError)
+
+
+def test_the_logprobs_knob_reaches_the_endpoint_from_flag_environment_and_file(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[endpoint]\nlogprobs = "off"\n')
+    assert load_config({}, environ={}, config_file=str(path)).endpoint.logprobs == "off"
+    assert load_config({}, environ={"SELFRAG_LOGPROBS": "on"}, config_file=str(path)).endpoint.logprobs == "on"
+    assert load_config({"logprobs": "auto"}, environ={"SELFRAG_LOGPROBS": "on"}).endpoint.logprobs == "auto"
+    path.write_text("[endpoint]\nlogprobs = false\n")  # a TOML boolean reads as on / off
+    assert load_config({}, environ={}, config_file=str(path)).endpoint.logprobs == "off"
+    assert load_config({}, environ={}).endpoint.logprobs == "auto"
+    with pytest.raises(ConfigError, match="logprobs must be one of auto, on, off"):
+        load_config({}, environ={"SELFRAG_LOGPROBS": "sometimes"})
+
+
+def test_private_hosts_are_told_from_hosted_apis():
+    from selfrag.config import is_private_host
+
+    private = ["http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://192.168.1.20:8000/v1"]
+    private += ["http://10.0.0.5/v1", "http://gpu-box:8080/v1", "http://llm.lan/v1", "http://[::1]:8080/v1"]
+    for url in private:
+        assert is_private_host(url), url
+    for url in ("https://api.openai.com/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1", None):
+        assert not is_private_host(url), url

@@ -92,7 +92,7 @@ def test_a_reset_or_cut_body_is_retried_by_the_sdk_before_it_fails(fault, index_
     assert 2 <= chat_requests <= 4  # the retry happened, and the attempts stay bounded
 
 
-@pytest.mark.parametrize("fault", ["flaky", "429"])
+@pytest.mark.parametrize("fault", ["flaky", "429", "429-burst"])
 def test_transient_failures_are_retried_by_the_sdk_and_the_answer_completes(fault, index_dir, capsys):
     with FakeOpenAIServer(fault=fault) as server:
         code, _ = ask(index_dir, server)

@@ -1,10 +1,15 @@
-"""The adaptive concurrency limit (pure AIMD state) and the gate that enforces it."""
+"""The adaptive concurrency limit (pure AIMD state), the gate that enforces it, and the pause after a 429."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 
+import pytest
+
+from selfrag.errors import FatalLLMError
 from selfrag.llm.limiter import SPACING, AdaptiveLimit, Gate, retry_after
+from selfrag.llm.ratelimit import BACKOFF, Pause
 
 
 def test_one_cut_per_episode_and_the_next_waits_for_the_spacing_or_the_servers_retry_after():
@@ -79,3 +84,42 @@ async def test_a_waiter_cancelled_between_its_wake_up_and_its_turn_passes_the_sl
     async with asyncio.timeout(2):  # a leaked slot would leave "next" waiting for ever
         await asyncio.gather(woken, next_in_line, return_exceptions=True)
     assert order == ["next"] and gate.in_flight == 0
+
+
+def test_a_429_pauses_every_caller_for_the_servers_retry_after_or_a_jittered_backoff():
+    pause = Pause(rng=random.Random(7))
+    pause.rate_limited(100.0, 2.0, attempt=0)
+    assert pause.wait(100.0, left=10.0) == 2.0 and pause.wait(101.5, left=10.0) == 0.5
+    pause.rate_limited(100.5, 0.0, attempt=0)  # a shorter answer later does not cut the longer wait short
+    assert pause.wait(101.0, left=None) == 1.0
+    waits = []
+    for attempt in (0, 1, 3, 12):
+        backoff = Pause(rng=random.Random(attempt))
+        backoff.rate_limited(0.0, None, attempt)
+        waits.append(backoff.wait(0.0, left=None))
+    low, high = BACKOFF
+    for wait, attempt in zip(waits, (0, 1, 3, 12), strict=True):
+        full = min(high, low * 2**attempt)
+        assert 0.75 * full <= wait <= full  # exponential, capped, less up to a quarter at random
+
+
+def test_a_wait_past_the_deadline_is_refused_at_once_naming_the_wait():
+    pause = Pause()
+    pause.rate_limited(0.0, 30.0, attempt=0)
+    with pytest.raises(FatalLLMError, match=r"asks to wait 30 s .*deadline \(9 s left\)"):
+        pause.wait(0.0, left=9.0)
+    assert pause.wait(0.0, left=31.0) == 30.0
+    pause.rate_limited(0.0, 600.0, attempt=0)
+    with pytest.raises(FatalLLMError, match="asks to wait 600 s"):
+        pause.wait(0.0, left=None)  # no deadline: a wait over two minutes is not waited
+
+
+def test_fitting_the_server_lowers_the_cap_so_growth_never_passes_it():
+    limit = AdaptiveLimit(cap=32)
+    limit.fit(0.0, 2, "parallel")
+    assert limit.allowed == 2 and limit.changes[-1] == (0.0, 2, "parallel")
+    for _ in range(100):
+        limit.succeeded(1.0)
+    assert limit.allowed == 2
+    limit.fit(2.0, 50, "parallel")  # never raises the configured cap
+    assert limit.allowed == 2

@@ -691,3 +691,24 @@ async def test_5xx_errors_do_not_cut_the_calls_in_flight():
     assert chat.limit.allowed == 20 and not chat.limit.changes  # an outage is the breaker's business
     assert state["peak"] == 20
     await chat.aclose()
+
+
+async def test_429s_have_one_owner_the_sdk_never_retries_them_on_our_own_clients():
+    """max_retries=3 lets the SDK retry 408/409/5xx; a 429 is marked not to be retried, so every attempt after a
+    429 is ours, sent fresh (the SDK's attempt counter stays 0) after the server's Retry-After."""
+    router = respx.MockRouter(base_url=BASE)
+    seen = []
+
+    def handler(request):
+        seen.append(request.headers.get("x-stainless-retry-count"))
+        if 2 <= len(seen) <= 4:
+            return respx.MockResponse(429, headers={"retry-after-ms": "5"}, json={"error": {"message": "slow"}})
+        return respx.MockResponse(200, json=completion(GOOD))
+
+    router.post("/chat/completions").mock(side_effect=handler)
+    chat = own_client_model(router)
+    parsed = await ask(chat, REQUEST, meter := Meter())
+    assert parsed.value.query == "refunds"
+    assert seen == ["0"] * 5  # the probe, three 429s, the answer: no SDK retry among them
+    assert meter.llm_calls == 5
+    await chat.aclose()

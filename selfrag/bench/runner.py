@@ -104,9 +104,12 @@ def open_endpoint(config: Config, environ: Mapping[str, str], threads: int | Non
 
         resolved = resolve_endpoint(endpoint, environ)
         url = redact_url(resolved.base_url or "openai").rstrip("/")
-        protocol = "|reflection-tokens" if uses_reflection_tokens(endpoint) else ""
-        endpoint_id = f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}{protocol}"
-        return open_chat(endpoint, environ, config), endpoint_id
+        key = f"{url}|model={endpoint.model}|top_logprobs={endpoint.top_logprobs}"
+        if uses_reflection_tokens(endpoint):
+            key += "|reflection-tokens"
+        if endpoint.logprobs != "auto":  # the probed capabilities depend on it; auto keeps the keys cached before
+            key += f"|logprobs={endpoint.logprobs}"
+        return open_chat(endpoint, environ, config), key
     from ..llm.local import embedded_chat, served
 
     chat = embedded_chat(endpoint, environ, n_threads=threads)

@@ -12,6 +12,7 @@ from ..config import PROTOCOLS
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
+from ..llm.costs import LOGPROBS_MODES
 from ..result import Result, SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, inert_markdown
 
@@ -40,6 +41,7 @@ ENGINE_FLAGS = (
     "critic_model",
     "max_concurrency",
     "timeout",
+    "logprobs",
     "send_openai_key",
     "protocol",
 )
@@ -123,6 +125,13 @@ ENDPOINT_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {  # dest 
             "choices": PROTOCOLS,
             "help": "reflection-tokens: a fine-tuned Self-RAG model over /v1/completions (auto: when the model name "
             "has 'selfrag'); chat: JSON replies over /v1/chat/completions",
+        },
+    ),
+    "logprobs": (
+        ("--logprobs",),
+        {
+            "choices": list(LOGPROBS_MODES),
+            "help": "token logprobs for soft scores: auto (default) uses them where the probe finds them cheap",
         },
     ),
     "send_openai_key": (

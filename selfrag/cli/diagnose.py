@@ -12,6 +12,8 @@ no model to report):
     reachable     the capability probe got answers (time, requests)
     model         the model name used (configured, or the endpoint's first)
     capabilities  structured-output flavour, logprobs, n (probed, never guessed)
+    costs         logprobs used or not and why (--logprobs, or what they cost); the schema's cost
+    parallel      calls the server serves at once: its slot count (or why it was not trusted), else latency
     call          one tiny structured call: its latency and whether the reply validated
 """
 
@@ -122,8 +124,10 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
         source = "configured" if config.endpoint.model else "the endpoint's first listed model"
         checks.append(Check("model", True, f"{caps.model} ({source})"))
         checks.append(_capabilities(caps))
-        if caps.protocol == "chat":
-            checks.append(await _tiny_call(chat))  # a Self-RAG checkpoint's probe was already a real completion
+        if caps.protocol == "chat":  # a Self-RAG checkpoint's probe was already a real completion
+            checks.append(_costs(caps))
+            checks.append(_parallel(caps))
+            checks.append(await _tiny_call(chat))
     finally:
         close = getattr(chat, "aclose", None)
         if close is not None:
@@ -135,13 +139,29 @@ def _capabilities(caps: Capabilities) -> Check:
     if caps.protocol != "chat":
         source = "token logprobs" if caps.reading == "logprobs" else "the text (one-hot)"
         return Check("capabilities", True, f"protocol {caps.protocol}, labels from {source}", caps.note)
-    detail = f"structured output {caps.structured}, logprobs {_yes(caps.logprobs)}, n {_yes(caps.n)}"
+    offered = caps.report()["logprobs_offered"]
+    detail = f"structured output {caps.structured}, logprobs {_yes(bool(offered))}, n {_yes(caps.n)}"
     hint = ""
     if caps.structured in ("json_object", "none"):
         hint = "no schema-constrained output: replies are checked and re-asked, expect more failures"
     elif not caps.logprobs:
-        hint = "no logprobs: decisions and labels come from the labels the model writes (no soft scores)"
+        hint = "no logprobs used: decisions and labels come from the labels the model writes (no soft scores)"
     return Check("capabilities", True, detail, hint)
+
+
+def _costs(caps: Capabilities) -> Check:
+    """Which logprobs choice was made and why, and what the probe measured (time per token vs a plain call)."""
+    used = "logprobs used" if caps.logprobs else "logprobs not used"
+    measured = ", ".join(f"{name} {cost:g}x" for name, cost in caps.costs)
+    costs = f"; measured per token against a plain call: {measured}" if measured else ""
+    reason = caps.logprobs_reason or ("the model gives them" if caps.logprobs else "the model gives none")
+    return Check("costs", True, f"{used} ({reason}){costs}")
+
+
+def _parallel(caps: Capabilities) -> Check:
+    """How many calls are sent at once, and where that number came from."""
+    limit = f"{caps.parallel} at once" if caps.parallel is not None else "no limit"
+    return Check("parallel", True, f"{limit}: {caps.parallel_reason or 'not measured'}")
 
 
 async def _tiny_call(chat: ChatModel) -> Check:

@@ -19,7 +19,7 @@ def register(commands: Any) -> None:
         "doctor", help="check the index and the endpoint", description="Check the index and the chat endpoint."
     )
     doctor.add_argument("--index", "-i", help="index folder to check (made by `selfrag index`)")
-    add_endpoint_options(doctor, ("base_url", "model", "timeout", "send_openai_key"))
+    add_endpoint_options(doctor, ("base_url", "model", "timeout", "logprobs", "send_openai_key"))
     doctor.add_argument("--config", help=CONFIG_HELP)
     doctor.set_defaults(run=run)
 

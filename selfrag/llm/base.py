@@ -68,26 +68,45 @@ class NativeLabels:
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What an endpoint was found to support, probed once and cached."""
+    """What an endpoint was found to support and what the engine chose to use, probed once and cached."""
 
     model: str
     structured: str = "json_schema"  # json_schema | json_object_schema | json_object | none
-    logprobs: bool = False
+    logprobs: bool = False  # asked for on calls that want them (offered, and chosen: see logprobs_reason)
     n: bool = False
     protocol: str = "chat"  # chat (JSON replies) | reflection-tokens (the fine-tuned Self-RAG models)
     reading: str = ""  # reflection-tokens: logprobs | labels (read from the text, one-hot)
     note: str = ""  # why the reading fell back, said once per endpoint
+    logprobs_offered: bool | None = None  # None: the same as logprobs (a model with no choice to make)
+    logprobs_reason: str = ""  # why logprobs are used or not ("cheap: 1.1x ...", "asked: --logprobs on")
+    costs: tuple[tuple[str, float], ...] = ()  # (capability, time per token relative to a plain call)
+    parallel: int | None = None  # requests the server serves at once (None: no limit found)
+    parallel_reason: str = ""  # where that came from (the server's slot count, or latency)
 
     def describe(self) -> dict[str, object]:
+        """What decides the requests' shape (the benchmark cache keys on it): model, format, logprobs, n, and
+        for a Self-RAG checkpoint its protocol and reading (chat endpoints describe as before)."""
         described: dict[str, object] = {
             "model": self.model,
             "structured": self.structured,
             "logprobs": self.logprobs,
             "n": self.n,
         }
-        if self.protocol != "chat":  # chat endpoints describe as before (benchmark cache keys stay valid)
+        if self.protocol != "chat":
             described.update(protocol=self.protocol, reading=self.reading, note=self.note)
         return described
+
+    def report(self) -> dict[str, object]:
+        """Everything, for results and `selfrag doctor`: what was chosen, what it costs, and why."""
+        offered = self.logprobs if self.logprobs_offered is None else self.logprobs_offered
+        return {
+            **self.describe(),
+            "logprobs_offered": offered,
+            "logprobs_reason": self.logprobs_reason,
+            "costs": dict(self.costs),
+            "parallel": self.parallel,
+            "parallel_reason": self.parallel_reason,
+        }
 
 
 class ChatModel(Protocol):

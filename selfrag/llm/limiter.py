@@ -5,7 +5,9 @@ included. A 429 cuts the limit by a fifth, once per rate-limit episode: the next
 what the server's Retry-After asks, whichever is longer, so one burst of 429s across a fan-out of 30 calls
 costs one cut, not thirty. Each successful response grows the limit by 1/limit (about one slot per clean round),
 back up to the cap. 5xx and network errors neither cut nor grow it: fewer connections do not fix an outage,
-and the circuit breaker owns that case. The last 256 changes are kept in `changes` (time, new limit, cause).
+and the circuit breaker owns that case. What the server serves at once (parallel.py: its slot count, or
+learned from latency) lowers the cap itself with `fit`, so growth never passes it and 429 cuts start below it.
+The last 256 changes are kept in `changes` (time, new limit, cause).
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ class AdaptiveLimit:
         self.limit = max(1.0, self.limit * CUT)
         self.next_cut_at = now + max(SPACING, wait or 0.0)
         self.changes.append((now, self.allowed, "429"))
+
+    def fit(self, now: float, parallel: int, cause: str) -> None:
+        """The server serves `parallel` requests at once: never send more (cause: server | latency)."""
+        if parallel < self.cap:
+            self.cap = max(1, parallel)
+            self.limit = min(self.limit, float(self.cap))
+            self.changes.append((now, self.allowed, cause))
 
     def succeeded(self, now: float) -> None:
         """A successful response: grow additively, back to the cap."""

@@ -1,11 +1,17 @@
 """The real endpoint: `AsyncOpenAI` chat completions, over any OpenAI-compatible server.
 
-- Transport retries (connection errors, timeouts, 408/409/429/5xx) belong to the SDK (`max_retries`).
-- Capabilities (structured-output flavour, logprobs, n) are probed once per instance, never guessed from
-  model names, and reported in results. Probes run with SDK retries off.
-- An adaptive gate per endpoint bounds requests in flight: the configured cap, cut by a fifth per 429 episode
-  and grown back on clean responses (limiter.py). The client is created inside the running event loop (one per
-  loop), so the sync door can call `asyncio.run` repeatedly.
+- Transport retries (connection errors, timeouts, 408/409/5xx) belong to the SDK (`max_retries`).
+- Rate limits (429) belong to this module, on the clients it builds: a response hook marks every 429
+  `x-should-retry: false`, which the SDK obeys, and `_patiently` waits what the server asks (ratelimit.py:
+  Retry-After or retry-after-ms, else exponential backoff with jitter) and sends again, until the answer's
+  deadline or call budget (Meter.deadline, Meter.max_calls); one 429 makes every caller wait, not only the one
+  that got it. A wait that would pass the deadline ends the answer at once, naming the wait. A client passed
+  in by the caller is not observed, so there the SDK keeps its own 429 retries (never two owners).
+- Capabilities (structured-output flavour, logprobs and their cost, n, calls served at once) are probed once
+  per instance (probe.py), never guessed from model names, and reported in results.
+- An adaptive gate per endpoint bounds requests in flight: the configured cap, lowered to what the server
+  serves at once, cut by a fifth per 429 episode and grown back on clean responses (limiter.py). The client is
+  created inside the running event loop (one per loop), so the sync door can call `asyncio.run` repeatedly.
 - Every HTTP request is counted in the answer's Meter, retries and probes included.
 """
 
@@ -13,24 +19,30 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import ssl
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import httpx2
 import openai
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import BaseModel
 
-from ..config import ResolvedEndpoint, redact_url
-from ..errors import ContextLengthError, FatalLLMError, LLMError, RefusalError
+from ..config import ResolvedEndpoint, is_openai, is_private_host, redact_url
+from ..errors import BudgetError, ContextLengthError, FatalLLMError, LLMError, RefusalError
 from ..schema import Meter
 from ..tokens import TokenCounter, make_counter
 from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
 from .breaker import Breaker
+from .costs import Timed
 from .limiter import AdaptiveLimit, Gate, retry_after
+from .probe import Trial, probe
+from .ratelimit import UNBOUNDED_ATTEMPTS, Pause
+
+T = TypeVar("T")
 
 RETRYABLE = (408, 409, 429)
 MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and does not retry beyond
@@ -38,12 +50,7 @@ PROBE_RETRIES = 1
 TRUNCATION_RATIO = 0.5  # prompt_tokens below this share of the estimate means the server cut the prompt
 TRUNCATION_MIN_TOKENS = 128  # below this, template and tokenizer differences dominate; skip the check
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # where reasoning models put their thinking
-PROBE_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
+SENT, SERVER_SECONDS = "selfrag_sent", "selfrag_server_seconds"  # request and response extensions we set
 
 
 class OpenAIChatModel:
@@ -70,6 +77,7 @@ class OpenAIChatModel:
         settings = endpoint.settings
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
         self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
+        self._pause = Pause()  # when the server will take requests again, after a 429 (ratelimit.py)
 
     @property
     def name(self) -> str:
@@ -104,12 +112,20 @@ class OpenAIChatModel:
                 self._ssl = ssl.create_default_context()
             client = DefaultAsyncHttpxClient(verify=self._ssl)
         hooks = client.event_hooks
-        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), self._observe]}
+        client.event_hooks = {
+            **hooks,
+            "request": [*hooks.get("request", []), _stamp],
+            "response": [*hooks.get("response", []), self._observe],
+        }
         return client
 
     async def _observe(self, response: httpx2.Response) -> None:
+        sent = response.request.extensions.get(SENT)
+        if sent is not None:  # the server's time, without the SDK's own work (the probe compares these)
+            response.extensions[SERVER_SECONDS] = time.perf_counter() - sent
         if response.status_code == 429:
             self.limit.rate_limited(time.monotonic(), retry_after(response.headers))
+            response.headers["x-should-retry"] = "false"  # 429s are ours (`_patiently`), not the SDK's
         elif response.status_code < 400:
             self.limit.succeeded(time.monotonic())
 
@@ -129,95 +145,145 @@ class OpenAIChatModel:
             if self._caps is None:
                 trial = self.breaker.check()  # an endpoint that keeps failing is not probed again and again
                 try:
-                    self._caps = await self._probe(meter)
+                    caps = await self._probe(meter)
                 finally:
                     if trial:
                         self.breaker.end_trial()
                 self.breaker.success()
+                if caps.parallel is not None:
+                    self.limit.fit(time.monotonic(), caps.parallel, "parallel")
+                self._caps = caps
         return self._caps
 
     async def _probe(self, meter: Meter) -> Capabilities:
         model = self._endpoint.settings.model or await self._first_model(meter)
-        messages = [{"role": "user", "content": 'Is the sky blue? Reply as JSON: {"answer": "yes"} or "no".'}]
-        schema_format = {
-            "type": "json_schema",
-            "json_schema": {"name": "probe", "schema": PROBE_SCHEMA, "strict": True},
-        }
-        combined = await self._try(
-            meter,
-            model=model,
-            messages=messages,
-            max_tokens=16,
-            response_format=schema_format,
-            logprobs=True,
-            top_logprobs=5,
-            n=2,
-        )
-        if combined is not None:
-            return Capabilities(model, "json_schema", _has_logprobs(combined), len(combined.choices or []) == 2)
-        structured = "none"
-        for flavour, response_format in (
-            ("json_schema", schema_format),
-            ("json_object_schema", {"type": "json_object", "schema": PROBE_SCHEMA}),
-            ("json_object", {"type": "json_object"}),
-        ):
-            if await self._try(meter, model=model, messages=messages, max_tokens=16, response_format=response_format):
-                structured = flavour
-                break
-        logprob_reply = await self._try(
-            meter, model=model, messages=messages, max_tokens=1, logprobs=True, top_logprobs=5
-        )
-        n_reply = await self._try(meter, model=model, messages=messages, max_tokens=1, n=2)
-        return Capabilities(
-            model,
-            structured,
-            logprob_reply is not None and _has_logprobs(logprob_reply),
-            n_reply is not None and len(n_reply.choices or []) == 2,
-        )
+        attempt = functools.partial(self._try, meter)
+        fetch = functools.partial(self._fetch, meter)
+        private = is_private_host(self._endpoint.base_url)
+        return await probe(attempt, fetch, model, self._endpoint.settings, private=private)
 
     async def _first_model(self, meter: Meter) -> str:
-        client, gate, _ = self._loop_state()
-        async with gate:
+        async def once() -> Any:
+            client, gate, _ = self._loop_state()
+            async with gate:
+                try:
+                    page = await client.with_options(max_retries=0).models.list()
+                except openai.APIError as error:
+                    if self._ours(error):
+                        raise
+                    meter.llm_calls += 1
+                    raise self._failed(error) from None
             meter.llm_calls += 1
-            try:
-                page = await client.with_options(max_retries=0).models.list()
-            except openai.APIError as error:
-                raise self._failed(error) from None
+            return page
+
+        page = await self._patiently(meter, once)
         ids = [m.id for m in page.data] if page and page.data else []
         if not ids:
             raise FatalLLMError("the endpoint lists no models: pass --model")
         return ids[0]
 
-    async def _try(self, meter: Meter, **params: Any) -> Any | None:
-        """One probe request: the reply, or None when the server rejects the feature. One SDK retry, so a
-        passing 5xx is not mistaken for a missing feature (llama.cpp answers an unknown format with 500)."""
-        client, gate, _ = self._loop_state()
-        async with gate:
-            try:
-                raw = await client.with_options(max_retries=PROBE_RETRIES).chat.completions.with_raw_response.create(
-                    **params
-                )
-                meter.llm_calls += 1 + raw.retries_taken
-                reply = raw.parse()
-            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                meter.llm_calls += 1
-                raise self._failed(error) from None
-            except openai.RateLimitError as error:  # a rate limit says nothing about features
-                meter.llm_calls += _attempts_spent(error, PROBE_RETRIES)
-                raise self._failed(error) from None
-            except (openai.APIStatusError, openai.APIResponseValidationError) as error:
-                meter.llm_calls += _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
+    async def _try(self, meter: Meter, **params: Any) -> Trial | None:
+        """One probe request: the reply and its time, or None when the server rejects the feature. One SDK
+        retry, so a passing 5xx is not mistaken for a missing feature (llama.cpp answers an unknown format
+        with 500); a 429 is waited out like any call's."""
+
+        async def once() -> Trial | None:
+            client, gate, _ = self._loop_state()
+            async with gate:
+                try:
+                    raw = await client.with_options(
+                        max_retries=PROBE_RETRIES
+                    ).chat.completions.with_raw_response.create(**params)
+                    meter.llm_calls += 1 + raw.retries_taken
+                    reply = raw.parse()
+                except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
+                    meter.llm_calls += 1
+                    raise self._failed(error) from None
+                except openai.RateLimitError as error:  # a rate limit says nothing about features
+                    if self._ours(error):
+                        raise
+                    meter.llm_calls += _attempts_spent(error, PROBE_RETRIES)
+                    raise self._failed(error) from None
+                except (openai.APIStatusError, openai.APIResponseValidationError) as error:
+                    meter.llm_calls += (
+                        _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
+                    )
+                    return None
+                except openai.APIConnectionError as error:
+                    meter.llm_calls += 1 + PROBE_RETRIES
+                    raise self._failed(error) from None
+                except (ValueError, TypeError):  # a 200 that is not a completion (an HTML page, a cut body)
+                    meter.llm_calls += 1
+                    return None
+            if not getattr(reply, "choices", None):
                 return None
-            except openai.APIConnectionError as error:
-                meter.llm_calls += 1 + PROBE_RETRIES
-                raise self._failed(error) from None
-            except (ValueError, TypeError):  # a 200 that is not a completion (an HTML page, a cut body)
-                meter.llm_calls += 1
-                return None
-        if not getattr(reply, "choices", None):
+            _, completion_tokens, _ = _add_usage(meter, reply.usage, "")
+            seconds = raw.http_response.extensions.get(SERVER_SECONDS)  # None: a client passed in, not observed
+            return Trial(reply, Timed(seconds, completion_tokens) if seconds is not None else None)
+
+        return await self._patiently(meter, once)
+
+    async def _fetch(self, meter: Meter, path: str) -> object:
+        """GET `path` at the server's root, beside /v1 (llama.cpp's /props and /slots): its JSON, or None when
+        the server has no such route or answers something else. Not sent to OpenAI itself."""
+        base = self._endpoint.base_url
+        if base is None or is_openai(base):
             return None
-        _add_usage(meter, reply.usage, "")
-        return reply
+        root = base.rstrip("/").removesuffix("/v1")
+
+        async def once() -> object:
+            client, gate, _ = self._loop_state()
+            async with gate:
+                try:
+                    raw = await client.with_options(max_retries=0).get(root + path, cast_to=httpx2.Response)
+                except openai.APIError as error:
+                    if self._ours(error):
+                        raise
+                    meter.llm_calls += 1
+                    return None
+            meter.llm_calls += 1
+            try:
+                return raw.json()
+            except ValueError:
+                return None
+
+        return await self._patiently(meter, once)
+
+    # -- rate limits ----------------------------------------------------------------------------------
+    def _ours(self, error: openai.APIError) -> bool:
+        """A 429 this module waits out: on its own clients, unless the quota is gone (no wait brings it back)."""
+        return (
+            self._own_client
+            and isinstance(error, openai.RateLimitError)
+            and getattr(error, "code", None) != "insufficient_quota"
+        )
+
+    async def _patiently(self, meter: Meter, once: Callable[[], Awaitable[T]]) -> T:
+        """`once()` (one gated request) until it is not rate limited; waits happen outside the gate."""
+        for attempt in itertools.count():
+            await self._await_turn(meter)
+            try:
+                return await once()
+            except openai.RateLimitError as error:
+                meter.llm_calls += 1 + _retries_before(error)
+                self._pause.rate_limited(time.monotonic(), retry_after(error.response.headers), attempt)
+                if meter.max_calls is not None and meter.llm_calls >= meter.max_calls:
+                    raise BudgetError(
+                        f"the endpoint kept answering 429 (rate limited) until the answer's budget of "
+                        f"{meter.max_calls} LLM calls ran out"
+                    ) from None
+                if meter.deadline is None and attempt + 1 >= UNBOUNDED_ATTEMPTS:
+                    raise LLMError(
+                        f"the endpoint answered 429 (rate limited) {UNBOUNDED_ATTEMPTS} times in a row", status=429
+                    ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _await_turn(self, meter: Meter) -> None:
+        """Wait until the server said it would take requests again, if the answer can afford it."""
+        left = None if meter.deadline is None else meter.deadline - asyncio.get_running_loop().time()
+        wait = self._pause.wait(time.monotonic(), left)
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     # -- calls ----------------------------------------------------------------------------------------
     async def chat(self, request: ChatRequest, meter: Meter) -> ChatResponse:
@@ -238,27 +304,34 @@ class OpenAIChatModel:
         return response
 
     async def _post(self, path: str, params: dict[str, Any], meter: Meter, *, guarded: bool = True) -> Any:
-        """One POST through the SDK (its retries, auth and errors), counted in the meter; the JSON body.
-        `guarded`: ask the breaker first (a capability probe is already inside its own breaker check)."""
-        client, gate, _ = self._loop_state()
-        async with gate:
-            trial = self.breaker.check() if guarded else False
-            try:
-                raw = await client.post(path, body=params, cast_to=httpx2.Response)
-            except openai.APIError as error:
-                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
-                meter.failed_calls += 1
-                raise self._failed(error) from None
-            finally:
-                if trial:
-                    self.breaker.end_trial()
-        meter.llm_calls += 1 + int(raw.request.headers.get("x-stainless-retry-count", "0") or 0)
+        """One POST through the SDK (its retries, auth and errors), 429s waited out (`_patiently`), counted in
+        the meter; the JSON body. `guarded`: ask the breaker first (a capability probe is already inside its
+        own breaker check)."""
+        raw = await self._patiently(meter, functools.partial(self._send, path, params, meter, guarded))
+        meter.llm_calls += 1 + _retry_count(raw.request)
         try:
             return raw.json()
         except ValueError:
             meter.failed_calls += 1
             self.breaker.failure()  # a proxy's error page with status 200 is an endpoint failure too
             raise LLMError("the endpoint answered 200 with a body that is not JSON (an error page?)") from None
+
+    async def _send(self, path: str, params: dict[str, Any], meter: Meter, guarded: bool) -> httpx2.Response:
+        """One request through the gate and the breaker (the SDK retries transport failures within)."""
+        client, gate, _ = self._loop_state()
+        async with gate:
+            trial = self.breaker.check() if guarded else False
+            try:
+                return await client.post(path, body=params, cast_to=httpx2.Response)
+            except openai.APIError as error:
+                if self._ours(error):
+                    raise
+                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
+                meter.failed_calls += 1
+                raise self._failed(error) from None
+            finally:
+                if trial:
+                    self.breaker.end_trial()
 
     def _failed(self, error: openai.APIError) -> LLMError:
         """Our error for an SDK error; the breaker learns from it (a fatal one opens it for good)."""
@@ -319,11 +392,6 @@ def _estimator() -> TokenCounter:
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The reply model's JSON schema, built once per model (pydantic rebuilds it on every call otherwise)."""
     return model.model_json_schema()
-
-
-def _has_logprobs(completion: Any) -> bool:
-    choice = (completion.choices or [None])[0]
-    return bool(choice and choice.logprobs and choice.logprobs.content)
 
 
 def read_completion(data: Any, meter: Meter) -> ChatResponse:
@@ -408,8 +476,28 @@ def _add_usage(meter: Meter, usage: Any, text: str) -> tuple[int, int, int]:
     return prompt_tokens, completion_tokens, cached
 
 
+async def _stamp(request: httpx2.Request) -> None:
+    request.extensions[SENT] = time.perf_counter()
+
+
+def _retry_count(request: httpx2.Request) -> int:
+    """The SDK's retries before this request (it numbers every attempt in a header)."""
+    try:
+        return int(request.headers.get("x-stainless-retry-count", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def _retries_before(error: openai.APIError) -> int:
+    response = getattr(error, "response", None)
+    return _retry_count(response.request) if response is not None else 0
+
+
 def _attempts_spent(error: openai.APIError, max_retries: int) -> int:
-    """HTTP requests behind a failed call: the SDK retries connection errors, 408/409/429 and 5xx."""
+    """HTTP requests behind a failed call: exact where the server answered (the SDK numbers its attempts in a
+    header); else the most the SDK makes, as it retries connection errors, 408/409/429 and 5xx."""
+    if getattr(error, "response", None) is not None:
+        return 1 + _retries_before(error)
     status = getattr(error, "status_code", None)
     if _long_retry_after(error) is not None:
         return 1

@@ -6,6 +6,16 @@ so answers are grounded and citations checkable). It records every request's sta
 number in flight, and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bodies cut short,
 bad bodies, rate limits). It runs in a background thread with its own event loop and binds only to 127.0.0.1.
 
+Shaped like the servers people run locally, on request:
+- `slots=N`: at most N chat requests are served at once, the rest wait in a first-come queue (as llama.cpp's
+  `llama-server --parallel N` does), and `GET /props` / `GET /slots` at the root report the slots in
+  llama.cpp's shapes (`total_slots`, one object per slot). `reported_slots` makes the report say something
+  else (0, -1, "four", a million: a broken report); /slots then answers 501, as with `--no-slots`.
+- `rate_limited={1, 2, 3}`: those chat requests (numbered from 1 in arrival order) get 429 with
+  `rate_limit_headers` (default `retry-after: 0`; `{}` for none, so the client backs off on its own).
+- `logprobs=True`: a request that asks for logprobs gets token logprobs, after `logprobs_latency` extra
+  seconds (a server that computes them slowly, as llama-cpp-python does over a large vocabulary).
+
 Embeddings (`hashed_embedding`) are deterministic hashed bags of words and character trigrams: texts that share
 words or word pieces ("labour" and "labor") come out similar. They exercise the plumbing and carry no meaning
 beyond that; never report retrieval quality measured with them. `embeddings=False` removes the route (404, as
@@ -27,12 +37,14 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], str]
 CompletionResponder = Callable[[dict[str, Any]], dict[str, Any]]  # a /v1/completions body -> its choices[0]
+SAME = object()  # reported_slots default: report the real slot count
+RETRY_NOW = {"retry-after": "0"}
 MAX_BODY = 8 * 1024 * 1024
 JSON = {"content-type": "application/json"}
 FAULT_REPLIES: dict[str, tuple[int, bytes, dict[str, str]]] = {
@@ -55,6 +67,7 @@ FAULTS = (
     "500",
     "flaky",
     "429",
+    "429-burst",
     "wait-long",
     "quota",
     "auth",
@@ -160,10 +173,22 @@ class FakeOpenAIServer:
         embeddings: bool = True,
         embedding_models: tuple[str, ...] | None = None,
         embedding_dimensions: int = EMBEDDING_DIMENSIONS,
+        slots: int | None = None,
+        reported_slots: object = SAME,
+        rate_limited: Collection[int] = (),
+        rate_limit_headers: Mapping[str, str] = RETRY_NOW,
+        logprobs: bool = False,
+        logprobs_latency: float = 0.0,
         completions: CompletionResponder | None = None,
     ) -> None:
         self.latency, self.responder, self.model, self.fault = latency, responder, model, fault
         self.completions = completions  # serve the legacy POST /v1/completions (see legacy_choice)
+        self.slots, self.reported_slots = slots, slots if reported_slots is SAME else reported_slots
+        self.rate_limited, self.rate_limit_headers = frozenset(rate_limited), dict(rate_limit_headers)
+        self.logprobs, self.logprobs_latency = logprobs, logprobs_latency
+        if fault == "429-burst":  # the first three chat requests are rate limited (Retry-After 0)
+            self.rate_limited |= {1, 2, 3}
+        self._slot_queue: asyncio.Semaphore | None = None
         self.embeddings, self.embedding_models, self.embedding_dimensions = (
             embeddings,
             embedding_models,
@@ -240,6 +265,10 @@ class FakeOpenAIServer:
     async def _respond(
         self, method: str, path: str, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
+        if method == "GET" and path in ("/props", "/slots") and self.reported_slots is not None:
+            status, reply = self._slot_report(path)
+            await _write(writer, status, json.dumps(reply).encode())
+            return True
         if method == "GET" and path.endswith("/models"):
             data = {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "me"}]}
             await _write(writer, 200, json.dumps(data).encode())
@@ -261,12 +290,25 @@ class FakeOpenAIServer:
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         stats.bodies.append(payload)
-        started = time.monotonic()
+        started, number = time.monotonic(), stats.requests
         try:
-            if await _hung_up(reader, self.latency):
+            if number in self.rate_limited:
+                headers = {**JSON, **self.rate_limit_headers}
+                await _write(writer, 429, b'{"error": {"message": "slow down"}}', headers=headers)
+                return True
+            if not await self._take_slot(reader):
                 stats.abandoned += 1
                 return False
-            return await self._answer(payload, reader, writer, stats.requests)
+            try:
+                slow = self.logprobs and payload.get("logprobs")
+                delay = self.latency + (self.logprobs_latency if slow else 0.0)
+                if await _hung_up(reader, delay):
+                    stats.abandoned += 1
+                    return False
+                return await self._answer(payload, reader, writer, number)
+            finally:
+                if self._slot_queue is not None:
+                    self._slot_queue.release()
         finally:
             stats.in_flight -= 1
             fmt = payload.get("response_format") or {}
@@ -276,7 +318,7 @@ class FakeOpenAIServer:
         self, payload: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int
     ) -> bool:
         """The reply to chat request `number` (1-based), misbehaving as `fault` says. False closes the socket."""
-        fault = None if self.fault == "none" else self.fault
+        fault = None if self.fault in ("none", "429-burst") else self.fault
         if fault == "flaky":  # every other request fails with 503
             fault = "503" if number % 2 == 0 else None
         if fault == "429":  # every other request is rate limited, with a short Retry-After
@@ -303,6 +345,43 @@ class FakeOpenAIServer:
             completion["usage"]["prompt_tokens"] = 16
         await _write(writer, 200, json.dumps(completion).encode())
         return True
+
+    async def _take_slot(self, reader: asyncio.StreamReader) -> bool:
+        """Wait for a free slot, first come first served (always free without `slots`); False when the client
+        hung up while it waited in the queue."""
+        if self.slots is None:
+            return True
+        if self._slot_queue is None:
+            self._slot_queue = asyncio.Semaphore(self.slots)
+        taking = asyncio.ensure_future(self._slot_queue.acquire())
+        while not taking.done():
+            if reader.at_eof():
+                taking.cancel()
+                try:
+                    await taking
+                except asyncio.CancelledError:
+                    return False
+                self._slot_queue.release()  # acquired just as it was cancelled
+                return False
+            await asyncio.wait({taking}, timeout=0.02)
+        return True
+
+    def _slot_report(self, path: str) -> tuple[int, Any]:
+        """llama.cpp's shapes: /props holds total_slots; /slots lists one object per slot (501 when the count
+        cannot be listed, as a server started with --no-slots answers)."""
+        reported = self.reported_slots
+        if path == "/props":
+            settings = {"n_ctx": 4096, "temperature": 0.8, "n_probs": 0}
+            return 200, {"default_generation_settings": settings, "total_slots": reported, "chat_template": ""}
+        if isinstance(reported, int) and not isinstance(reported, bool) and 0 <= reported <= 64:
+            return 200, [{"id": i, "state": 0, "n_ctx": 4096} for i in range(reported)]
+        return 501, {
+            "error": {
+                "code": 501,
+                "message": "This server does not support slots endpoint.",
+                "type": "not_supported_error",
+            }
+        }
 
     def _embeddings(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(status, body) of an embeddings request: hashed vectors, as floats or base64 as asked."""
@@ -333,11 +412,14 @@ class FakeOpenAIServer:
         if "prompt" in payload and self.completions is not None:
             return self._text_completion(payload)
         content = self.responder(payload)
+        logprobs = None
+        if payload.get("logprobs") and self.logprobs:
+            logprobs = {"content": [{"token": content, "logprob": 0.0, "bytes": None, "top_logprobs": []}]}
         choice = {
             "index": 0,
             "message": {"role": "assistant", "content": content},
             "finish_reason": "stop",
-            "logprobs": None,
+            "logprobs": logprobs,
         }
         prompt = sum(len(str(m.get("content", ""))) for m in payload.get("messages", [])) // 4
         return {
@@ -458,9 +540,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--final-after", type=int, default=2)
     parser.add_argument("--fault", choices=FAULTS)
+    parser.add_argument("--slots", type=int, help="serve this many chat requests at once, queue the rest")
     args = parser.parse_args(argv)
     server = FakeOpenAIServer(
-        latency=args.latency, fault=args.fault, responder=partial(echo_responder, final_after=args.final_after)
+        latency=args.latency,
+        fault=args.fault,
+        responder=partial(echo_responder, final_after=args.final_after),
+        slots=args.slots,
     )
     print(server.start(), flush=True)
     try:

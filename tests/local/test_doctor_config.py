@@ -46,12 +46,24 @@ def test_doctor_passes_every_check_against_a_reachable_endpoint(corpus_index, se
     out = capsys.readouterr().out
     assert code == 0, out
     lines = _lines(out)
-    assert list(lines) == ["index", "config", "endpoint", "reachable", "model", "capabilities", "call"]
+    assert list(lines) == [
+        "index",
+        "config",
+        "endpoint",
+        "reachable",
+        "model",
+        "capabilities",
+        "costs",
+        "parallel",
+        "call",
+    ]
     assert all(line.startswith("ok ") for line in lines.values()), out
     assert "33 chunks from 33 documents" in lines["index"] and "selfrag-index" in lines["index"]
     assert server.base_url in lines["endpoint"] and "key from SELFRAG_API_KEY" in lines["endpoint"]
     assert "fake-model" in lines["model"]
     assert "structured output json_schema" in lines["capabilities"]
+    assert "logprobs not used (the endpoint gives no logprobs)" in lines["costs"]
+    assert "no limit: not measured" in lines["parallel"]  # a fast server: no queue can reach the timeout
     assert " s (" in lines["call"]
     assert CANARY not in out
     assert all(auth == f"Bearer {CANARY}" for auth in server.stats.authorizations)  # sent, never printed
