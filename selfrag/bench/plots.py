@@ -41,6 +41,13 @@ def _log_ticks(ax: Any, ticks: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100)) -
     ax.xaxis.set_major_formatter(ScalarFormatter())
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _headline(summary: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     metrics = summary["metrics"]
     return ("accuracy", metrics.get("accuracy")) if "accuracy" in metrics else ("correct", metrics.get("correct"))
@@ -64,10 +71,7 @@ def quality_vs_calls(rows: list[dict[str, Any]], path: Path, title: str) -> Path
     ax.set_ylabel(f"{name} (%), 95 % bootstrap interval")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def reliability_diagram(label: str, summary: dict[str, Any], path: Path) -> Path:
@@ -103,10 +107,7 @@ def reliability_diagram(label: str, summary: dict[str, Any], path: Path) -> Path
     ax.set_ylabel("share correct")
     ax.set_title(f"reliability: {label}", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def growth_plot(summary: dict[str, Any], path: Path) -> Path:
@@ -135,10 +136,7 @@ def growth_plot(summary: dict[str, Any], path: Path) -> Path:
     ax.set_title(f"{what} on {summary['dataset']} ({summary['cells'][0]['n']} questions)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def _oracle_flip(label: str) -> float | None:
@@ -186,10 +184,7 @@ def sweep_plot(dataset: str, rows: list[dict[str, Any]], path: Path) -> Path | N
     ax.set_title(f"{dataset}: what the critic must reach ({note})", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_runs(run_dirs: list[Path], out: Path) -> list[Path]:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..engine.calibration import MAX_FILE_BYTES, SHIPPED, fit_critic, judged_row, load_critic_model
 from ..errors import InputError
+from ..files import write_atomic
 
 MAX_JUDGMENTS_BYTES = 256 << 20
 
@@ -53,7 +52,8 @@ def fit_command(args: argparse.Namespace) -> int:
     text = model.to_json()
     if len(text) > MAX_FILE_BYTES:
         raise InputError("the fitted weights are larger than a weights file may be")
-    _write_atomic(out, text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, text)
     info = model.fitted_on
     print(
         f"wrote {out}: {info['rows']} rows, {info['questions']} questions, support threshold "
@@ -85,17 +85,3 @@ def read_judgments(path: Path) -> list:  # type: ignore[type-arg]
             raise InputError(f"{path} line {number} is not JSON") from None
         rows.append(judged_row(record, f"{path} line {number}"))
     return rows
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

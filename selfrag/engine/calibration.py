@@ -203,17 +203,9 @@ class JudgedRow:
     correct: bool | None = None
 
     def features(self) -> dict[str, float]:
-        return features(
-            self.question,
-            self.sentence,
-            self.chunk,
-            rank=self.rank,
-            score_rel=self.score_rel,
-            quote_ok=self.quote_ok,
-            model_rel=self.model_rel,
-            model_sup=self.model_sup,
-            others=self.others,
-        )
+        item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
+                     self.model_sup, self.others)  # fmt: skip
+        return item.features(self.question)
 
 
 def judged_row(record: Any, where: str) -> JudgedRow:
@@ -301,6 +293,19 @@ class Rated:
     model_sup: float
     others: tuple[str, ...]  # sentences written from the beam's other chunks this step
 
+    def features(self, question: str) -> dict[str, float]:
+        return features(
+            question,
+            self.sentence,
+            self.chunk_text,
+            rank=self.rank,
+            score_rel=self.score_rel,
+            quote_ok=self.quote_ok,
+            model_rel=self.model_rel,
+            model_sup=self.model_sup,
+            others=self.others,
+        )
+
 
 class Rater(Protocol):
     """Rates candidates written from chunks; `threshold` is its default abstention cut on P(supported) and
@@ -339,17 +344,7 @@ class EvidenceRater:
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         out = []
         for item in items:
-            values = features(
-                question,
-                item.sentence,
-                item.chunk_text,
-                rank=item.rank,
-                score_rel=item.score_rel,
-                quote_ok=item.quote_ok,
-                model_rel=item.model_rel,
-                model_sup=item.model_sup,
-                others=item.others,
-            )
+            values = item.features(question)
             x = vector(values)
             out.append(Rating(self.model.relevant.probability(x), self.model.supported.probability(x), values))
         return out

@@ -394,17 +394,22 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def read_completion(data: Any, meter: Meter) -> ChatResponse:
-    """A chat completion body (JSON) as a ChatResponse, or LLMError when it breaks the contract: no choices,
-    an error object instead of a completion, a choice without a message. A refusal or a content filter is a
-    RefusalError even when the content parses; reasoning without content is flagged, never used as the answer."""
+def first_choice(data: Any, meter: Meter) -> dict[str, Any]:
+    """The first choice of a completion body (chat or legacy), or LLMError naming what came instead."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         meter.failed_calls += 1
         error = data.get("error") if isinstance(data, dict) else None
         detail = f": {str(error.get('message', ''))[:200]}" if isinstance(error, dict) else ""
         raise LLMError(f"the endpoint answered without choices{detail}")
-    choice = choices[0]
+    return choices[0]
+
+
+def read_completion(data: Any, meter: Meter) -> ChatResponse:
+    """A chat completion body (JSON) as a ChatResponse, or LLMError when it breaks the contract: no choices,
+    an error object instead of a completion, a choice without a message. A refusal or a content filter is a
+    RefusalError even when the content parses; reasoning without content is flagged, never used as the answer."""
+    choice = first_choice(data, meter)
     message = choice.get("message")
     if not isinstance(message, dict):
         meter.failed_calls += 1

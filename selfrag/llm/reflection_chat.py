@@ -50,7 +50,7 @@ from ..errors import ConfigError, CritiqueError, LLMError, PromptNotSupportedErr
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..schema import Meter
 from .base import Capabilities, ChatModel, ChatRequest, ChatResponse, NativeLabels, TokenLogprob
-from .openai_chat import OpenAIChatModel, _add_usage
+from .openai_chat import OpenAIChatModel, _add_usage, first_choice
 from .reflection import (
     PARAGRAPH_OPEN,
     GroupReading,
@@ -227,13 +227,7 @@ def classify(completion: Completion, asked: int) -> tuple[str, str]:
 def read_text_completion(data: Any, meter: Meter) -> Completion:
     """A legacy completions body as a Completion, or LLMError when it breaks the contract. Malformed logprobs
     are dropped (the labels are then read from the text), never trusted in part."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        meter.failed_calls += 1
-        error = data.get("error") if isinstance(data, dict) else None
-        detail = f": {str(error.get('message', ''))[:200]}" if isinstance(error, dict) else ""
-        raise LLMError(f"the endpoint answered without choices{detail}")
-    choice = choices[0]
+    choice = first_choice(data, meter)
     text = choice.get("text")
     if not isinstance(text, str):
         meter.failed_calls += 1

@@ -1,0 +1,75 @@
+"""`selfrag critic fit|check`: refitting the evidence critic from judged data, and bad input refused in one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import selfrag
+from selfrag.cli import main
+
+SHIPPED = Path(selfrag.__file__).parent / "data" / "critic-v1.json"
+CHUNK = "Refunds are accepted within 30 days of purchase. A receipt is required."
+
+
+def row(n: int, good: bool, **extra) -> dict:
+    sentence = "Refunds are accepted within 30 days." if good else f"Refunds take {90 + n} days in Lyon."
+    return {"question": f"How long for refunds ({n})?", "sentence": sentence, "chunk": CHUNK,
+            "relevant": good, "supported": good, "rank": n % 5, "correct": good, **extra}  # fmt: skip
+
+
+def write(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_fit_writes_weights_that_check_and_load(tmp_path, capsys):
+    judged = write(tmp_path / "j.jsonl", [row(n, n % 2 == 0) for n in range(40)])
+    out = tmp_path / "w.json"
+    assert main(["critic", "fit", str(judged), "--out", str(out)]) == 0
+    assert "40 rows" in capsys.readouterr().out
+    assert main(["critic", "check", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["fitted_on"]["rows"] == 40
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{k: v for k, v in row(n, n % 2 == 0).items() if k != "chunk"} for n in range(40)], "'chunk'"),
+        ([row(n, n % 2 == 0, supported="maybe") for n in range(40)], "'supported'"),
+        ([row(n, True) for n in range(40)], "both classes"),
+        ([row(n, n % 2 == 0) for n in range(10)], "too few"),
+        (["{not json"], "not JSON"),
+    ],
+)
+def test_bad_judgments_get_one_line_and_leave_the_shipped_weights_alone(tmp_path, capsys, rows, message):
+    before = digest(SHIPPED)
+    judged = write(tmp_path / "j.jsonl", rows)
+    out = tmp_path / "w.json"
+    assert main(["critic", "fit", str(judged), "--out", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists() and digest(SHIPPED) == before
+
+
+def test_fit_refuses_to_overwrite_the_shipped_weights(tmp_path, capsys):
+    before = digest(SHIPPED)
+    judged = write(tmp_path / "j.jsonl", [row(n, n % 2 == 0) for n in range(40)])
+    assert main(["critic", "fit", str(judged), "--out", str(SHIPPED)]) != 0
+    assert "shipped" in capsys.readouterr().err and digest(SHIPPED) == before
+
+
+def test_a_bad_weights_file_is_refused_naming_it(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "selfrag-critic", "version": 1, "features": ["x"]}))
+    assert main(["critic", "check", str(bad)]) == 1
+    assert "bad.json" in capsys.readouterr().err
+    index = tmp_path / "missing-index"
+    assert main(["ask", "q?", "--index", str(index), "--scorer", "evidence", "--scorer-weights", str(bad)]) != 0
