@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Config, redact_url, resolve_endpoint
+from ..engine.calibration import load_critic_model
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
 from ..llm.base import ChatModel
@@ -154,6 +155,13 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
         return asyncio.run(_run(options, dataset, system, inner, endpoint_id, config, run_dir, stream or sys.stderr))
 
 
+def _critic_weights(system: System) -> dict[str, str]:
+    """The evidence scorer's weights by content, so runs with other weights never share a folder or a hash."""
+    if system.config.scorer != "evidence":
+        return {}
+    return {"critic_weights": digest(load_critic_model(system.config.scorer_weights).to_json())}
+
+
 def run_folder(out: Path, dataset: str, label: str, config_hash: str) -> Path:
     """`<out>/<dataset>/<label>/<hash 8>`; InputError unless each part is a plain name and the folder is in `out`."""
     parts = (("dataset name", dataset), ("system label", label), ("config hash", config_hash[:8]))
@@ -200,6 +208,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             **({"unanswerable": True} if options.unanswerable else {}),
         },
         "system": system.describe(),
+        **_critic_weights(system),
         "endpoint": endpoint_id,
         # the BM25 text is part of the run hash: it keeps the old module name so existing runs still match
         "retriever": "each question's pre-retrieved ctxs from the dataset file"

@@ -61,7 +61,8 @@ class CriticModel:
     relevant: Head
     supported: Head
     confidence: Platt = Platt()
-    support_threshold: float = 0.5  # P(supported) at or above which a sentence counts as supported
+    support_threshold: float = 0.5  # P(supported) at or above which a sentence counts as supported (a verdict)
+    abstain_threshold: float = 0.0  # the engine's default abstention cut: kept >= 90 % of right answers in training
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -73,6 +74,7 @@ class CriticModel:
             "supported": {"weights": list(self.supported.weights), "bias": self.supported.bias},
             "confidence": {"a": self.confidence.a, "c": self.confidence.c},
             "support_threshold": self.support_threshold,
+            "abstain_threshold": self.abstain_threshold,
             "fitted_on": dict(self.fitted_on),
         }
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
@@ -119,11 +121,13 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     heads = [_head(body.get(name), where, name) for name in ("relevant", "supported")]
     platt = body.get("confidence")
     a, c = _numbers(platt, ("a", "c"), where, "confidence") if isinstance(platt, dict) else (None, None)
-    threshold = body.get("support_threshold")
+    threshold, abstain = body.get("support_threshold"), body.get("abstain_threshold")
     if a is None or c is None or not _finite(threshold) or not 0 < threshold < 1:
         raise ConfigError(f"{where}: confidence and support_threshold must be finite numbers (threshold in (0, 1))")
+    if not _finite(abstain) or not 0 <= abstain < 1:
+        raise ConfigError(f"{where}: abstain_threshold must be a number from 0 to below 1")
     fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
-    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), fitted)
+    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted)
 
 
 def _head(value: Any, where: str, name: str) -> Head:
@@ -168,6 +172,16 @@ def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
     x = np.array([[_logit(v)] for v in p])
     head = fit_logistic(x, np.array(y, dtype=float), l2=0.01)
     return Platt(head.weights[0], head.bias)
+
+
+def abstain_cut(right: Sequence[float], keep: float = 0.9) -> float:
+    """The abstention cut that keeps `keep` of the right answers' P(supported) (training rows): just under the
+    value at that quantile; 0 (never abstain) without right answers to measure it on."""
+    if not right:
+        return 0.0
+    ordered = sorted(right)
+    at = ordered[min(len(ordered) - 1, int((1 - keep) * len(ordered)))]
+    return round(max(0.0, at - 1e-3), 4)
 
 
 def balanced_threshold(p: Sequence[float], y: Sequence[bool]) -> float:
@@ -262,11 +276,12 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
         if row.correct is not None and (row.question not in kept or r + s > kept[row.question][0]):
             kept[row.question] = (r + s, s, row.correct)
     answers = [(s, c) for _, s, c in kept.values()]
+    abstain = abstain_cut([s for s, c in answers if c])
     platt = Platt()
     if len({c for _, c in answers}) == 2:
         platt = fit_platt([s for s, _ in answers], [c for _, c in answers])
     info = {"rows": len(rows), "questions": len(kept), "answers": len(answers), **(fitted_on or {})}
-    return CriticModel(relevant, supported, platt, threshold, info)
+    return CriticModel(relevant, supported, platt, threshold, abstain, info)
 
 
 # -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------
@@ -339,7 +354,7 @@ class EvidenceRater:
 
     @property
     def threshold(self) -> float:
-        return self.model.support_threshold
+        return self.model.abstain_threshold
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         out = []

@@ -31,6 +31,7 @@ def weights(tmp_path):
         supported=_head(new_in=5.0, facts_in=3.0, bias=-5.5),
         confidence=Platt(1.0, 0.0),
         support_threshold=0.5,
+        abstain_threshold=0.5,
         fitted_on={"rows": 100, "source": "test"},
     )
     path = tmp_path / "critic.json"
