@@ -27,6 +27,7 @@ from .retrieval import FindsChunks, Searcher, as_searcher
 from .schema import Meter
 
 if TYPE_CHECKING:
+    from .memory.sessions import ChatSession
     from .retrieval.embeddings import Embedder
 
 MAX_QUESTION_CHARS = 8_000
@@ -68,16 +69,19 @@ class SelfRAG:
         from .retrieval import RetrievalSettings, Retriever
         from .retrieval.dense import open_dense
         from .retrieval.index import Index  # bm25s is imported only when an index is actually opened
+        from .retrieval.supersession import load_versions
 
         config = config or Config()
         settings = RetrievalSettings(
-            strategy=config.strategy, fusion=config.fusion, rerank=config.rerank, freshness=config.freshness
-        )
+            strategy=config.strategy, fusion=config.fusion, rerank=config.rerank, freshness=config.freshness,
+            supersession=config.supersession,
+        )  # fmt: skip
         index = Index.load(Path(path))
+        versions = load_versions(path) if config.supersession else None
         environ = kwargs.get("environ")
         env = os.environ if environ is None else environ
         dense = open_dense(path, index, config, env, embedder)  # type: ignore[arg-type]
-        retriever = Retriever(index, settings, extra=[(dense, 1.0)] if dense else ())
+        retriever = Retriever(index, settings, extra=[(dense, 1.0)] if dense else (), versions=versions)
         return cls(retriever, config, **kwargs)  # type: ignore[arg-type]
 
     async def astream(
@@ -129,6 +133,17 @@ class SelfRAG:
                 self._finalizer = weakref.finalize(self, _close_runner, self._runner)
             return self._runner.run(self.aanswer(question, conversation=conversation, config=config))
         raise ConfigError("answer() was called inside a running event loop: use `await aanswer(...)` there")
+
+    def session(self, name: str | None = None, *, folder: str | Path | None = None) -> ChatSession:
+        """A conversation with managed memory (memory.py): `ask`/`aask` recall earlier turns, then remember the
+        new one. With a `name` it is a named session kept on disk (under $SELFRAG_HOME/sessions, or `folder`)
+        that another process can continue; without, it lives in the returned object."""
+        from .memory.sessions import ChatSession, SessionStore
+
+        if name is None:
+            return ChatSession(self)
+        store = SessionStore(folder) if folder is not None else SessionStore.default()
+        return ChatSession(self, store, name)
 
     def close(self) -> None:
         """Close the HTTP clients and the private loop of the sync door."""

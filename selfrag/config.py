@@ -88,6 +88,7 @@ class Config:
     fusion: str = "none"  # none | rrf | weighted: fuse stemmed and unstemmed BM25 (index built with both)
     rerank: bool = False  # cheap lexical-overlap reranking of the BM25 hits
     freshness: float = 0.0  # 0 off; e.g. 0.05: a recency bonus for dated chunks that breaks near-ties
+    supersession: bool = True  # a chunk of a superseded document yields to its newer version (when linked)
     query_variants: str = ""  # comma list of multi, hyde, decompose: LLM-written queries fused with the query
     variant_count: int = 3  # paraphrases (multi) and most sub-questions (decompose) per variant call
     dense: str = "auto"  # auto: use the index's dense vectors if it has them; on: require them; off: BM25 only

@@ -6,6 +6,7 @@
     ├── InputError          bad user input: an empty question, an unreadable path, a malformed file
     │   └── UsageError      a command-line argument cannot be used as given (the CLI exits 2, as argparse does)
     ├── RetrievalError      the index is missing, corrupt, from another format, or the corpus is empty
+    ├── SessionError        a named session is damaged, too large, from a newer selfrag, or locked too long
     ├── LLMError            a call failed after the SDK's own transport retries (keeps status and request id)
     │   ├── FatalLLMError   retrying cannot help: bad key, no permission, unknown model, quota exhausted,
     │   │                   or a rate-limit wait (429 Retry-After) longer than the answer has left
@@ -44,6 +45,10 @@ class UsageError(InputError):
 
 class RetrievalError(SelfRagError):
     """The index cannot be used; the message says how to rebuild it."""
+
+
+class SessionError(SelfRagError):
+    """A named session cannot be read or written; the file is left as it was and the message says what to do."""
 
 
 class LLMError(SelfRagError):

@@ -44,6 +44,9 @@ class Source(_Out):
     title: str
     source: str
     text: str
+    date: str | None = None  # the document's date, when known
+    superseded_by: list[str] = []  # doc ids of the newer versions that replace this document (supersession)
+    current: bool | None = None  # True: the current version of a document with older versions; None: no versions
 
 
 class Usage(_Out):

@@ -16,6 +16,16 @@ L = TypeVar("L")  # a label type (Relevance, Support, Utility)
 
 
 @dataclass(frozen=True, slots=True)
+class Version:
+    """Where a chunk's document stands among the dated versions of its topic (supersession.py)."""
+
+    current: bool  # False: a newer version replaces it
+    date: str | None  # the document's date (YYYY-MM-DD, YYYY-MM or YYYY) when known
+    newer: tuple[str, ...] = ()  # doc ids of the current versions that replace it
+    older: tuple[str, ...] = ()  # doc ids of the versions it replaces directly
+
+
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """One retrievable piece of a document; `key` (document id + chunk number) is stable across rebuilds."""
 
@@ -25,6 +35,7 @@ class Chunk:
     title: str = ""
     source: str = ""  # where the document came from (path, URL, dataset name)
     date: str | None = None  # ISO date of the document when known (used by the freshness bonus)
+    version: Version | None = None  # set by retrieval when the document has other versions (not stored)
 
     @property
     def key(self) -> str:

@@ -53,6 +53,7 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "fusion": "rrf",
         "rerank": True,
         "freshness": 0.05,
+        "supersession": False,
         "query_variants": "multi,hyde",
         "variant_count": 2,
         "dense": "off",

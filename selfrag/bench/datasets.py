@@ -47,6 +47,8 @@ FOLDERS = {
     "arc_challenge": "arc_challenge",
 }
 
+STALE_GOLD_DATE = "2026-01-01"
+
 
 @dataclass(frozen=True, slots=True)
 class EvidencePair:
@@ -117,14 +119,15 @@ class Dataset:
         sentences = {key: value for key, value in self.sentences.items() if key in chosen}
         return replace(self, corpus=corpus, sentences=sentences)
 
-    def with_stale_copies(self, copies: int) -> Dataset:
+    def with_stale_copies(self, copies: int, *, dated: bool = False) -> Dataset:
         """The corpus plus `copies` conflicting near-duplicates of each example's gold snippet: the snippet
         with the right answer cut out and the dataset's hallucinated answer appended, each copy marked as a
         different revision. They are not gold. Needs examples with a right and a hallucinated answer (HaluEval);
-        an example whose answer does not occur in its snippet gets no copies."""
+        an example whose answer does not occur in its snippet gets no copies. `dated`: the gold snippet is
+        dated `STALE_GOLD_DATE` and copy n one year earlier per n (stale = older), the text unchanged."""
         if copies < 0:
             raise InputError(f"--stale must be 0 or more, got {copies}")
-        texts, extra = self.chunk_texts(), []
+        texts, extra, golds = self.chunk_texts(), [], {}
         for example in self.examples:
             right = next((p for p in example.pairs if p.gold_label == "right"), None)
             wrong = next((p for p in example.pairs if p.gold_label == "hallucinated"), None)
@@ -136,8 +139,12 @@ class Dataset:
             base = " ".join(gold.text.replace(right.statement, " ").split())
             for number in range(copies):
                 text = f"(Revision {number + 2}.) {base} {wrong.statement}"
-                extra.append(replace(gold, doc_id=f"{gold.doc_id}-stale{number + 1}", text=text))
-        return replace(self, corpus=self.corpus + tuple(extra))
+                date = f"{int(STALE_GOLD_DATE[:4]) - number - 1}{STALE_GOLD_DATE[4:]}" if dated else gold.date
+                extra.append(replace(gold, doc_id=f"{gold.doc_id}-stale{number + 1}", text=text, date=date))
+            if dated and copies:
+                golds[gold.key] = replace(gold, date=STALE_GOLD_DATE)
+        corpus = tuple(golds.get(chunk.key, chunk) for chunk in self.corpus)
+        return replace(self, corpus=corpus + tuple(extra))
 
     def without_gold(self) -> Dataset:
         """The same questions made unanswerable: every gold chunk of the examples (and every copy of its text)

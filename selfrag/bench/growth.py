@@ -37,7 +37,8 @@ def run_growth(
     cells, code = [], EXIT_OK
     for size, copies in [(size, copies) for size in sizes for copies in stale or [0]]:
         for system in systems:
-            cell_dir = folder / (f"size-{size}" + (f"-stale-{copies}" if copies else ""))
+            dated = "-dated" if copies and base.stale_dated else ""
+            cell_dir = folder / (f"size-{size}" + (f"-stale-{copies}{dated}" if copies else ""))
             options = replace(base, system=system, corpus_size=size, stale_copies=copies, out=cell_dir, run_dir=None)
             report = run_benchmark(options, chat=chat)
             code = max(code, report.exit_code, key=SEVERITY.index)

@@ -40,6 +40,7 @@ from ..engine.calibration import load_critic_model
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
 from ..llm.base import ChatModel
+from ..retrieval import Retriever
 from ..schema import Meter
 from . import datasets as ds
 from .answer import answer
@@ -80,6 +81,7 @@ class RunOptions:
     corpus_size: int | None = None  # memory-growth runs: gold chunks plus seeded distractors up to this size
     stale_copies: int = 0  # memory-growth runs: conflicting near-duplicates added per gold snippet
     unanswerable: bool = False  # the sampled questions with their gold chunks taken out of the corpus
+    stale_dated: bool = False  # stale copies dated before their gold snippet (supersession can then act)
     environ: Mapping[str, str] | None = None
 
 
@@ -134,7 +136,7 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
     if options.stale_copies:
-        dataset = dataset.with_stale_copies(options.stale_copies)
+        dataset = dataset.with_stale_copies(options.stale_copies, dated=options.stale_dated)
     if options.unanswerable:
         dataset = dataset.without_gold()
     system = parse_system(options.system, options.config)
@@ -206,6 +208,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             "cut": options.corpus_size is not None,
             **({"stale_copies": options.stale_copies} if options.stale_copies else {}),
             **({"unanswerable": True} if options.unanswerable else {}),
+            **({"stale_dated": True} if options.stale_copies and options.stale_dated else {}),
         },
         "system": system.describe(),
         **_critic_weights(system),
@@ -271,9 +274,14 @@ async def _run(
     todo = [e for e in dataset.examples if not _settled(done.get(e.id), options.retry_failed)]
     from ..retrieval.index import Index
 
-    index = Index.build(dataset.corpus)
+    index: Any = Index.build(dataset.corpus)
     if dataset.presets:  # short-form files carry each question's passages: use those, as the paper did
         index = PresetRetriever(index, dataset.presets, dataset.chunk_texts())
+    elif system.config.supersession and any(chunk.date for chunk in dataset.corpus):  # as SelfRAG.from_index does
+        from ..retrieval.supersession import corpus_versions
+
+        versions = corpus_versions(dataset.corpus)
+        index = Retriever(index, versions=versions) if versions else index
     cache = RequestCache(options.cache_path) if options.cache_path else None
     chat = CachedChatModel(inner, cache, endpoint=endpoint_id)
     started, status, message = time.time(), "complete", ""
@@ -352,7 +360,8 @@ async def _answer_all(
                 error = f"internal {type(failure).__name__}: {failure}"
             if error is None:
                 streak["failures"] = 0
-            record = build_record(example, outcome, error, dataset, index, view, time.monotonic() - began)
+            plain = index.index if isinstance(index, Retriever) else index  # similarity: BM25's, supersession aside
+            record = build_record(example, outcome, error, dataset, plain, view, time.monotonic() - began)
             if error is not None:
                 record["failure"] = kind
             try:

@@ -223,6 +223,7 @@ async def ask_over_top_chunks(
 
 async def judge_pair(run: Run, question: str, statement: str, chunk: Chunk) -> tuple[Critique, str]:
     """One critic call on (statement, chunk); conservative labels when the reply stays invalid."""
+    document = run.document_values("critic", chunk)
     try:
         parsed = await run.ask(
             "critique_candidate",
@@ -230,7 +231,8 @@ async def judge_pair(run: Run, question: str, statement: str, chunk: Chunk) -> t
             question=question,
             draft=run.draft(""),
             sentence=statement,
-            **run.document_values("critic", chunk),
+            **document,
+            **run.version_values(chunk, document["nonce"]),
         )
     except FatalLLMError:
         raise

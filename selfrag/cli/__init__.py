@@ -17,10 +17,10 @@ from typing import NoReturn
 from .. import __version__
 from ..errors import SelfRagError, UsageError
 from ..text import clean_for_terminal, redact_secrets
-from . import ask, bench, chat, config_cmd, critic, doctor, index, judge, search
+from . import ask, bench, chat, config_cmd, critic, doctor, index, judge, search, session
 from .common import refuse_nul_bytes
 
-COMMANDS = (index, ask, search, chat, doctor, config_cmd, bench, judge, critic)
+COMMANDS = (index, ask, search, chat, session, doctor, config_cmd, bench, judge, critic)
 
 
 class Parser(argparse.ArgumentParser):

@@ -7,6 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
+from ..memory.sessions import check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent, StepEvent
 from ..text import clean_for_terminal
 from .common import (
@@ -24,6 +25,7 @@ def register(commands: Any) -> None:
     ask = commands.add_parser("ask", help="answer a question", description="Answer a question with citations.")
     ask.add_argument("question", help="the question, or - to read it from stdin")
     ask.add_argument("--index", "-i", required=True, help="index folder (made by `selfrag index`)")
+    ask.add_argument("--session", "-s", metavar="NAME", help="continue (or start) a named conversation")
     out = ask.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     out.add_argument("--jsonl", action="store_true", help="stream events as JSON lines")
@@ -38,9 +40,15 @@ def run(args: argparse.Namespace) -> int:
     from ..settings import load_config
 
     question = read_question(args.question, sys.stdin)
+    if args.session is not None:
+        check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
     rag = SelfRAG.from_index(args.index, config)
-    result = asyncio.run(_ask(rag, question, args))
+    session = rag.session(args.session) if args.session is not None else None  # a damaged one is refused here
+    conversation, recalled = session.prepare(question) if session else ("", ())
+    result = asyncio.run(_ask(rag, question, args, conversation))
+    if session is not None:
+        session.record(question, result, recalled)
     if args.trace_html:
         from .trace_html import write_trace_html
 
@@ -56,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _ask(rag: Any, question: str, args: argparse.Namespace) -> Result:
+async def _ask(rag: Any, question: str, args: argparse.Namespace, conversation: str = "") -> Result:
     result = None
     streamed = False
     try:
-        async for event in rag.astream(question):
+        async for event in rag.astream(question, conversation=conversation):
             if args.jsonl:
                 print(event.model_dump_json(), flush=True)
             if isinstance(event, StepEvent) and args.trace:

@@ -47,6 +47,11 @@ def register(commands: Any) -> None:
         default="0",
         help="conflicting near-duplicates per gold snippet, comma-separated (e.g. 0,2,4,8; HaluEval only)",
     )
+    growth.add_argument(
+        "--stale-dated",
+        action="store_true",
+        help="date the stale copies before their gold snippet (supersession then prefers the gold one)",
+    )
     _add_run_options(growth)
     growth.set_defaults(run=growth_command)
 
@@ -121,6 +126,7 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
         jobs=args.jobs,
         progress=not args.no_progress,
         embedded_threads=args.threads,
+        stale_dated=getattr(args, "stale_dated", False),
         **extra,
     )
 

@@ -2,8 +2,9 @@
 
 `>>>` prompt; settled sentences stream as they become final; `\"\"\"` opens and closes a multi-line message;
 history persists in a file; slash commands tune the knobs; Ctrl-C cancels the current answer and keeps the
-session; Ctrl-D (or /exit) leaves. Follow-up questions see the conversation so far. Without a terminal on
-stdin it reads one question per line, for scripts.
+session; Ctrl-D (or /exit) leaves. Follow-up questions see what the managed memory recalls for them
+(memory.py); with `--session NAME` that memory is kept on disk and another process can continue it
+(sessions.py). Without a terminal on stdin it reads one question per line, for scripts.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..conversation import Conversation
 from ..errors import ConfigError, FatalLLMError, SelfRagError
+from ..memory.sessions import ChatSession, check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent
 from ..text import clean_for_terminal
 from .common import add_engine_options, engine_flags, print_step, render_abstention, render_segment, render_sources
@@ -30,7 +31,7 @@ HELP = """commands:
   /set KNOB VALUE       change a knob: mode threshold beam_width max_depth ndocs w_rel w_sup w_use critic ...
   /show                 the current knobs
   /save FILE            write the last answer's search as an HTML page
-  /clear                forget the conversation
+  /clear                forget the conversation (a named session is emptied)
   /exit                 leave (Ctrl-D works too)
   \"\"\"                   start or end a multi-line message
 Ctrl-C cancels the answer being written."""
@@ -41,6 +42,7 @@ def register(commands: Any) -> None:
     chat.add_argument("--index", "-i", required=True, help="index folder (made by `selfrag index`)")
     chat.add_argument("--history-file", help="where to keep input history (default: under $SELFRAG_HOME)")
     chat.add_argument("--no-history", action="store_true", help="do not keep input history")
+    chat.add_argument("--session", "-s", metavar="NAME", help="continue (or start) a named conversation on disk")
     add_engine_options(chat)
     chat.set_defaults(run=run)
 
@@ -57,11 +59,11 @@ def history_path(args: argparse.Namespace) -> Path | None:
 
 
 class Session:
-    """The REPL's state: the engine, the knobs, the conversation, the last result."""
+    """The REPL's state: the engine, the knobs, the conversation's memory, the last result."""
 
-    def __init__(self, rag: Any, config: Config) -> None:
+    def __init__(self, rag: Any, config: Config, memory: ChatSession | None = None) -> None:
         self.rag, self.config = rag, config
-        self.conversation = Conversation()
+        self.memory = memory or ChatSession(rag)
         self.last: Result | None = None
         self.trace = False
 
@@ -86,7 +88,7 @@ class Session:
             for key, value in config_dict(self.config).items():
                 print(f"  {key} = {value}", file=sys.stderr)
         elif name == "clear":
-            self.conversation = Conversation()
+            self.memory.clear()
             print("conversation cleared", file=sys.stderr)
         elif name == "save":
             self.save(rest)
@@ -138,7 +140,7 @@ class Session:
             loop.remove_signal_handler(signal.SIGINT)
 
     async def _stream(self, question: str) -> None:
-        history = self.conversation.render()
+        history, recalled = self.memory.prepare(question)
         async for event in self.rag.astream(question, conversation=history, config=self.config):
             if isinstance(event, LeadEvent):
                 print(clean_for_terminal(event.text), end=" ", flush=True)
@@ -146,7 +148,7 @@ class Session:
                 print(render_segment(event), end=" ", flush=True)
             elif isinstance(event, DoneEvent):
                 self.last = event.result
-                self.conversation = self.conversation.add(question, event.result.answer)
+                self.memory.record(question, event.result, recalled)
                 print()
                 print(render_abstention(event.result) or render_sources(event.result.sources))
             elif self.trace:
@@ -207,9 +209,11 @@ def run(args: argparse.Namespace) -> int:
     from ..api import SelfRAG
     from ..settings import load_config
 
+    if args.session is not None:
+        check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
     rag = SelfRAG.from_index(args.index, config)
-    session = Session(rag, config)
+    session = Session(rag, config, rag.session(args.session) if args.session is not None else None)
 
     async def main() -> None:
         try:

@@ -23,6 +23,7 @@ ENGINE_FLAGS = (
     "fusion",
     "rerank",
     "freshness",
+    "supersession",
     "query_variants",
     "dense",
     "embedding_model",
@@ -87,6 +88,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     )
     retrieval.add_argument("--rerank", action="store_const", const=True, help="lexical-overlap reranking")
     retrieval.add_argument("--freshness", type=float, help="recency bonus for dated chunks, e.g. 0.05 (default 0)")
+    add_supersession_flag(retrieval)
     retrieval.add_argument(
         "--query-variants",
         metavar="KINDS",
@@ -152,6 +154,16 @@ def add_endpoint_options(parser: Any, names: tuple[str, ...] = tuple(ENDPOINT_OP
         parser.add_argument(*flags, **keywords)
 
 
+def add_supersession_flag(group: Any) -> None:
+    group.add_argument(
+        "--no-supersession",
+        dest="supersession",
+        action="store_const",
+        const=False,
+        help="let superseded documents rank as they score (default: they yield to their newer versions)",
+    )
+
+
 POSITIONALS = {"paths": "PATH", "question": "QUESTION", "query": "QUERY", "run_dirs": "RUN_DIR"}  # dest -> metavar
 
 
@@ -195,7 +207,8 @@ def render_sources(sources: list[Source]) -> str:
     lines = ["", "Sources:"]
     for source in sources:
         title = f"{source.title} — " if source.title else ""
-        lines.append(clean_for_terminal(f"  [{source.n}] {title}{source.doc_id} (chunk {source.chunk_id})"))
+        status = f"; superseded by {', '.join(source.superseded_by)}" if source.superseded_by else ""
+        lines.append(clean_for_terminal(f"  [{source.n}] {title}{source.doc_id} (chunk {source.chunk_id}{status})"))
     return "\n".join(lines)
 
 

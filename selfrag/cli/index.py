@@ -97,6 +97,12 @@ def summary(report: Any) -> str:
     ]
     if report.full_rebuild:
         lines.append(f"  rebuilt from scratch: {report.full_rebuild}")
+    if report.links:
+        lines.append(f"  versions: {report.links} older → newer links (superseded documents yield to newer ones)")
+    for note in report.notes[:10]:
+        lines.append(clean_for_terminal(f"  note: {note}"))
+    if len(report.notes) > 10:
+        lines.append(f"  ... and {len(report.notes) - 10} more notes")
     for skipped in report.skipped[:10]:
         lines.append(clean_for_terminal(f"  skipped {skipped.path}: {skipped.reason}"))
     if len(report.skipped) > 10:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..text import clean_for_terminal
+from .common import add_supersession_flag
 
 
 def register(commands: Any) -> None:
@@ -18,35 +19,63 @@ def register(commands: Any) -> None:
     search.add_argument("--index", "-i", required=True, help="index folder")
     search.add_argument("-k", type=int, default=10, help="hits per query (default 10)")
     search.add_argument("--json", action="store_true", help="JSON output")
+    add_supersession_flag(search)
     search.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..retrieval.index import Index
+    from ..retrieval.supersession import load_versions
 
     if (args.query is None) == (args.queries is None):
         raise UsageError("give either a QUERY or --queries FILE.jsonl")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
     index = Index.load(Path(args.index))
+    versions = load_versions(args.index) if args.supersession is not False else None
+
+    def find_many(queries: list[str]) -> list[list[Any]]:
+        if versions is None:
+            return index.find_many(queries, args.k)
+        found = index.find_many(queries, max(args.k, CANDIDATES))  # superseded hits yield among these
+        return [versions.marked(versions.prefer_current(hits)[: args.k]) for hits in found]
+
     if args.query is not None:
-        hits = index.find_relevant_chunks(args.query, args.k)
+        hits = find_many([args.query])[0]
         if args.json:
             print(json.dumps({"query": args.query, "hits": [_hit(h) for h in hits]}, ensure_ascii=False))
         else:
             for rank, hit in enumerate(hits, 1):
                 text = clean_for_terminal(hit.chunk.text.replace("\n", " "))[:120]
-                print(f"{rank:>3}. {hit.score:7.3f}  {clean_for_terminal(hit.chunk.key)}  {text}")
+                print(f"{rank:>3}. {hit.score:7.3f}  {clean_for_terminal(hit.chunk.key)}{_status(hit)}  {text}")
         return 0
     ids, texts = read_queries(Path(args.queries))
-    for query_id, hits in zip(ids, index.find_many(texts, args.k), strict=True):
+    for query_id, hits in zip(ids, find_many(texts), strict=True):
         print(json.dumps({"_id": query_id, "hits": [_hit(h) for h in hits]}, ensure_ascii=False))
     return 0
 
 
+CANDIDATES = 100  # as deep as the engine's retriever looks (RetrievalSettings.depth)
+
+
+def _status(hit: Any) -> str:
+    version = hit.chunk.version
+    if version is None:
+        return ""
+    return clean_for_terminal(f" [superseded by {', '.join(version.newer)}]" if version.newer else " [current]")
+
+
 def _hit(hit: Any) -> dict[str, Any]:
     chunk = hit.chunk
-    return {"doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id, "score": round(float(hit.score), 6), "text": chunk.text}
+    found = {
+        "doc_id": chunk.doc_id,
+        "chunk_id": chunk.chunk_id,
+        "score": round(float(hit.score), 6),
+        "text": chunk.text,
+    }
+    if chunk.version is not None:
+        found["superseded_by"] = list(chunk.version.newer)
+    return found
 
 
 def read_queries(path: Path) -> tuple[list[str], list[str]]:

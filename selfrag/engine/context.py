@@ -20,7 +20,7 @@ from ..errors import BudgetError
 from ..llm.base import ChatModel, ChatRequest
 from ..llm.structured import Parsed, ask
 from ..prompts import PromptBook
-from ..retrieval import Searcher
+from ..retrieval import Searcher, describe_version
 from ..schema import Chunk, Meter
 from ..text import neutralise_document
 from .calibration import PaperRater, Rater
@@ -96,6 +96,11 @@ class Run:
             "doc_id": neutralise_document(chunk.key, nonce)[:200].replace('"', "'"),
             "document": neutralise_document(body[: max_chars or self.config.max_chunk_chars], nonce),
         }
+
+    def version_values(self, chunk: Chunk, nonce: str) -> dict[str, str]:
+        """Where the chunk's document stands among its versions ("current", "superseded by ..."), for the
+        prompts that write from or judge a document; made as inert as the document id."""
+        return {"version": neutralise_document(describe_version(chunk.version), nonce)[:300].replace('"', "'")}
 
 
 async def run_all(jobs: Iterable[Coroutine[Any, Any, T]]) -> list[T]:

@@ -118,6 +118,7 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
 
 async def _judge(candidate: Candidate, run: Run) -> Candidate:
     assert candidate.chunk is not None
+    document = run.document_values(candidate.parent.id, candidate.chunk)
     try:
         parsed = await run.ask(
             "critique_candidate",
@@ -125,7 +126,8 @@ async def _judge(candidate: Candidate, run: Run) -> Candidate:
             question=run.question,
             draft=run.draft(candidate.parent.text),
             sentence=candidate.text,
-            **run.document_values(candidate.parent.id, candidate.chunk),
+            **document,
+            **run.version_values(candidate.chunk, document["nonce"]),
         )
     except FatalLLMError:
         raise

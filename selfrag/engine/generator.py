@@ -71,11 +71,13 @@ async def _write_from_chunk(candidate: Candidate, run: Run) -> Candidate:
 async def _write_with(candidate: Candidate, run: Run, max_chars: int | None) -> Candidate:
     beam, chunk = candidate.parent, candidate.chunk
     assert chunk is not None
+    document = run.document_values(beam.id, chunk, max_chars)
     values = dict(
         conversation=run.history(),
         question=run.question,
         draft=run.draft(beam.text),
-        **run.document_values(beam.id, chunk, max_chars),
+        **document,
+        **run.version_values(chunk, document["nonce"]),
     )
     if run.config.critic is CriticMode.SEPARATE:
         parsed = await run.ask("generate_segment", logprobs=run.config.use_seqscore, **values)

@@ -150,6 +150,9 @@ class Citations:
             title=chunk.title,
             source=chunk.source,
             text=chunk.text,
+            date=chunk.date,
+            superseded_by=list(chunk.version.newer) if chunk.version else [],
+            current=chunk.version.current if chunk.version else None,
         )
 
     def sources(self) -> list[Source]:

@@ -10,5 +10,6 @@ Nothing here imports bm25s until an index is opened.
 """
 
 from .strategies import FindsChunks, RetrievalSettings, Retriever, Searcher, as_searcher
+from .supersession import describe_version
 
-__all__ = ["FindsChunks", "RetrievalSettings", "Retriever", "Searcher", "as_searcher"]
+__all__ = ["FindsChunks", "RetrievalSettings", "Retriever", "Searcher", "as_searcher", "describe_version"]

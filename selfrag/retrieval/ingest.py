@@ -13,6 +13,10 @@ the same size. The catalog is only reused with the same chunking settings, and o
 that is malformed, nested too deep or larger than `MAX_CATALOG_BYTES` is not reused, every file is read again
 (a rebuild from scratch) and the report says why. Duplicate collapse runs over the
 whole corpus every time, so deleting the newest copy of a passage brings back an older one.
+
+Versions (supersession.py) are linked over the whole corpus every time too, from per-document facts (date,
+"replaces" claims, sketch) kept in `versions.json` and reused for files whose hash did not change. A date read
+from the text (an `Updated:` line, the title, the file name) becomes the chunks' date when the format gave none.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from .chunking import ChunkingSettings, collapse_duplicates, split_text
 from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
 from .index import Index, IndexSettings
 from .store import CURRENT, FileOps, checked_folder, open_current
+from .supersession import MAX_VERSIONS_BYTES, VERSIONS, Table, known_facts, link
+from .versions import Facts, facts
 
 CATALOG = "catalog.jsonl"
 CATALOG_VERSION = 1
@@ -110,6 +116,7 @@ class Collected:
     duplicates: int
     tally: Tally
     skipped: tuple[Skipped, ...]
+    versions: Table  # dates read from the text, versions of one topic, what replaces what (supersession.py)
 
 
 def collect(
@@ -124,8 +131,10 @@ def collect(
     counter: TokenOffsets | None = None,
     progress: ProgressFn | None = None,
     avoid: Sequence[Path] = (),
+    known: Mapping[str, tuple[str, Facts]] | None = None,
 ) -> Collected:
-    """Scan `paths`, reuse or (re)chunk each file, and return the new catalog and the corpus's chunks."""
+    """Scan `paths`, reuse or (re)chunk each file, and return the new catalog and the corpus's chunks.
+    `known` holds the version facts of the previous run, reused for files whose hash did not change."""
     scanned_ns = time.time_ns()
     limits = limits or ReadLimits()
     entries, skipped = _scan_all(paths, include, exclude, hidden, limits, avoid)
@@ -139,10 +148,24 @@ def collect(
             progress(done, len(entries), key)
     old = previous.files if previous else {}
     tally = Tally(len(entries), deleted=len(set(old) - set(records)), **run.counts)
-    chunks = _chunks(records.values())
+    versions = _versions(records.values(), known or {})
+    chunks = _chunks(records.values(), versions.dates())
     kept = collapse_duplicates(chunks) if chunking.dedupe else chunks
     catalog = Catalog(scanned_ns, records)
-    return Collected(catalog, tuple(kept), len(chunks) - len(kept), tally, (*skipped, *run.skipped))
+    return Collected(catalog, tuple(kept), len(chunks) - len(kept), tally, (*skipped, *run.skipped), versions)
+
+
+def _versions(records: Iterable[FileRecord], known: Mapping[str, tuple[str, Facts]]) -> Table:
+    """Version facts of every document (a file whose hash did not change keeps its old facts), linked."""
+    found: dict[str, tuple[str, Facts]] = {}
+    for record in records:
+        for d in record.documents:
+            old = known.get(d.doc_id)
+            if old is not None and old[0] == record.sha256:
+                found[d.doc_id] = old
+            else:
+                found[d.doc_id] = (record.sha256, facts(d.doc_id, d.title, d.date, "\n".join(d.chunks)))
+    return link(found)
 
 
 def _scan_all(
@@ -207,8 +230,9 @@ def _unchanged(old: FileRecord, entry: FileEntry, scanned_ns: int) -> bool:
     return old.size == entry.size and old.mtime_ns == entry.mtime_ns and entry.mtime_ns < scanned_ns - RACY_NS
 
 
-def _chunks(records: Iterable[FileRecord]) -> list[Chunk]:
-    """Every chunk of every record; InputError when two files yield the same document id."""
+def _chunks(records: Iterable[FileRecord], dates: Mapping[str, str]) -> list[Chunk]:
+    """Every chunk of every record (dated from `dates` when the format gave no date); InputError when two files
+    yield the same document id."""
     owner: dict[str, str] = {}
     chunks = []
     for record in records:
@@ -217,7 +241,8 @@ def _chunks(records: Iterable[FileRecord]) -> list[Chunk]:
                 raise InputError(
                     f"document id {d.doc_id!r} appears in both {owner[d.doc_id]} and {record.key}; ids must be unique"
                 )
-            chunks += [Chunk(d.doc_id, n, text, d.title, d.source, d.date) for n, text in enumerate(d.chunks)]
+            date = d.date or dates.get(d.doc_id)
+            chunks += [Chunk(d.doc_id, n, text, d.title, d.source, date) for n, text in enumerate(d.chunks)]
     return chunks
 
 
@@ -242,6 +267,8 @@ class IndexReport:
     skipped: tuple[Skipped, ...]
     full_rebuild: str | None  # why nothing could be reused, when a previous index existed
     seconds: float
+    links: int = 0  # older → newer links between versions of one document (supersession.py)
+    notes: tuple[str, ...] = ()  # dates and supersession claims that were refused, and why
 
 
 def index_paths(
@@ -270,9 +297,10 @@ def index_paths(
     started = time.monotonic()
     out = checked_folder(out_dir)
     chunking = chunking or ChunkingSettings()
-    previous, why = _previous_catalog(out, chunking)
+    previous, why, known = _previous_catalog(out, chunking)
     got = collect(paths, previous, chunking=chunking, include=include, exclude=exclude, hidden=hidden,
-                  limits=limits or ReadLimits(), counter=counter, progress=progress, avoid=(out,))  # fmt: skip
+                  limits=limits or ReadLimits(), counter=counter, progress=progress, avoid=(out,),
+                  known=known)  # fmt: skip
     if not got.chunks:
         raise InputError(
             f"nothing to index in {', '.join(map(str, paths))}: no .txt, .md, .html or .jsonl file with text "
@@ -281,26 +309,36 @@ def index_paths(
     if progress is not None:
         progress(0, 1, "building the BM25 index")
     index = Index.build(got.chunks, settings or IndexSettings(), chunking=chunking)
-    extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes()}
+    extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes(),
+             VERSIONS: got.versions.to_bytes()}  # fmt: skip
     generation = index.save(out, extra=extra, ops=ops)
     if progress is not None:
         progress(1, 1, f"saved {generation.name}")
     t = got.tally
     return IndexReport(
         out, generation.name, index.document_count, len(index), got.duplicates, t.seen, t.read, t.reused,
-        t.added, t.changed, t.deleted, got.skipped, why, time.monotonic() - started,
+        t.added, t.changed, t.deleted, got.skipped, why, time.monotonic() - started, len(got.versions.links),
+        got.versions.notes,
     )  # fmt: skip
 
 
-def _previous_catalog(out_dir: Path, chunking: ChunkingSettings) -> tuple[Catalog | None, str | None]:
+def _previous_catalog(
+    out_dir: Path, chunking: ChunkingSettings
+) -> tuple[Catalog | None, str | None, dict[str, tuple[str, Facts]]]:
+    """The previous run's catalog (or why it cannot be reused) and its version facts."""
     if not (out_dir / CURRENT).exists():
-        return None, None
+        return None, None, {}
     try:
         generation = open_current(out_dir)
         if generation.manifest.get("chunking") != chunking.to_dict():
-            return None, "the chunking settings changed"
+            return None, "the chunking settings changed", {}
         if CATALOG not in generation.manifest["files"]:
-            return None, "the previous index has no file catalog"
-        return Catalog.from_bytes(generation.read(CATALOG, limit=MAX_CATALOG_BYTES)), None
+            return None, "the previous index has no file catalog", {}
+        catalog = Catalog.from_bytes(generation.read(CATALOG, limit=MAX_CATALOG_BYTES))
     except (RetrievalError, ValueError) as error:
-        return None, f"the previous index could not be reused ({error})"
+        return None, f"the previous index could not be reused ({error})", {}
+    try:
+        known = known_facts(generation.read(VERSIONS, limit=MAX_VERSIONS_BYTES))
+    except RetrievalError:  # absent (an index from before versions) or unreadable: read every document again
+        known = {}
+    return catalog, None, known

@@ -3,7 +3,8 @@ protocol the engine asks (`Searcher.asearch`).
 
 `Retriever.find_many` runs, per query batch:
 
-    sources (ranked lists)  →  fuse (RRF or weighted)  →  rerank (lexical overlap)  →  freshness  →  top k  →  window
+    sources (ranked lists) → fuse (RRF or weighted) → rerank (lexical overlap) → freshness → supersession
+        → top k → window
 
 - Sources are anything with `find_many(queries, k) -> list[list[Hit]]` (`RankedSource`). Built in: the
   stemmed BM25 view and, with `fusion`, the unstemmed one (`IndexSettings(unstemmed_view=True)`). More lists
@@ -23,6 +24,8 @@ protocol the engine asks (`Searcher.asearch`).
 - `freshness_bonus`: adds `weight × top score × 0.5^(age / half-life)` where age counts from the newest dated
   hit (not from today, so results do not drift with the clock); undated hits get nothing. Meant to break
   near-ties in favour of newer documents, not to outrank clearly better evidence.
+- supersession (on when the index links versions, `supersession.py`): a chunk of a superseded document yields
+  to the best chunk of a newer version among the candidates; the hits returned say where their document stands.
 - `widen` ("window" strategy): each hit grows by its neighbour chunks in the same document; windows of one
   document that overlap or touch are merged into one hit (the best score, the first chunk's id).
 - `order_for_context`: best evidence first and second-best last, weakest in the middle ("lost in the middle").
@@ -47,6 +50,7 @@ from .fusion import normalised, rrf, weighted_fusion
 
 if TYPE_CHECKING:  # bm25s is imported only when an index is opened; rrf and friends need no index
     from .index import Index
+    from .supersession import Versions
 
 STRATEGIES = ("top", "window")
 FUSIONS = ("none", "rrf", "weighted")
@@ -143,6 +147,7 @@ class RetrievalSettings:
     rerank_weight: float = 0.3  # share of the lexical-overlap score in the reranked score
     freshness: float = 0.0  # 0 is off; 0.05 lets recency move a hit by up to 5 % of the top score
     half_life_days: float = 365.0
+    supersession: bool = True  # a superseded chunk yields to a newer version among the candidates
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -165,9 +170,12 @@ class Retriever:
         *,
         sources: Sequence[tuple[RankedSource | BindableSource, float]] | None = None,
         extra: Sequence[tuple[RankedSource | BindableSource, float]] = (),
+        versions: Versions | None = None,
     ) -> None:
-        """`sources` replaces the built-in BM25 views; `extra` adds lists to them (e.g. a dense source)."""
+        """`sources` replaces the built-in BM25 views; `extra` adds lists to them (e.g. a dense source);
+        `versions` (supersession.py) makes superseded chunks yield to newer versions, unless settings say not."""
         self.index, self.settings = index, settings
+        self.versions = versions if settings.supersession and versions else None
         if sources is None:
             sources = [(IndexView(index, "stemmed"), 1.0)]
             if settings.fusion != "none":
@@ -217,7 +225,7 @@ class Retriever:
     ) -> list[list[Hit]]:
         s = self.settings
         many = len(sources) > 1 or any(len(group) > 1 for group in groups)
-        depth = max(k, s.depth) if (many or s.rerank or s.freshness) else k
+        depth = max(k, s.depth) if (many or s.rerank or s.freshness or self.versions) else k
         queries = list(dict.fromkeys(q for group in groups for q in group))
         found = [dict(zip(queries, source.find_many(queries, depth), strict=True)) for source, _ in sources]
         results: list[list[Hit]] = []
@@ -231,8 +239,11 @@ class Retriever:
                 hits = rerank_overlap(group[0], hits, self.index, weight=s.rerank_weight)
             if s.freshness:
                 hits = freshness_bonus(hits, weight=s.freshness, half_life_days=s.half_life_days)
+            if self.versions:
+                hits = self.versions.prefer_current(hits)
             hits = hits[:k]
-            results.append(widen(self.index, hits, radius=s.window) if s.strategy == "window" else hits)
+            hits = widen(self.index, hits, radius=s.window) if s.strategy == "window" else hits
+            results.append(self.versions.marked(hits) if self.versions else hits)
         return results
 
     def _fuse(self, lists: list[list[Hit]], weights: list[float]) -> list[Hit]:

@@ -64,6 +64,43 @@ def test_stale_copies_conflict_with_the_gold_snippet_and_are_not_gold(tmp_path):
         ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h")).with_stale_copies(1)
 
 
+def test_dated_stale_copies_are_older_than_their_gold_snippet_and_yield_to_it(tmp_path):
+    from selfrag.retrieval import Retriever
+    from selfrag.retrieval.index import Index
+    from selfrag.retrieval.supersession import corpus_versions
+
+    folder = tmp_path / "e"
+    folder.mkdir()
+    places = {
+        ("Rome", "Italy"): "The Colosseum, the Forum and the Pantheon draw visitors from every continent all year.",
+        ("Lisbon", "Portugal"): "Yellow trams climb steep hills above the river where old ships once sailed out.",
+        ("Vienna", "Austria"): "Coffee houses, waltzes at the opera ball and a giant wheel in the Prater park.",
+    }
+    write_jsonl(folder / "qa.jsonl", [
+        {"knowledge": f"{city} is the capital of {country}. {more}", "question": f"What is the capital of {country}?",
+         "right_answer": city, "hallucinated_answer": "Zurich"}
+        for (city, country), more in places.items()
+    ])  # fmt: skip
+    data = ds.load("halueval", folder).sample(2, 0)
+    grown = data.with_stale_copies(3, dated=True)
+    assert [c.text for c in grown.corpus] == [c.text for c in data.with_stale_copies(3).corpus]  # only dates differ
+    dates = {c.doc_id: c.date for c in grown.corpus}
+    for example in grown.examples:
+        doc = example.gold_chunks[0].split("#")[0]
+        assert dates[doc] == ds.STALE_GOLD_DATE
+        assert [dates[f"{doc}-stale{n}"] for n in (1, 2, 3)] == ["2025-01-01", "2024-01-01", "2023-01-01"]
+    versions = corpus_versions(grown.corpus)
+    retriever = Retriever(Index.build(grown.corpus), versions=versions)
+    plain = Index.build(grown.corpus)
+    example = grown.examples[0]
+    gold_doc = example.gold_chunks[0].split("#")[0]
+    assert versions.superseded_by(f"{gold_doc}-stale1") == (gold_doc,)
+    stale_first = plain.find_relevant_chunks(example.question, 4)
+    hits = retriever.find_relevant_chunks(example.question, 4)
+    assert any(h.chunk.doc_id.startswith(f"{gold_doc}-stale") for h in stale_first)
+    assert hits[0].chunk.doc_id == gold_doc and hits[0].chunk.version.current
+
+
 @pytest.mark.parametrize("bad_id", [None, "", 7])
 def test_missing_or_non_string_ids_are_refused(tmp_path, bad_id):
     questions = hotpot_questions()

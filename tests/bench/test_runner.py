@@ -247,6 +247,24 @@ def test_growth_runs_each_size_and_keeps_the_gold_chunks(tmp_path):
     assert config["corpus"] == {"size": 2, "cut": True}
 
 
+def test_dated_stale_copies_run_with_supersession_and_plain_bm25_similarity(tmp_path):
+    from selfrag.bench.growth import run_growth
+
+    from .fixtures import write_halueval
+
+    data = write_halueval(tmp_path / "e")
+    base = RunOptions(
+        "halueval", "rag", Config(**BENCH_DEFAULTS), data_path=str(data), out=tmp_path / "runs", seed=0,
+        progress=False, environ={}, limit=2, stale_dated=True,
+    )  # fmt: skip
+    chat = ScriptedChatModel({"rag_answer": {"answer": "Rome", "citations": [1]}})
+    summary, code = run_growth(base, ["rag"], [6], stale=[2], chat=chat)
+    assert code == EXIT_OK and summary["cells"][0]["status"] == "complete"
+    folder = tmp_path / "runs" / "growth-halueval" / "size-6-stale-2-dated"
+    config = json.loads(next(folder.glob("halueval/rag/*/config.json")).read_text())
+    assert config["corpus"]["stale_dated"] is True
+
+
 def fsync_failing_on(monkeypatch, name, nth):
     """Make os.fsync raise ENOSPC on the `nth` sync of the file called `name`; returns the file's bytes as
     they were after the last sync that succeeded."""

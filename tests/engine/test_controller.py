@@ -414,7 +414,7 @@ def test_a_sentence_repeating_the_draft_is_declined_and_the_beam_stops_there(eng
 
 def test_a_prompt_too_long_for_the_model_is_retried_once_with_half_the_chunk(engine):
     def reply(request):
-        if len(document_of(request)) > 400:
+        if len(document_of(request)) > 450:
             return ContextLengthError("maximum context length exceeded")
         return fused("Refunds are accepted within 30 days.", evidence="refunds are accepted within 30 days")
 
