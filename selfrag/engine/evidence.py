@@ -54,6 +54,10 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+_NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial, not a sentence
+    r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
+    r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
+)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
@@ -85,8 +89,17 @@ def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> fl
 
 
 def sentences(text: str) -> list[str]:
-    """A text cut into sentences (a light splitter: end punctuation followed by a capital or a digit)."""
-    return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
+    """A text cut into sentences (a light splitter: end punctuation followed by a capital or a digit, but not
+    after an initial or a common abbreviation: "Dred Scott v. Sandford", "J. R. R. Tolkien", "Dr. Smith")."""
+    out: list[str] = []
+    for part in (p.strip() for p in _SENTENCE_END.split(text.strip())):
+        if not part:
+            continue
+        if out and _NOT_AN_END.search(out[-1]):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return out
 
 
 def features(

@@ -184,3 +184,17 @@ def test_platt_scaling_is_monotone():
     platt = Platt(2.0, -1.0)
     values = [platt.probability(p) for p in (0.1, 0.3, 0.5, 0.7, 0.9)]
     assert values == sorted(values) and all(0 < v < 1 for v in values)
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        ("Dred Scott v. Sandford was decided in 1857. It was overturned.", 2),
+        ("J. R. R. Tolkien wrote it. He was British.", 2),
+        ("Dr. Smith met Mr. Jones in the U.S. Army. They talked.", 2),
+        ("It cost 3.5 million. Then it rose. Then it fell.", 3),
+    ],
+)
+def test_sentences_are_not_cut_at_initials_and_abbreviations(text, count):
+    parts = evidence.sentences(text)
+    assert len(parts) == count and " ".join(parts) == text
