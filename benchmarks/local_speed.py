@@ -1,0 +1,141 @@
+"""How fast is the embedded model on a step's candidates, and on the README's first answer?
+
+Indexes the sample corpus (examples/corpus) into a temporary folder, loads the embedded model (its F16 copy is
+made first, outside the timings, as a first run would have cached it), then:
+
+1. first answer: the README question with `--ndocs 3 --max-depth 3`, timed from building the engine to the
+   result (capability probe included); its quality fields are printed (answer, labels, stop reason, failures).
+2. one step's candidates: the engine answers the same question with ndocs 5 and max depth 1, and its five
+   `generate_fused` requests are recorded; they are then sent again, once one alone (`single_s`) and once all
+   five at once as the engine sends a step (`round_s`), each `--repeat` times (median). round_ratio is
+   round_s / single_s: 5 means the five calls cost five single calls, 1 means they cost one.
+
+The last line is exactly `round_ratio=R first_answer_s=T`. Run it alone on the machine (the model is
+CPU-bound), with the machine-wide lock where several people share it:
+
+    flock /tmp/selfrag-model.lock python benchmarks/local_speed.py --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from selfrag import Config, Mode, Result, SelfRAG
+from selfrag.retrieval.ingest import index_paths
+from selfrag.llm.base import Capabilities, ChatModel, ChatRequest, ChatResponse
+from selfrag.llm.local import embedded_chat, served
+from selfrag.schema import Meter
+
+QUESTION = "What is the late fee for a bike returned after 24 hours, and how many days do I have to dispute a charge?"
+CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+
+
+class Recording:
+    """A ChatModel that passes every call through and keeps the requests of one prompt."""
+
+    def __init__(self, inner: ChatModel, prompt: str) -> None:
+        self.inner, self.prompt, self.requests = inner, prompt, []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def capabilities(self, meter: Meter) -> Capabilities:
+        return await self.inner.capabilities(meter)
+
+    async def chat(self, request: ChatRequest, meter: Meter) -> ChatResponse:
+        if request.prompt == self.prompt:
+            self.requests.append(request)
+        return await self.inner.chat(request, meter)
+
+
+def quality(result: Result) -> list[str]:
+    """The answer's fields whose kind must not change: text, labels per sentence, stop reason, failures."""
+    usage = result.usage
+    lines = [f"answer: {result.answer!r}", f"stop_reason: {result.stop_reason}  confidence: {result.confidence}"]
+    for segment in result.segments:
+        critique = segment.critique
+        labels = (
+            f"relevance={critique.relevance} support={critique.support} utility={critique.utility} "
+            f"is_final={critique.is_final}"
+            if critique
+            else "no critique"
+        )
+        lines.append(f"segment [{segment.citation}] {segment.chunk}: {labels}: {segment.text!r}")
+    lines.append(
+        f"llm_calls={usage.llm_calls} rounds={usage.rounds} failed_calls={usage.failed_calls} "
+        f"parse_failures={usage.parse_failures} reasks={usage.reasks} "
+        f"completion_tokens={usage.completion_tokens}"
+    )
+    return lines
+
+
+async def timed_round(chat: ChatModel, requests: list[ChatRequest]) -> tuple[float, list[ChatResponse]]:
+    meter = Meter()
+    start = time.perf_counter()
+    replies = await asyncio.gather(*(chat.chat(request, meter) for request in requests))
+    return time.perf_counter() - start, list(replies)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
+    parser.add_argument("--repeat", type=int, default=3, help="timings of the single call and the round (median)")
+    parser.add_argument("--candidates", type=int, default=5, help="candidates in the timed round (default 5)")
+    args = parser.parse_args()
+    os.environ["SELFRAG_THREADS"] = str(args.threads)
+
+    with tempfile.TemporaryDirectory(prefix="selfrag-speed-") as folder:
+        index = Path(folder) / "index"
+        index_paths([CORPUS], index)
+        environ = {**os.environ, "SELFRAG_HOME": str(Path(folder) / "home")}
+        embedded_chat(environ=environ)  # loads the model and writes its F16 copy (a first run's one-off)
+        print(f"model: {served().describe()}")  # type: ignore[union-attr]
+
+        start = time.perf_counter()
+        with SelfRAG.from_index(index, Config(ndocs=3, max_depth=3), chat=embedded_chat(environ=environ)) as rag:
+            result = rag.answer(QUESTION)
+        first_answer = time.perf_counter() - start
+        print(f"first answer (--ndocs 3 --max-depth 3): {first_answer:.2f} s")
+        print("\n".join("  " + line for line in quality(result)))
+
+        recording = Recording(embedded_chat(environ=environ), "generate_fused")
+        config = Config(ndocs=args.candidates, max_depth=1, mode=Mode.ALWAYS)
+        with SelfRAG.from_index(index, config, chat=recording) as rag:
+            rag.answer(QUESTION)
+        requests = recording.requests[: args.candidates]
+        if len(requests) < args.candidates:
+            raise SystemExit(f"the step produced {len(requests)} candidate requests, not {args.candidates}")
+
+        async def measure() -> tuple[list[float], list[float], list[ChatResponse], list[ChatResponse]]:
+            chat = embedded_chat(environ=environ)
+            await chat.capabilities(Meter())
+            singles, rounds, alone, together = [], [], [], []
+            for _ in range(args.repeat):
+                seconds, alone = await timed_round(chat, requests[:1])
+                singles.append(seconds)
+                seconds, together = await timed_round(chat, requests)
+                rounds.append(seconds)
+            return singles, rounds, alone, together
+
+        singles, rounds, alone, together = asyncio.run(measure())
+    single, round_ = statistics.median(singles), statistics.median(rounds)
+    tokens = [reply.completion_tokens for reply in together]
+    print(f"one candidate call alone: {single:.2f} s  (runs: {', '.join(f'{s:.2f}' for s in singles)})")
+    print(
+        f"{len(requests)} candidate calls at once: {round_:.2f} s  (runs: {', '.join(f'{s:.2f}' for s in rounds)}); "
+        f"prompt tokens {[r.prompt_tokens for r in together]}, completion tokens {tokens}"
+    )
+    same = alone[0].text == together[0].text
+    print(f"candidate 1 reads the same alone and in the round: {same}")
+    print(f"round_ratio={round_ / single:.2f} first_answer_s={first_answer:.1f}")
+
+
+if __name__ == "__main__":
+    main()

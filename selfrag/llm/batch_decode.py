@@ -1,0 +1,451 @@
+"""The embedded model's chat completions, decoded several at a time in one llama.cpp context.
+
+llama-cpp-python's server decodes one request at a time. Here a batch of chat requests is one multi-sequence
+decode: the prompts are laid out as a prefix tree (`prefix_tree`), so the tokens several prompts share (a
+step's candidates share everything before their document) are computed once for all of them, and every step
+of generation decodes one token of each live sequence in a single `llama_decode` call.
+
+What a request means stays llama-cpp-python's: its own chat handler renders the messages, builds the grammar
+from the response format and sets the stop words (`prepare` captures the arguments the handler passes to
+`create_completion`), and the sampling mirrors `Llama._init_sampler` (repetition penalties, grammar, then
+greedy or temperature sampling). At temperature 0 a sequence therefore reads what the server would write,
+up to the floating-point differences of batched matrix products.
+
+- Grammar fast path (temperature 0): the grammar is tried on the best token first and applied to the whole
+  vocabulary only when that token is refused. The greedy pick is the same (the best token, when allowed, is
+  the best allowed token); llama.cpp's own common sampler does this too.
+- A sequence's failure (a prompt longer than the context, a grammar that does not parse) is its slot's
+  exception; the other sequences are decoded. A failing `llama_decode` fails the sequences of that pass.
+- Not handled here (the caller sends them to the server app): streaming, logprobs, n > 1, tools, logit bias,
+  min_tokens, mirostat.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+UNBATCHABLE = ("stream", "logprobs", "top_logprobs", "tools", "functions", "logit_bias", "min_tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One prompt token laid out in the batch, shared by every sequence whose prompt has this prefix."""
+
+    token: int
+    pos: int
+    seqs: tuple[int, ...]  # the sequences (indices into the prompts) that share the prefix ending here
+    ends: tuple[int, ...]  # those whose prompt ends here: they sample their first token from its logits
+
+
+def prefix_tree(prompts: Sequence[Sequence[int]]) -> list[Entry]:
+    """The prompts as a prefix tree, one entry per node, in position order (so every sequence's tokens come in
+    order). Identical prefixes are one entry; `len(prefix_tree(p))` is the number of cells they need."""
+    entries: list[Entry] = []
+    groups = [tuple(i for i, p in enumerate(prompts) if p)]
+    pos = 0
+    while groups:
+        deeper: list[tuple[int, ...]] = []
+        for group in groups:
+            by_token: dict[int, list[int]] = {}
+            for seq in group:
+                by_token.setdefault(prompts[seq][pos], []).append(seq)
+            for token, members in by_token.items():
+                ends = tuple(s for s in members if len(prompts[s]) == pos + 1)
+                entries.append(Entry(token, pos, tuple(members), ends))
+                if len(ends) < len(members):
+                    deeper.append(tuple(s for s in members if len(prompts[s]) > pos + 1))
+        groups, pos = deeper, pos + 1
+    return entries
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def passes(jobs: Sequence[Job], *, n_ctx: int, n_seq_max: int) -> list[list[int]]:
+    """Jobs grouped in input order so that a group holds at most `n_seq_max` jobs and its prompt tree plus every
+    job's max_tokens fits `n_ctx` cells (a job that shares a prefix with one of its group needs only the rest)."""
+    groups: list[list[int]] = []
+    cells = 0
+    for i, job in enumerate(jobs):
+        group = groups[-1] if groups else []
+        shared = max((common_prefix(job.prompt, jobs[j].prompt) for j in group), default=0)
+        need = len(job.prompt) - shared + job.max_tokens
+        if not group or len(group) >= n_seq_max or cells + need > n_ctx:
+            groups.append([i])
+            cells = len(job.prompt) + job.max_tokens
+        else:
+            group.append(i)
+            cells += need
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One chat completion to decode, as llama-cpp-python's handler prepared it."""
+
+    prompt: tuple[int, ...]
+    max_tokens: int
+    stop: tuple[bytes, ...]  # stop words: the text ends before the first
+    grammar: Any  # a llama_cpp.LlamaGrammar, or None
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    typical_p: float
+    repeat_penalty: float
+    frequency_penalty: float
+    presence_penalty: float
+    seed: int | None
+    model: str  # the request's model name, echoed in the reply
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    text: str
+    finish_reason: str  # "stop" or "length"
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def batchable(body: dict[str, Any]) -> bool:
+    """Whether a chat request (JSON body) can be decoded here rather than by the server app."""
+    if any(body.get(name) for name in UNBATCHABLE) or body.get("mirostat_mode"):
+        return False
+    return body.get("n") in (None, 1)
+
+
+class PromptTooLong(ValueError):
+    """The prompt does not fit the model's context (worded as llama-cpp-python's server words it)."""
+
+    def __init__(self, n_ctx: int, prompt_tokens: int, max_tokens: int) -> None:
+        super().__init__(
+            f"This model's maximum context length is {n_ctx} tokens. However, you requested "
+            f"{prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+
+
+class _Captured(Exception):
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        super().__init__("captured")
+        self.arguments = arguments
+
+
+class _Recorder:
+    """Stands for the Llama object in front of its chat handler: everything passes through but the
+    completion, whose arguments are captured instead."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **arguments: Any) -> Any:
+        raise _Captured(arguments)
+
+
+def prepare(llama: Any, request: dict[str, Any]) -> Job:
+    """The Job for one chat request (the server app's request fields), rendered by the model's own chat handler;
+    ValueError when the prompt does not fit the context (the server's wording)."""
+    handler = llama.chat_handler or llama._chat_handlers.get(llama.chat_format) or _handler_by_name(llama.chat_format)
+    fields = {k: v for k, v in request.items() if k not in ("n", "logit_bias_type", "user", "min_tokens", "grammar")}
+    # the chat formatter's stopping criterion (the end-of-turn token) is the end-of-generation check below
+    if request.get("grammar"):
+        fields["grammar"] = _grammar_class().from_string(request["grammar"], verbose=False)
+    try:
+        handler(llama=_Recorder(llama), **fields)
+    except _Captured as captured:
+        arguments = captured.arguments
+    else:  # pragma: no cover - every handler ends in create_completion
+        raise RuntimeError("the chat handler did not ask for a completion")
+    prompt = arguments["prompt"]
+    if isinstance(prompt, str):
+        prompt = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    n_ctx = llama.n_ctx()
+    if len(prompt) >= n_ctx:
+        raise PromptTooLong(n_ctx, len(prompt), arguments.get("max_tokens") or 0)
+    max_tokens = arguments.get("max_tokens")
+    if max_tokens is None or max_tokens <= 0:  # as Llama.create_completion: up to the end of the context
+        max_tokens = n_ctx - len(prompt)
+    max_tokens = min(max_tokens, n_ctx - len(prompt))
+    stop = arguments.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else stop
+    return Job(
+        prompt=tuple(prompt),
+        max_tokens=max_tokens,
+        stop=tuple(s.encode("utf-8") for s in stop if s),
+        grammar=arguments.get("grammar"),
+        temperature=arguments.get("temperature", 0.8),
+        top_k=arguments.get("top_k", 40),
+        top_p=arguments.get("top_p", 0.95),
+        min_p=arguments.get("min_p", 0.05),
+        typical_p=arguments.get("typical_p", 1.0),
+        repeat_penalty=arguments.get("repeat_penalty", 1.0),
+        frequency_penalty=arguments.get("frequency_penalty", 0.0),
+        presence_penalty=arguments.get("presence_penalty", 0.0),
+        seed=arguments.get("seed"),
+        model=arguments.get("model") or llama.model_path,
+    )
+
+
+def _handler_by_name(name: str) -> Any:
+    from llama_cpp import llama_chat_format
+
+    return llama_chat_format.get_chat_completion_handler(name)
+
+
+def _grammar_class() -> Any:
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar
+
+
+def chat_body(decoded: Decoded, model: str) -> dict[str, Any]:
+    """An OpenAI chat completion body, shaped as llama-cpp-python's server shapes it."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": decoded.text},
+                "logprobs": None,
+                "finish_reason": decoded.finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": decoded.prompt_tokens,
+            "completion_tokens": decoded.completion_tokens,
+            "total_tokens": decoded.prompt_tokens + decoded.completion_tokens,
+        },
+    }
+
+
+@dataclass(slots=True)
+class _Sequence:
+    """One job while it is decoded."""
+
+    job: Job
+    pickers: Any
+    tokens: list[int] = field(default_factory=list)
+    pending: int | None = None  # the token picked and not yet decoded
+    finish: str | None = None
+    text: bytes = b""
+
+
+class BatchDecoder:
+    """Decodes batches of Jobs in its own llama.cpp context on the Llama object's model.
+
+    The context holds `n_seq_max` sequences in one unified cache of `n_ctx` cells; a batch that needs more
+    cells (prompt tree plus every job's max_tokens) is decoded in several passes. Not thread-safe: the caller
+    runs one batch at a time."""
+
+    def __init__(self, llama: Any, *, n_ctx: int, n_seq_max: int, n_batch: int = 512) -> None:
+        import llama_cpp
+
+        self._lib = llama_cpp
+        self._llama = llama
+        self.n_ctx, self.n_seq_max, self.n_batch = n_ctx, n_seq_max, n_batch
+        params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
+        params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
+        params.n_seq_max, params.kv_unified = n_seq_max, True
+        self._ctx = llama_cpp.llama_init_from_model(llama.model, params)
+        if not self._ctx:
+            raise ValueError(f"llama.cpp could not make a context of {n_ctx} cells for batched decoding")
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, n_seq_max)
+        self._vocab = llama._model.vocab
+        self._n_vocab = llama.n_vocab()
+        from llama_cpp import _internals
+
+        self._internals = _internals
+        self._candidates = _internals.LlamaTokenDataArray(n_vocab=self._n_vocab)
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._one_array = llama_cpp.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
+
+    def close(self) -> None:
+        if self._ctx:
+            self._lib.llama_batch_free(self._batch)
+            self._lib.llama_free(self._ctx)
+            self._ctx = None
+
+    # -- batches ------------------------------------------------------------------------------------------
+
+    def decode(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
+        """Every job's result or exception, in input order."""
+        results: list[Decoded | Exception] = [RuntimeError("not decoded")] * len(jobs)
+        for group in passes(jobs, n_ctx=self.n_ctx, n_seq_max=self.n_seq_max):
+            try:
+                decoded = self._decode_pass([jobs[i] for i in group])
+            except Exception as error:  # llama_decode failed: this pass's jobs fail, the next pass runs
+                decoded = [error] * len(group)
+            for i, result in zip(group, decoded, strict=True):
+                results[i] = result
+        return results
+
+    def _decode_pass(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
+        lib = self._lib
+        lib.llama_memory_clear(self._memory, True)
+        sequences: list[_Sequence | Exception] = []
+        for job in jobs:
+            try:
+                sequences.append(_Sequence(job, self._pickers(job)))
+            except Exception as error:  # e.g. a grammar llama.cpp refuses
+                sequences.append(error)
+        live = [s if isinstance(s, _Sequence) else None for s in sequences]
+        try:
+            self._prefill(live)
+            while True:
+                step = [(seq_id, s) for seq_id, s in enumerate(live) if s is not None and s.finish is None]
+                if not step:
+                    break
+                self._fill([(s.pending, len(s.job.prompt) + len(s.tokens) - 1, (seq_id,), True) for seq_id, s in step])
+                self._run()
+                for row, (_, s) in enumerate(step):
+                    self._advance(s, row)
+        finally:
+            for s in live:
+                if s is not None:
+                    _free(s.pickers)
+        return [s if isinstance(s, Exception) else self._result(s) for s in sequences]
+
+    def _prefill(self, live: list[_Sequence | None]) -> None:
+        prompts = [s.job.prompt if s is not None else () for s in live]
+        entries = prefix_tree(prompts)
+        for start in range(0, len(entries), self.n_batch):
+            chunk = entries[start : start + self.n_batch]
+            self._fill([(e.token, e.pos, e.seqs, bool(e.ends)) for e in chunk])
+            self._run()
+            for row, entry in enumerate(chunk):
+                for seq_id in entry.ends:
+                    sequence = live[seq_id]
+                    assert sequence is not None
+                    self._advance(sequence, row)
+
+    def _fill(self, rows: Sequence[tuple[int | None, int, tuple[int, ...], bool]]) -> None:
+        batch = self._batch
+        for i, (token, pos, seqs, logits) in enumerate(rows):
+            batch.token[i] = token
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = len(seqs)
+            for k, seq_id in enumerate(seqs):
+                batch.seq_id[i][k] = seq_id
+            batch.logits[i] = logits
+        batch.n_tokens = len(rows)
+
+    def _run(self) -> None:
+        code = self._lib.llama_decode(self._ctx, self._batch)
+        if code != 0:
+            raise RuntimeError(f"llama_decode failed with code {code} (batch of {self._batch.n_tokens} tokens)")
+
+    # -- one sequence ---------------------------------------------------------------------------------------
+
+    def _advance(self, s: _Sequence, row: int) -> None:
+        """Pick the next token of `s` from the logits of batch row `row`, and decide whether `s` is done."""
+        token = self._pick(s, row)
+        if self._lib.llama_vocab_is_eog(self._vocab, token):  # the end of turn ends the text, as in the server
+            s.finish = "stop"
+            return
+        s.tokens.append(token)
+        s.text = self._llama.detokenize(s.tokens, prev_tokens=list(s.job.prompt))
+        for word in s.job.stop:
+            if word in s.text:
+                s.text, s.finish = s.text[: s.text.index(word)], "stop"
+                return
+        if len(s.tokens) >= s.job.max_tokens:
+            s.finish = "length"
+            return
+        s.pending = token
+
+    def _pickers(self, job: Job) -> tuple[Any, Any, Any]:
+        """(penalties, grammar or None, the rest of the chain or None for greedy), as Llama._init_sampler
+        would build them."""
+        make = self._internals.LlamaSampler
+        penalties = make()
+        penalties.add_penalties(
+            n_vocab=self._n_vocab,
+            penalty_last_n=self._llama.last_n_tokens_size,
+            penalty_repeat=job.repeat_penalty,
+            penalty_freq=job.frequency_penalty,
+            penalty_present=job.presence_penalty,
+        )
+        grammar = None
+        if job.grammar is not None:
+            grammar = make()
+            grammar.add_grammar(self._llama._model, job.grammar)
+        rest = None
+        if job.temperature != 0.0:
+            rest = make()
+            seed = job.seed if job.seed is not None else random.getrandbits(32)
+            if job.temperature < 0.0:
+                rest.add_dist(seed)
+            else:
+                rest.add_top_k(job.top_k)
+                rest.add_typical(job.typical_p, 1)
+                rest.add_top_p(job.top_p, 1)
+                rest.add_min_p(job.min_p, 1)
+                rest.add_temp(job.temperature)
+                rest.add_dist(seed)
+        return penalties, grammar, rest
+
+    def _pick(self, s: _Sequence, row: int) -> int:
+        lib, candidates = self._lib, self._candidates
+        penalties, grammar, rest = s.pickers
+        logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self._ctx, row), shape=(self._n_vocab,))
+        candidates.copy_logits(logits)
+        array = ctypes.byref(candidates.candidates)
+        lib.llama_sampler_apply(penalties.sampler, array)
+        if rest is None:  # greedy
+            scores = candidates.candidates_data.logit
+            token = int(np.argmax(scores))
+            if grammar is not None and not self._allowed(grammar, token, float(scores[token])):
+                lib.llama_sampler_apply(grammar.sampler, array)
+                token = int(np.argmax(scores))
+        else:
+            if grammar is not None:
+                lib.llama_sampler_apply(grammar.sampler, array)
+            lib.llama_sampler_apply(rest.sampler, array)
+            token = int(candidates.candidates_data.id[candidates.candidates.selected])
+        for sampler in (penalties, grammar, rest):
+            if sampler is not None:
+                lib.llama_sampler_accept(sampler.sampler, token)
+        return token
+
+    def _allowed(self, grammar: Any, token: int, logit: float) -> bool:
+        one = self._one[0]
+        one.id, one.logit, one.p = token, logit, 0.0
+        self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
+        self._lib.llama_sampler_apply(grammar.sampler, ctypes.byref(self._one_array))
+        return not math.isinf(self._one[0].logit)
+
+    def _result(self, s: _Sequence) -> Decoded:
+        return Decoded(
+            text=s.text.decode("utf-8", errors="ignore"),
+            finish_reason=s.finish or "length",
+            prompt_tokens=len(s.job.prompt),
+            completion_tokens=len(s.tokens),
+        )
+
+
+def _free(pickers: tuple[Any, Any, Any]) -> None:
+    for sampler in pickers:
+        if sampler is not None:
+            sampler.close()

@@ -1,0 +1,216 @@
+"""Batched decoding without a model: the gathering window (gather.Batcher) and the pure planning of a batch
+(batch_decode.prefix_tree, passes, batchable). The decode itself runs against the real model in
+tests/local/test_batched.py."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+
+from selfrag.llm.batch_decode import Job, batchable, passes, prefix_tree
+from selfrag.llm.gather import Batcher, Window
+
+
+class Recorder:
+    """A batch handler that answers each job with a function of it and records the batches it saw."""
+
+    def __init__(self, answer=lambda job: job * 10, delay: float = 0.0) -> None:
+        self.answer, self.delay = answer, delay
+        self.seen: list[list[object]] = []
+
+    def __call__(self, jobs: Sequence[object]) -> list[object]:
+        self.seen.append(list(jobs))
+        time.sleep(self.delay)
+        return [self.answer(job) for job in jobs]
+
+
+def batcher(handle, **window) -> Batcher:
+    return Batcher(handle, Window(**{"idle": 0.05, "max_wait": 1.0, "max_size": 8, **window}))
+
+
+async def test_a_fan_out_is_one_batch_and_each_caller_gets_its_own_result_in_order():
+    handle = Recorder()
+    gather = batcher(handle)
+    results = await asyncio.gather(*(gather.run(job) for job in [3, 1, 4, 1, 5]))
+    assert results == [30, 10, 40, 10, 50]
+    assert handle.seen == [[3, 1, 4, 1, 5]]
+    gather.close()
+
+
+async def test_a_failing_slot_fails_only_its_own_caller():
+    def answer(job):
+        return ValueError(f"job {job} is bad") if job == 2 else job * 10
+
+    gather = batcher(Recorder(answer))
+    outcomes = await asyncio.gather(*(gather.run(job) for job in [1, 2, 3]), return_exceptions=True)
+    assert outcomes[0] == 10 and outcomes[2] == 30
+    assert isinstance(outcomes[1], ValueError) and str(outcomes[1]) == "job 2 is bad"
+    gather.close()
+
+
+async def test_a_handler_that_raises_fails_its_batch_and_the_next_batch_still_runs():
+    calls = []
+
+    def handle(jobs):
+        calls.append(list(jobs))
+        if len(calls) == 1:
+            raise RuntimeError("decode failed")
+        return [job * 10 for job in jobs]
+
+    gather = batcher(handle)
+    first = await asyncio.gather(gather.run(1), gather.run(2), return_exceptions=True)
+    assert all(isinstance(outcome, RuntimeError) and str(outcome) == "decode failed" for outcome in first)
+    assert await gather.run(7) == 70
+    gather.close()
+
+
+async def test_a_handler_that_returns_the_wrong_number_of_results_fails_the_batch_loudly():
+    gather = batcher(lambda jobs: [1])
+    outcomes = await asyncio.gather(gather.run(1), gather.run(2), return_exceptions=True)
+    assert all(isinstance(outcome, RuntimeError) and "2 jobs" in str(outcome) for outcome in outcomes)
+    gather.close()
+
+
+def test_jobs_that_arrive_after_the_idle_gap_form_the_next_batch():
+    handle = Recorder()
+    gather = batcher(handle, idle=0.05)
+    early = [gather.submit(job) for job in (1, 2)]
+    time.sleep(0.3)  # longer than the idle gap: the first batch has closed
+    late = [gather.submit(job) for job in (3, 4)]
+    assert [f.result(5) for f in early + late] == [10, 20, 30, 40]
+    assert handle.seen == [[1, 2], [3, 4]]
+    gather.close()
+
+
+def test_a_steady_trickle_is_cut_at_max_wait():
+    handle = Recorder()
+    gather = batcher(handle, idle=0.2, max_wait=0.25, max_size=8)
+    futures = []
+    for job in range(7):  # every 0.1 s: never idle for 0.2 s, so only max_wait closes a batch
+        futures.append(gather.submit(job))
+        time.sleep(0.1)
+    assert [f.result(5) for f in futures] == [job * 10 for job in range(7)]
+    sizes = [len(batch) for batch in handle.seen]
+    assert sum(sizes) == 7 and max(sizes) <= 3 and len(sizes) >= 3
+    assert [job for batch in handle.seen for job in batch] == list(range(7))  # arrival order kept
+    gather.close()
+
+
+def test_a_crowd_is_cut_at_max_size():
+    handle = Recorder()
+    gather = batcher(handle, idle=0.2, max_wait=1.0, max_size=3)
+    futures = [gather.submit(job) for job in range(7)]
+    assert [f.result(5) for f in futures] == [job * 10 for job in range(7)]
+    assert handle.seen == [[0, 1, 2], [3, 4, 5], [6]]
+    gather.close()
+
+
+def test_jobs_arriving_while_a_batch_decodes_wait_and_form_the_next_one():
+    handle = Recorder(delay=0.3)
+    gather = batcher(handle, idle=0.02)
+    first = gather.submit(1)
+    time.sleep(0.1)  # the first batch (one job) is decoding now
+    others = [gather.submit(job) for job in (2, 3, 4)]
+    assert first.result(5) == 10 and [f.result(5) for f in others] == [20, 30, 40]
+    assert handle.seen == [[1], [2, 3, 4]]
+    gather.close()
+
+
+def test_a_job_cancelled_before_its_batch_starts_is_left_out():
+    started, release = threading.Event(), threading.Event()
+
+    def handle(jobs):
+        started.set()
+        release.wait(5)
+        return [job * 10 for job in jobs]
+
+    gather = batcher(handle, idle=0.02)
+    busy = gather.submit(1)
+    assert started.wait(5)
+    dropped, kept = gather.submit(2), gather.submit(3)
+    dropped.cancel()
+    release.set()
+    assert busy.result(5) == 10 and kept.result(5) == 30
+    assert gather.batches == [1, 1]
+    gather.close()
+
+
+def test_jobs_may_come_from_several_threads_and_event_loops():
+    gather = batcher(Recorder(), idle=0.1)
+    results: dict[int, int] = {}
+
+    def caller(job: int) -> None:
+        results[job] = asyncio.run(gather.run(job))
+
+    threads = [threading.Thread(target=caller, args=(job,)) for job in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert results == {0: 0, 1: 10, 2: 20, 3: 30}
+    gather.close()
+
+
+def test_a_window_that_cannot_close_is_refused():
+    with pytest.raises(ValueError, match="gathering window"):
+        Window(idle=0.5, max_wait=0.1)
+    with pytest.raises(ValueError, match="gathering window"):
+        Window(max_size=0)
+
+
+# -- planning a batch -----------------------------------------------------------------------------------------
+
+
+def test_shared_prefixes_are_laid_out_once_and_each_sequence_reads_its_tokens_in_order():
+    prompts = [(1, 2, 3, 7, 8), (1, 2, 3, 9), (1, 2, 4), (1, 2, 3, 7, 8)]
+    entries = prefix_tree(prompts)
+    assert [(e.token, e.pos, e.seqs) for e in entries[:3]] == [
+        (1, 0, (0, 1, 2, 3)),
+        (2, 1, (0, 1, 2, 3)),
+        (3, 2, (0, 1, 3)),
+    ]
+    assert len(entries) == len({prompt[: n + 1] for prompt in prompts for n in range(len(prompt))})  # one per node
+    for seq, prompt in enumerate(prompts):
+        mine = [e for e in entries if seq in e.seqs]
+        assert [e.token for e in mine] == list(prompt) and [e.pos for e in mine] == list(range(len(prompt)))
+        assert [e for e in mine if seq in e.ends] == [mine[-1]]  # logits where (and only where) the prompt ends
+
+
+def test_a_prompt_that_is_a_prefix_of_another_ends_inside_the_shared_part():
+    entries = prefix_tree([(5, 6), (5, 6, 7), ()])
+    assert [(e.token, e.seqs, e.ends) for e in entries] == [(5, (0, 1), ()), (6, (0, 1), (0,)), (7, (1,), (1,))]
+
+
+def job(prompt: Sequence[int], max_tokens: int) -> Job:
+    return Job(tuple(prompt), max_tokens, (), None, 0.0, 40, 0.95, 0.05, 1.0, 1.1, 0.0, 0.0, None, "m")
+
+
+def test_passes_count_shared_prefixes_once_and_respect_the_cache_and_the_sequence_limit():
+    shared = list(range(100))
+    jobs = [job(shared + [1000 + i] * 10, 20) for i in range(4)]  # 100 shared + 10 own + 20 to write each
+    assert passes(jobs, n_ctx=100 + 4 * 30, n_seq_max=8) == [[0, 1, 2, 3]]
+    assert passes(jobs, n_ctx=100 + 4 * 30 - 1, n_seq_max=8) == [[0, 1, 2], [3]]
+    assert passes(jobs, n_ctx=10_000, n_seq_max=3) == [[0, 1, 2], [3]]
+    unrelated = [job([i] * 100, 20) for i in range(3)]
+    assert passes(unrelated, n_ctx=250, n_seq_max=8) == [[0, 1], [2]]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"messages": [], "response_format": {"type": "json_object"}}, True),
+        ({"messages": [], "n": 1, "stream": False, "logprobs": False}, True),
+        ({"messages": [], "stream": True}, False),
+        ({"messages": [], "logprobs": True, "top_logprobs": 5}, False),
+        ({"messages": [], "n": 2}, False),
+        ({"messages": [], "tools": [{"type": "function"}]}, False),
+        ({"messages": [], "logit_bias": {"1": 5}}, False),
+        ({"messages": [], "mirostat_mode": 2}, False),
+    ],
+)
+def test_only_plain_chat_requests_are_batched(body, expected):
+    assert batchable(body) is expected
