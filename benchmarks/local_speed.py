@@ -6,9 +6,10 @@ made first, outside the timings, as a first run would have cached it), then:
 1. first answer: the README question with `--ndocs 3 --max-depth 3`, timed from building the engine to the
    result (capability probe included); its quality fields are printed (answer, labels, stop reason, failures).
 2. one step's candidates: the engine answers the same question with ndocs 5 and max depth 1, and its five
-   `generate_fused` requests are recorded; they are then sent again, once one alone (`single_s`) and once all
-   five at once as the engine sends a step (`round_s`), each `--repeat` times (median). round_ratio is
-   round_s / single_s: 5 means the five calls cost five single calls, 1 means they cost one.
+   `generate_fused` requests are recorded; they are then sent again, each alone (one after another), then all
+   five at once as the engine sends a step, `--repeat` times. round_ratio is the round's time over the mean
+   time of one call alone: 5 means the five calls cost five single calls, 1 means they cost one. (The mean, not
+   the first call: the five candidates write replies of different lengths.)
 
 The last line is exactly `round_ratio=R first_answer_s=T`. Run it alone on the machine (the model is
 CPU-bound), with the machine-wide lock where several people share it:
@@ -86,7 +87,7 @@ async def timed_round(chat: ChatModel, requests: list[ChatRequest]) -> tuple[flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
-    parser.add_argument("--repeat", type=int, default=3, help="timings of the single call and the round (median)")
+    parser.add_argument("--repeat", type=int, default=1, help="timings of the calls alone and of the round")
     parser.add_argument("--candidates", type=int, default=5, help="candidates in the timed round (default 5)")
     args = parser.parse_args()
     os.environ["SELFRAG_THREADS"] = str(args.threads)
@@ -118,22 +119,32 @@ def main() -> None:
             await chat.capabilities(Meter())
             singles, rounds, alone, together = [], [], [], []
             for _ in range(args.repeat):
-                seconds, alone = await timed_round(chat, requests[:1])
-                singles.append(seconds)
+                alone = []
+                for request in requests:
+                    seconds, reply = await timed_round(chat, [request])
+                    singles.append(seconds)
+                    alone += reply
                 seconds, together = await timed_round(chat, requests)
                 rounds.append(seconds)
             return singles, rounds, alone, together
 
+        gate = served().app  # type: ignore[union-attr]
+        seen = len(getattr(gate, "batch_sizes", ()))
         singles, rounds, alone, together = asyncio.run(measure())
-    single, round_ = statistics.median(singles), statistics.median(rounds)
-    tokens = [reply.completion_tokens for reply in together]
-    print(f"one candidate call alone: {single:.2f} s  (runs: {', '.join(f'{s:.2f}' for s in singles)})")
+        batches = getattr(gate, "batch_sizes", [])[seen:]
+    single, round_ = statistics.mean(singles), statistics.median(rounds)
     print(
-        f"{len(requests)} candidate calls at once: {round_:.2f} s  (runs: {', '.join(f'{s:.2f}' for s in rounds)}); "
-        f"prompt tokens {[r.prompt_tokens for r in together]}, completion tokens {tokens}"
+        f"each candidate call alone: {', '.join(f'{s:.2f}' for s in singles)} s; mean {single:.2f} s, "
+        f"one after another {sum(singles) / args.repeat:.2f} s; "
+        f"completion tokens {[r.completion_tokens for r in alone]}"
     )
-    same = alone[0].text == together[0].text
-    print(f"candidate 1 reads the same alone and in the round: {same}")
+    print(
+        f"the {len(requests)} calls at once (as the engine sends a step): {round_:.2f} s "
+        f"(runs: {', '.join(f'{s:.2f}' for s in rounds)}); completion tokens {[r.completion_tokens for r in together]}"
+    )
+    print(f"requests per decoded batch during the timings: {batches or 'no batching (one request at a time)'}")
+    same = [a.text == b.text for a, b in zip(alone, together, strict=True)]
+    print(f"same text alone and at once (temperature 0), per candidate: {same}")
     print(f"round_ratio={round_ / single:.2f} first_answer_s={first_answer:.1f}")
 
 

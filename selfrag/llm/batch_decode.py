@@ -11,9 +11,10 @@ from the response format and sets the stop words (`prepare` captures the argumen
 greedy or temperature sampling). At temperature 0 a sequence therefore reads what the server would write,
 up to the floating-point differences of batched matrix products.
 
-- Grammar fast path (temperature 0): the grammar is tried on the best token first and applied to the whole
-  vocabulary only when that token is refused. The greedy pick is the same (the best token, when allowed, is
-  the best allowed token); llama.cpp's own common sampler does this too.
+- Grammar fast path (temperature 0): the grammar is tried on the best tokens one by one, in order of score,
+  and applied to the whole vocabulary only when none of the best 32 is allowed. The greedy pick is the same
+  (the first allowed token in score order is the best allowed token); llama.cpp's own common sampler also
+  tries the best token first.
 - A sequence's failure (a prompt longer than the context, a grammar that does not parse) is its slot's
   exception; the other sequences are decoded. A failing `llama_decode` fails the sequences of that pass.
 - Not handled here (the caller sends them to the server app): streaming, logprobs, n > 1, tools, logit bias,
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+SHORTLIST = 32  # greedy under a grammar: the best tokens tried one by one before the whole vocabulary is checked
 UNBATCHABLE = ("stream", "logprobs", "top_logprobs", "tools", "functions", "logit_bias", "min_tokens")
 
 
@@ -388,9 +390,13 @@ class BatchDecoder:
             penalty_present=job.presence_penalty,
         )
         grammar = None
-        if job.grammar is not None:
+        if job.grammar is not None:  # as LlamaSampler.add_grammar, but a grammar llama.cpp refuses is an error
             grammar = make()
-            grammar.add_grammar(self._llama._model, job.grammar)
+            rules, root = job.grammar._grammar.encode("utf-8"), job.grammar._root.encode("utf-8")
+            parsed = self._lib.llama_sampler_init_grammar(self._vocab, rules, root)
+            if not parsed:
+                raise ValueError("llama.cpp could not parse the grammar made from this request's response_format")
+            self._lib.llama_sampler_chain_add(grammar.sampler, parsed)
         rest = None
         if job.temperature != 0.0:
             rest = make()
@@ -413,12 +419,8 @@ class BatchDecoder:
         candidates.copy_logits(logits)
         array = ctypes.byref(candidates.candidates)
         lib.llama_sampler_apply(penalties.sampler, array)
-        if rest is None:  # greedy
-            scores = candidates.candidates_data.logit
-            token = int(np.argmax(scores))
-            if grammar is not None and not self._allowed(grammar, token, float(scores[token])):
-                lib.llama_sampler_apply(grammar.sampler, array)
-                token = int(np.argmax(scores))
+        if rest is None:
+            token = self._greedy(grammar, candidates.candidates_data.logit, array)
         else:
             if grammar is not None:
                 lib.llama_sampler_apply(grammar.sampler, array)
@@ -428,6 +430,21 @@ class BatchDecoder:
             if sampler is not None:
                 lib.llama_sampler_accept(sampler.sampler, token)
         return token
+
+    def _greedy(self, grammar: Any, scores: np.ndarray, array: Any) -> int:
+        """The best token the grammar allows. The best few tokens are tried against the grammar one by one (a
+        check of one token is cheap); the grammar is applied to the whole vocabulary (costly) only when none of
+        them is allowed. Same pick as applying the grammar first: the first allowed token in order of score (ties
+        by token id) is the best allowed one."""
+        best = int(np.argmax(scores))
+        if grammar is None or self._allowed(grammar, best, float(scores[best])):
+            return best
+        few = np.argpartition(-scores, SHORTLIST)[:SHORTLIST].tolist()
+        for token in sorted(few, key=lambda t: (-scores[t], t)):
+            if self._allowed(grammar, token, float(scores[token])):
+                return token
+        self._lib.llama_sampler_apply(grammar.sampler, array)
+        return int(np.argmax(scores))
 
     def _allowed(self, grammar: Any, token: int, logit: float) -> bool:
         one = self._one[0]

@@ -21,10 +21,14 @@ itself. Nothing here names a flavour or special-cases the model.
   therefore built once per process and shared by every `embedded_chat()`; asking for another model file
   or other settings in the same process raises ConfigError. That registry is this module's only mutable
   state, on purpose: it mirrors a global we do not own.
-- One request at a time: each engine's endpoint has concurrency 1, and a process-wide gate in front of the
-  app also serialises several engines, event loops or threads. The gate answers requests that the app's
-  own request schema rejects with a 400 (as OpenAI does), where the app would print a traceback on stderr
-  and answer 500.
+- Candidates decoded together: plain chat completions (no logprobs, no streaming) that arrive within a few
+  milliseconds of each other, as a step's candidates do, are decoded as one batch of sequences in a second
+  llama.cpp context on the same model (`llm/gather.py` gathers them, `llm/batch_decode.py` decodes them,
+  sharing the prompt tokens they have in common); the endpoint's concurrency is the batch size, so a step's
+  fan-out reaches the gate at once. Everything else goes to llama-cpp-python's app, one request at a time; a
+  process-wide lock in the gate serialises the batches and the app's requests across engines, event loops and
+  threads. The gate answers requests that the app's own request schema rejects with a 400 (as OpenAI does),
+  where the app would print a traceback on stderr and answer 500.
 """
 
 from __future__ import annotations
@@ -387,6 +391,11 @@ class Gate:
             await self.app(scope, _replay(body, receive), send)
         finally:
             self._busy.release()
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """How many requests each batch decoded so far held (empty when batching is off)."""
+        return list(self._chat.batcher.batches) if self._chat is not None else []
 
     def close(self) -> None:
         if self._chat is not None:
