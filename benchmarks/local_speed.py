@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from selfrag import Config, Mode, Result, SelfRAG
-from selfrag.retrieval.ingest import index_paths
 from selfrag.llm.base import Capabilities, ChatModel, ChatRequest, ChatResponse
 from selfrag.llm.local import embedded_chat, served
+from selfrag.retrieval.ingest import index_paths
 from selfrag.schema import Meter
 
 QUESTION = "What is the late fee for a bike returned after 24 hours, and how many days do I have to dispute a charge?"
