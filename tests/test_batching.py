@@ -214,3 +214,12 @@ def test_passes_count_shared_prefixes_once_and_respect_the_cache_and_the_sequenc
 )
 def test_only_plain_chat_requests_are_batched(body, expected):
     assert batchable(body) is expected
+
+
+def test_a_closed_batcher_finishes_what_was_queued_and_refuses_more():
+    gather = batcher(Recorder(delay=0.1))
+    queued = [gather.submit(job) for job in (1, 2)]
+    gather.close()
+    assert [f.result(5) for f in queued] == [10, 20]
+    with pytest.raises(RuntimeError, match="closed"):
+        gather.submit(3)

@@ -164,10 +164,10 @@ class _Recorder:
 
 def prepare(llama: Any, request: dict[str, Any]) -> Job:
     """The Job for one chat request (the server app's request fields), rendered by the model's own chat handler;
-    ValueError when the prompt does not fit the context (the server's wording)."""
+    PromptTooLong when the prompt does not fit the context. The handler's stopping criterion (the template's
+    end-of-turn token) is covered by the end-of-generation check that stops every sequence."""
     handler = llama.chat_handler or llama._chat_handlers.get(llama.chat_format) or _handler_by_name(llama.chat_format)
     fields = {k: v for k, v in request.items() if k not in ("n", "logit_bias_type", "user", "min_tokens", "grammar")}
-    # the chat formatter's stopping criterion (the end-of-turn token) is the end-of-generation check below
     if request.get("grammar"):
         fields["grammar"] = _grammar_class().from_string(request["grammar"], verbose=False)
     try:

@@ -54,12 +54,15 @@ class Batcher(Generic[J, R]):
         self._queue: queue.SimpleQueue[tuple[J, Future[R]] | None] = queue.SimpleQueue()
         self._worker = threading.Thread(target=self._work, name=name, daemon=True)
         self._started = threading.Lock()
+        self._closed = False
         self.batches: list[int] = []  # the size of every batch handled so far (read by tests and benchmarks)
 
     def submit(self, job: J) -> Future[R]:
         """Queue `job`; its future settles when its batch has been handled."""
         with self._started:
-            if not self._worker.is_alive() and self._worker.ident is None:
+            if self._closed:
+                raise RuntimeError("this batcher is closed")
+            if self._worker.ident is None:
                 self._worker.start()
         future: Future[R] = Future()
         self._queue.put((job, future))
@@ -71,7 +74,9 @@ class Batcher(Generic[J, R]):
         return await asyncio.wrap_future(self.submit(job))
 
     def close(self) -> None:
-        """Stop the worker once the jobs already queued are handled."""
+        """Stop the worker once the jobs already queued are handled; later submissions raise RuntimeError."""
+        with self._started:
+            self._closed = True
         if self._worker.ident is not None:
             self._queue.put(None)
             self._worker.join()
