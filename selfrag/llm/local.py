@@ -70,6 +70,7 @@ N_CTX = 4096
 GGUF_MAGIC = b"GGUF"
 F16 = 1  # llama_ftype LLAMA_FTYPE_MOSTLY_F16
 CHAT_PATH = "/v1/chat/completions"
+PROPS_PATH = "/props"  # the probe reads the slot count here (llama.cpp's server answers total_slots)
 BATCH_WINDOW = Window(idle=0.03, max_wait=0.25, max_size=8)  # a step's candidates arrive within milliseconds
 BATCH_CTX = 2 * N_CTX  # cells of the batch context's cache, shared by the sequences of one pass
 
@@ -378,6 +379,9 @@ class Gate:
         problem = self._problem(path, body)
         if problem is not None:
             await _reply_json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
+            return
+        if self._chat is not None and path == PROPS_PATH:  # llama.cpp's way of telling how many calls it serves at once
+            await _reply_json(send, 200, {"total_slots": self._chat.batcher.window.max_size})
             return
         if self._chat is not None and path == CHAT_PATH:
             request = self._schemas[path].model_validate_json(body).model_dump()
