@@ -151,6 +151,7 @@ def _correct(row: dict[str, Any]) -> float:
 def break_even(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The oracle sweep of one dataset: (critic accuracy, correct) points, plain RAG's correct, and the lowest
     accuracy at which Self-RAG reaches plain RAG (linear between measured points; None if it never does)."""
+    rows = [r for r in rows if "correct" in r["summary"]["metrics"]]  # a run with no finished question has none
     sweep = sorted((1 - flip, _correct(r)) for r in rows if (flip := _oracle_flip(r["label"])) is not None)
     rag = next((_correct(r) for r in rows if r["label"] == "rag"), None)
     if not sweep or rag is None:

@@ -249,6 +249,7 @@ def score_run(run_dir: str | Path) -> dict[str, Any]:
     dataset = config["dataset"]
     summary = summarize(records.values(), task=dataset["task"], labels=dataset.get("labels", ()), seed=config["seed"])
     label = config["system"]["label"] + (" (unanswerable)" if config.get("corpus", {}).get("unanswerable") else "")
+    label += " (train)" if config.get("sample", {}).get("split") == "train" else ""
     return {"label": label, "dataset": dataset["name"], "summary": summary}
 
 

@@ -181,7 +181,12 @@ def score_command(args: argparse.Namespace) -> int:
             print(calibration_table(rows))
     if args.check:
         for folder, row in zip(args.run_dirs, rows, strict=True):
-            stored = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))["summary"]
+            results = Path(folder) / "results.json"
+            if not results.is_file():
+                raise InputError(
+                    f"{folder} has no results.json (the run did not finish: --resume it); nothing to check"
+                )
+            stored = json.loads(results.read_text(encoding="utf-8"))["summary"]
             if json.loads(json.dumps(row["summary"])) != stored:
                 print(f"selfrag bench: {folder}: recomputed metrics differ from results.json", file=sys.stderr)
                 return 1
