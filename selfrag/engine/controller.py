@@ -73,11 +73,11 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    yield DoneEvent(
-        result=report.build_result(
-            run.question, best, stop, steps, run.meter, wall, run.config, info, run.deps.rater, abstention, short
-        )
-    )
+    result = report.build_result(
+        run.question, best, stop, steps, run.meter, wall, run.config, info,
+        rater=run.deps.rater, abstention=abstention, lead=short,
+    )  # fmt: skip
+    yield DoneEvent(result=result)
 
 
 async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:

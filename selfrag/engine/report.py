@@ -191,6 +191,7 @@ def build_result(
     wall_time: float,
     config: Config,
     info: RunInfo,
+    *,
     rater: Rater | None = None,
     abstention: Abstention | None = None,
     lead: str | None = None,
