@@ -90,6 +90,8 @@ class System:
             parts.append("short")  # the paper's short-form setting: one answer per passage, best by f
         if c.scorer != "paper":
             parts.append(c.scorer)
+        if c.abstain_below is not None:
+            parts.append(f"abstain{c.abstain_below:g}")
         if self.oracle_flip is not None:
             parts.append(f"oracle{self.oracle_flip:g}")
         return "+".join(parts)
@@ -123,6 +125,8 @@ def parse_system(name: str, config: Config) -> System:
             values["max_depth"] = 1
         elif (weight := re.fullmatch(r"wsup(-?[0-9.]+(?:e[-+]?[0-9]+)?)", mod)) is not None:
             values["w_sup"] = float(weight.group(1))
+        elif (cut := re.fullmatch(r"abstain([0-9.]+)", mod)) is not None:
+            values["abstain_below"] = float(cut.group(1))
         elif (flip := re.fullmatch(r"oracle([0-9.]+)", mod)) is not None:
             oracle = float(flip.group(1))
         else:

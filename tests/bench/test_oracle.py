@@ -51,6 +51,8 @@ def test_oracle_labels_round_trip_and_need_a_qa_dataset(tmp_path):
     system = parse_system("selfrag+oracle0.25", Config())
     assert system.oracle_flip == 0.25 and system.label == "selfrag+oracle0.25"
     assert parse_system(system.label, Config()).describe() == system.describe()
+    cut = parse_system("selfrag+evidence+abstain0", Config())
+    assert cut.config.abstain_below == 0.0 and cut.label == "selfrag+evidence+abstain0"
     with pytest.raises(ConfigError, match="from 0 to 1"):
         parse_system("selfrag+oracle1.5", Config())
     climate = write_climate(tmp_path / "climate")
