@@ -136,7 +136,7 @@ class Candidate:
     plan: Plan | None = None
     error: str | None = None
     gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
-    flag: str | None = None  # restates_question | repeats_draft | several_sentences (cut to one) | unsupported
+    flag: str | None = None  # restates_question | repeats_draft | several_sentences (cut) | unsupported | superseded
 
 
 @dataclass(slots=True)

@@ -55,10 +55,13 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
 
 
 def tidy(candidate: Candidate, question: str) -> Candidate:
-    """A sentence that restates the question or repeats the draft is declined; several sentences at once are
-    cut to the one worth keeping (and declined if even that one is degenerate)."""
+    """A sentence written from a superseded document whose current version is also in hand is declined (it
+    yields to that version), and so is one that restates the question or repeats the draft; several sentences
+    at once are cut to the one worth keeping (and declined if even that one is degenerate)."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
+    if _outdated(candidate):
+        return replace(candidate, gated=True, flag="superseded")
     draft = [segment.text for segment in candidate.parent.segments]
     flaw = degeneracy(question, candidate.text, draft, candidate.chunk.text if candidate.chunk else None)
     if flaw == "several_sentences" and candidate.critique.estimator.startswith("reflection"):
@@ -68,6 +71,15 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
         flaw = degeneracy(question, cut, draft)
         candidate = replace(candidate, text=cut, flag="several_sentences")
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
+
+
+def _outdated(candidate: Candidate) -> bool:
+    """Its chunk's document is superseded by one of the documents this beam retrieved this step."""
+    version = candidate.chunk.version if candidate.chunk is not None else None
+    if version is None or version.current:
+        return False
+    present = {chunk.doc_id for chunk in candidate.evidence}
+    return any(doc in present for doc in version.newer)
 
 
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:

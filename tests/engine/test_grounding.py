@@ -160,3 +160,27 @@ def test_a_second_hop_is_written_from_the_chunk_the_first_did_not_use(engine, nd
     assert result.answer == "Jaws was directed by Steven Spielberg [1]. He was born in Cincinnati, Ohio [2]."
     second = result.trace.steps[1]
     assert second.beams[0].query.startswith("Steven Spielberg") and second.beams[0].chunks[0] == "spielberg.md#0"
+
+
+def test_a_sentence_from_a_superseded_document_yields_to_its_current_version(engine):
+    from selfrag.schema import Version
+
+    old = Chunk("fees-2024.md", 0, "The late fee is 5 euros per day.", title="Fees 2024",
+                version=Version(False, "2024", newer=("fees-2026.md",)))  # fmt: skip
+    new = Chunk("fees-2026.md", 0, "The late fee is 15 euros per day.", title="Fees 2026",
+                version=Version(True, "2026", older=("fees-2024.md",)))  # fmt: skip
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "late fee"},
+        "generate_fused": by_document(
+            {
+                "fees-2024.md": fused("The late fee is 5 euros per day.", utility=5),
+                "fees-2026.md": fused("The late fee is 15 euros per day.", utility=3, relevance="irrelevant"),
+            }
+        ),
+    }
+    result = engine(script, chunks=[old, new], ndocs=2).answer("What is the late fee?")
+    assert result.answer == "The late fee is 15 euros per day [1]." and result.sources[0].doc_id == "fees-2026.md"
+    flags = {c.chunk: c.flag for c in result.trace.steps[0].candidates}
+    assert flags == {"fees-2024.md#0": "superseded", "fees-2026.md#0": None}
+    alone = engine(script, chunks=[old], ndocs=1).answer("What is the late fee?")
+    assert alone.answer == "The late fee is 5 euros per day [1]."  # with no newer version in hand, it stands
