@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from selfrag.cli import main as selfrag_main
+from _cli import index_of, print_table
+
 from selfrag.testing.fake_server import FAULTS, FakeOpenAIServer
 
 DOCS = {
@@ -73,19 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="fault modes to run (default: all)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp, "corpus")
-        corpus.mkdir()
-        for name, text in DOCS.items():
-            (corpus / name).write_text(text)
-        index = Path(tmp, "index")
-        selfrag_main(["index", str(corpus), "--out", str(index), "--quiet"])
+        index = index_of(Path(tmp), DOCS)
         rows = [run_fault(fault, index, args) for fault in (args.only or ("none", *FAULTS))]
-    keys = list(rows[0])
-    print(f"# faults: timeout {args.timeout}s per request, deadline {args.deadline}s per answer")
-    print("| " + " | ".join(keys) + " |")
-    print("|" + "---|" * len(keys))
-    for row in rows:
-        print("| " + " | ".join(str(row[k]).replace("|", "/") for k in keys) + " |")
+    print_table(f"faults: timeout {args.timeout}s per request, deadline {args.deadline}s per answer", rows)
     return 0
 
 

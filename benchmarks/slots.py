@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from selfrag.cli import main as selfrag_main
+from _cli import index_of, print_table
+
 from selfrag.testing.fake_server import FakeOpenAIServer
 
 QUESTION = "How many days for refunds?"
@@ -66,19 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ndocs", type=int, default=5, help="chunks per step = candidates per step")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp, "corpus")
-        corpus.mkdir()
-        for name, text in DOCS.items():
-            (corpus / name).write_text(text)
-        index = Path(tmp, "index")
-        selfrag_main(["index", str(corpus), "--out", str(index), "--quiet"])
+        index = index_of(Path(tmp), DOCS)
         rows = [run(index, args, reported) for reported in (args.slots, 0)]
-    keys = list(rows[0])
-    print(f"# slots: {args.slots} at once, {args.latency}s per call, timeout {args.timeout}s, ndocs {args.ndocs}")
-    print("| " + " | ".join(keys) + " |")
-    print("|" + "---|" * len(keys))
-    for row in rows:
-        print("| " + " | ".join(str(row[k]).replace("|", "/") for k in keys) + " |")
+    print_table(
+        f"slots: {args.slots} at once, {args.latency}s per call, timeout {args.timeout}s, ndocs {args.ndocs}", rows
+    )
     return 0
 
 
