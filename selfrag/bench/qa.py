@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..engine.beam import s_rel, s_sup
-from ..engine.calibration import Rated, rater_for
+from ..engine.calibration import Rated
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .datasets import Example
@@ -39,7 +39,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
     from ..api import SelfRAG
     from .oracle import NoisyOracle
 
-    oracle = None if system.oracle_flip is None else NoisyOracle(example, system.oracle_flip)
+    rater = ctx.rater if system.oracle_flip is None else NoisyOracle(example, system.oracle_flip)
     rag = SelfRAG(
         ctx.index,
         system.config,
@@ -47,7 +47,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         critic_chat=ctx.critic_chat,
         prompts=ctx.prompts,
         environ={},
-        rater=oracle,
+        rater=rater,
     )
     result = await rag.aanswer(example.question)
     retrieved: dict[str, None] = {}
@@ -128,7 +128,7 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
         raise ConfigError(f"dataset {ctx.dataset.name} has no gold-labelled pairs for the critic system")
     meter = Meter()
     run = ctx.run(system, example.question, meter)
-    rater = rater_for(system.config.scorer, system.config.scorer_weights)
+    rater = ctx.rater
     question = example.question if ctx.dataset.task == "qa" else f"Is this claim true? {example.question}"
     hits = ctx.index.find_relevant_chunks(example.question, PAIR_RANK_DEPTH)
     places = {

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Config, redact_url, resolve_endpoint
-from ..engine.calibration import load_critic_model
+from ..engine.calibration import load_critic_model, rater_for
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
 from ..llm.base import ChatModel
@@ -337,13 +337,14 @@ async def _answer_all(
     abort: list[str] = []
 
     stop: list[BaseException] = []  # a fatal endpoint error or a failed write stops the run
+    rater = rater_for(system.config.scorer, system.config.scorer_weights)
 
     async def one(example: ds.Example) -> None:
         async with gate:
             if abort or stop:
                 return
             view = chat.scoped()
-            ctx = Context(dataset, index, chunks, prompts, view)
+            ctx = Context(dataset, index, chunks, prompts, view, rater=rater)
             began = time.monotonic()
             outcome, error, kind = None, None, "question"
             try:

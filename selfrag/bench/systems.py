@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, config_dict
+from ..engine.calibration import PaperRater, Rater
 from ..engine.context import Deps, Run
 from ..engine.critic import defaulted_critique
 from ..engine.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
@@ -171,9 +172,10 @@ class Context:
     prompts: PromptBook
     chat: ChatModel  # a per-question view of the (cached) endpoint
     critic_chat: ChatModel | None = None
+    rater: Rater = field(default_factory=PaperRater)  # the system's scorer, its weights read once per run
 
     def run(self, system: System, question: str, meter: Meter) -> Run:
-        deps = Deps(self.chat, as_searcher(self.index), self.prompts, self.critic_chat)
+        deps = Deps(self.chat, as_searcher(self.index), self.prompts, self.critic_chat, self.rater)
         secret = (system.config.nonce_seed or "selfrag-bench").encode()
         return Run(deps, system.config, question, "", meter, secret)
 
