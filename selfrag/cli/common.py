@@ -34,6 +34,7 @@ ENGINE_FLAGS = (
     "scorer_weights",
     "abstain_below",
     "lead",
+    "pooled",
     "deadline",
     "max_llm_calls",
     "base_url",
@@ -71,6 +72,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--lead",
         action=argparse.BooleanOptionalAction,
         help="a yes/no or factoid question gets its short answer first (default on; benchmarks: off)",
+    )
+    search.add_argument(
+        "--pooled",
+        action=argparse.BooleanOptionalAction,
+        help="one more candidate per step written from all its chunks together, as plain RAG reads them "
+        "(one more call per beam and step; default off)",
     )
     search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
     search.add_argument(
