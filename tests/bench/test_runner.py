@@ -337,13 +337,27 @@ def test_every_system_label_names_a_folder_inside_out(tmp_path):
 
     out, config = tmp_path / "runs", Config(**BENCH_DEFAULTS)
     names = ["no-retrieval", "rag", "critic", "selfrag", "selfrag-beam2", "selfrag+separate+always", "selfrag+wsup0",
-             "selfrag+wsup-0.5", "selfrag-b12+never"]  # fmt: skip
+             "selfrag+wsup-0.5", "selfrag-b12+never", "selfrag+pooled", "selfrag-b2+separate+pooled"]  # fmt: skip
     labels = [parse_system(name, config).label for name in names]
     labels.append(parse_system("selfrag", config.with_values(w_sup=1e-5)).label)  # printed as wsup1e-05
     for label in labels:
         folder = run_folder(out, "hotpotqa_smoke", label, "0123456789abcdef")
         assert folder.parent.parent.parent == out and folder.name == "01234567"
         assert parse_system(label, config).label == label  # a printed label is accepted back by --system
+
+
+def test_pooled_is_a_system_suffix_that_changes_the_run_hash_and_off_leaves_earlier_hashes_alone():
+    from selfrag.bench.cache import digest
+    from selfrag.bench.systems import parse_system
+    from selfrag.config import config_dict
+
+    config = Config(**BENCH_DEFAULTS)
+    plain, pooled = parse_system("selfrag", config), parse_system("selfrag+evidence+pooled", config)
+    assert pooled.config.pooled and pooled.label == "selfrag+evidence+pooled" and not plain.config.pooled
+    assert set(plain.describe()["config"]) == set(config_dict(config)) - {"pooled"}  # described as before the knob
+    assert pooled.describe()["config"]["pooled"] is True
+    on = parse_system("selfrag", config.with_values(pooled=True))
+    assert on.label == "selfrag+pooled" and digest(on.describe()) != digest(plain.describe())
 
 
 @pytest.mark.parametrize("field", ["out", "run_dir"])
