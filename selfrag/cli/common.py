@@ -241,8 +241,9 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
         if c.critique and c.critique.p_supported is not None:
             labels += f" P(rel)={c.critique.p_relevant:.2f} P(sup)={c.critique.p_supported:.2f}"
         flag = f" ({c.flag})" if c.flag else ""
+        source = f"pooled, cites {c.chunk or '-'}" if c.pooled else c.chunk or "-"
         text = c.error or c.text
         print(
-            clean_for_terminal(f"  [{c.status:>7}] {c.chunk or '-'}{labels}{score}{agg}{flag}: {text[:100]}"),
+            clean_for_terminal(f"  [{c.status:>7}] {source}{labels}{score}{agg}{flag}: {text[:100]}"),
             file=stream,
         )

@@ -120,6 +120,35 @@ def test_a_pooled_sentence_repeating_the_draft_is_declined_like_any_other(engine
     assert second[-1].pooled and second[-1].flag == "repeats_draft" and second[-1].status == "gated"
 
 
+def _judged(request) -> str:  # noqa: ANN001
+    return request.messages[-1].content.split("Sentence to judge:")[-1]
+
+
+def _verdict(request) -> dict:  # noqa: ANN001
+    """The separate critic: only the pooled sentence (it names the city) is supported by its document."""
+    supported = "Cincinnati" in _judged(request)
+    reply = fused("-", support="fully" if supported else "no", evidence="born in Cincinnati" if supported else "")
+    return {key: value for key, value in reply.items() if key != "sentence"}
+
+
+def test_with_a_separate_critic_the_pooled_sentence_is_judged_against_the_chunk_it_cites(engine):
+    from selfrag.testing import ScriptedChatModel
+
+    critic = ScriptedChatModel({"critique_candidate": _verdict})
+    script = {
+        "retrieve_decide": DECIDE,
+        "generate_segment": {"sentence": "Spielberg made films."},
+        "generate_pooled": POOLED,
+    }
+    rag = engine(script, chunks=CHUNKS, ndocs=3, pooled=True, critic="separate", critic_chat=critic)
+    result = rag.answer(Q)
+    judged = critic.calls_to("critique_candidate")
+    assert len(judged) == 4 and len(rag.chat.calls_to("generate_pooled")) == 1
+    pooled_call = next(c for c in judged if "Cincinnati" in _judged(c))
+    assert 'id="spielberg.md#0"' in pooled_call.messages[-1].content  # judged against the one chunk it cites
+    assert result.segments[0].pooled and result.segments[0].chunk == "spielberg.md#0"
+
+
 def test_cited_rank_never_makes_up_a_chunk():
     texts = ["Paris is the capital of France.", "The capital of France is Paris, on the Seine."]
     assert cited_rank("Paris lies on the Seine.", "capital of France", texts) == 1  # in both: most words
@@ -138,10 +167,13 @@ def _by_prompt(body: dict) -> str:
     return json.dumps({**reply, "sentence": sentence, "evidence": "60 days for refunds", "utility": 5})
 
 
-def test_json_shows_which_candidate_was_pooled(index_dir, capsys):
+def test_json_and_trace_show_which_candidate_was_pooled(index_dir, capsys):
     with FakeOpenAIServer(responder=_by_prompt) as server:
         argv = ["ask", "How many days for refunds?", "--index", str(index_dir), "--base-url", server.base_url]
+        assert main([*argv, "--pooled", "--max-depth", "1", "--no-lead", "--trace"]) == 0
+        printed = capsys.readouterr()
         assert main([*argv, "--pooled", "--max-depth", "1", "--no-lead", "--json"]) == 0
+    assert "pooled, cites members.md#0" in printed.out + printed.err
     body = json.loads(capsys.readouterr().out)
     candidates = body["trace"]["steps"][0]["candidates"]
     assert sum(c["pooled"] for c in candidates) == 1 and len(candidates) >= 3
