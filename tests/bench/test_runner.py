@@ -205,6 +205,28 @@ def test_selfrag_and_rag_records_carry_citations_retrieval_and_confidence(tmp_pa
     assert samples_of(rag)[0]["citations"] and len(samples_of(rag)[0]["citations"]) == 1  # 9 is out of range
 
 
+def test_a_pooled_run_records_which_candidate_was_pooled_and_cites_a_retrieved_chunk(tmp_path):
+    def write(request):
+        doc = request.messages[1].content.split("<document", 1)[1]
+        city = next(c for c in CAPITALS if f'id="{c}#0' in doc)
+        return fused(f"{city} is a city.", support="partially", utility=2, evidence="")
+
+    def pooled(request):
+        city = next(c for c in CAPITALS if f'id="{c}#0' in request.messages[1].content)
+        return fused(f"{city} is the capital.", evidence=f"{city} is the capital")
+
+    script = {"retrieve_decide": {"retrieve": "yes", "query": "capital"}, "generate_fused": write,
+              "generate_pooled": pooled}  # fmt: skip
+    report = run_benchmark(options(tmp_path, "selfrag+pooled", limit=2), chat=ScriptedChatModel(script))
+    assert report.run_dir.parent.name == "selfrag+pooled" and report.status == "complete"
+    for record in samples_of(report):
+        assert record["status"] == "ok"
+        winners = [c for c in record["candidates"] if c["status"] == "kept"]
+        assert [c["pooled"] for c in winners] == [True] and record["segments"][0]["pooled"]
+        assert record["citations"] == [winners[0]["chunk"]] and winners[0]["chunk"] in record["retrieved"]
+    assert score_run(report.run_dir)["summary"] == report.summary
+
+
 def test_unknown_systems_and_wrong_datasets_are_usage_errors(tmp_path):
     from selfrag.errors import ConfigError
 
