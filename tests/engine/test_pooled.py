@@ -149,6 +149,22 @@ def test_with_a_separate_critic_the_pooled_sentence_is_judged_against_the_chunk_
     assert result.segments[0].pooled and result.segments[0].chunk == "spielberg.md#0"
 
 
+def test_a_pooled_prompt_too_long_for_the_model_is_retried_once_with_the_chunks_cut_to_one_chunks_length(engine):
+    from selfrag.errors import ContextLengthError
+
+    def reply(request):  # noqa: ANN001, ANN202
+        if len(request.messages[1].content) > 1200:
+            return ContextLengthError("maximum context length exceeded")
+        return POOLED
+
+    long = [Chunk(c.doc_id, 0, c.text + " Filler words here." * 30, title=c.title) for c in CHUNKS]
+    rag = engine(script() | {"generate_pooled": reply}, chunks=long, ndocs=3, pooled=True, max_chunk_chars=600)
+    result = rag.answer(Q)
+    sizes = [len(call.messages[1].content) for call in rag.chat.calls_to("generate_pooled")]
+    assert len(sizes) == 2 and sizes[1] <= 1200 < sizes[0]
+    assert result.segments[0].pooled and result.segments[0].chunk == "spielberg.md#0"
+
+
 def test_cited_rank_never_makes_up_a_chunk():
     texts = ["Paris is the capital of France.", "The capital of France is Paris, on the Seine."]
     assert cited_rank("Paris lies on the Seine.", "capital of France", texts) == 1  # in both: most words
