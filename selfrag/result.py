@@ -35,6 +35,7 @@ class SegmentOut(_Out):
     chunk: str | None  # the chunk key (doc_id#chunk_id)
     critique: CritiqueOut
     score: float | None  # the paper's f(y_t, d)
+    pooled: bool = False  # written from all of its step's chunks at once (Config.pooled); `chunk` is the one cited
 
 
 class Source(_Out):
@@ -81,6 +82,7 @@ class TraceCandidate(_Out):
         None  # why it was cut or declined: restates_question, repeats_draft, several_sentences, unsupported
     )
     fallback: bool = False
+    pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
     error: str | None = None
     suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only
 

@@ -110,6 +110,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         status=status,
         flag=candidate.flag,
         fallback=candidate.index < 0,
+        pooled=candidate.pooled,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )
@@ -209,6 +210,7 @@ def build_result(
                 chunk=segment.chunk.key if segment.chunk else None,
                 critique=critique_out(segment.critique),
                 score=segment.score,
+                pooled=segment.pooled,
             )
         )
         parts.append(with_marker(segment.text, event.citation))
