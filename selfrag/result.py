@@ -122,7 +122,7 @@ class Abstention(_Out):
     """The engine declined to answer: no candidate was supported well enough."""
 
     reason: Literal["no_support"] = "no_support"
-    best_support: float | None  # the highest P(supported) among the declined candidates
+    best_support: float | None  # the highest P(relevant)·P(supported) among the declined candidates
     threshold: float  # the cut it did not reach (Config.abstain_below, or the scorer's default)
     message: str
 

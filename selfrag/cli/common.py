@@ -84,7 +84,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--abstain-below",
         type=float,
         metavar="P",
-        help="say the documents don't answer when no sentence reaches this P(supported) (default: the weights' own)",
+        help="say the documents don't answer when no sentence reaches this P(relevant)·P(supported) "
+        "(default: the weights' own)",
     )
     retrieval = parser.add_argument_group("retrieval")
     retrieval.add_argument("--strategy", choices=["top", "window"], help="window: widen hits with neighbour chunks")

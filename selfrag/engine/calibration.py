@@ -3,6 +3,9 @@
     P(relevant)  = sigmoid(w_rel · x + b_rel)       x = evidence.vector(features), in evidence.FEATURES order
     P(supported) = sigmoid(w_sup · x + b_sup)
     confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
+    answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
+                   candidate under the abstention cut on it is declined (a sentence copied well from a chunk
+                   about something else is supported, not an answer)
 
 Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
 training ids only (`benchmarks/fit_critic.py` says which), and `selfrag critic fit` refits it from a user's
@@ -62,7 +65,7 @@ class CriticModel:
     supported: Head
     confidence: Platt = Platt()
     support_threshold: float = 0.5  # P(supported) at or above which a given statement counts as supported (a verdict)
-    abstain_threshold: float = 0.0  # the engine's default abstention cut: kept >= 90 % of right answers in training
+    abstain_threshold: float = 0.0  # default cut on answer_support: kept >= 90 % of right answers in training
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -78,6 +81,11 @@ class CriticModel:
             "fitted_on": dict(self.fitted_on),
         }
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
+
+
+def answer_support(p_relevant: float, p_supported: float) -> float:
+    """What the abstention cut is applied to: P(the chunk is about the question) · P(it backs the sentence)."""
+    return p_relevant * p_supported
 
 
 def _sigmoid(z: float) -> float:
@@ -175,7 +183,7 @@ def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
 
 
 def abstain_cut(right: Sequence[float], keep: float = 0.9) -> float:
-    """The abstention cut that keeps `keep` of the right answers' P(supported) (training rows): just under the
+    """The abstention cut that keeps `keep` of the right answers' answer support (training rows): just under the
     value at that quantile; 0 (never abstain) without right answers to measure it on."""
     if not right:
         return 0.0
@@ -281,12 +289,12 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     statements = [i for i, row in enumerate(rows) if row.correct is None]  # given statements judged, not candidates
     verdicts = statements if len({rows[i].supported for i in statements}) == 2 else range(len(rows))
     threshold = balanced_threshold([p_sup[i] for i in verdicts], [rows[i].supported for i in verdicts])
-    kept: dict[str, tuple[float, float, bool]] = {}  # per question, the candidate the engine would keep
+    kept: dict[str, tuple[float, float, float, bool]] = {}  # per question, the candidate the engine would keep
     for row, r, s in zip(rows, p_rel, p_sup, strict=True):
         if row.correct is not None and row.answerable and (row.question not in kept or r + s > kept[row.question][0]):
-            kept[row.question] = (r + s, s, row.correct)
-    answers = [(s, c) for _, s, c in kept.values()]
-    abstain = abstain_cut([s for s, c in answers if c])
+            kept[row.question] = (r + s, s, answer_support(r, s), row.correct)
+    answers = [(s, c) for _, s, _, c in kept.values()]
+    abstain = abstain_cut([a for _, _, a, c in kept.values() if c])
     platt = Platt()
     if len({c for _, c in answers}) == 2:
         platt = fit_platt([s for s, _ in answers], [c for _, c in answers])
@@ -335,7 +343,7 @@ class Rated:
 
 
 class Rater(Protocol):
-    """Rates candidates written from chunks; `threshold` is its default abstention cut on P(supported) and
+    """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support` and
     `confidence` maps an answer's P(supported) values to the probability that the answer is right."""
 
     threshold: float
