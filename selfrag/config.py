@@ -76,8 +76,10 @@ class Config:
     scorer: str = "paper"  # paper: the model's labels alone; evidence: labels + evidence features, fitted
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
     lead: bool = True  # a yes/no or factoid question gets its short answer first (one more call)
-    abstain_below: float | None = None  # P(supported) under which a sentence is not kept; None: the weights' own
-    # threshold with the evidence scorer, never with the paper's
+    pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
+    # view), when it has two or more; one more call per beam and step
+    abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the
+    # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply
     max_chunk_chars: int = 2000  # longest chunk text put in one prompt
     max_llm_calls: int = 400  # per-answer budget of HTTP requests

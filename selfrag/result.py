@@ -35,6 +35,7 @@ class SegmentOut(_Out):
     chunk: str | None  # the chunk key (doc_id#chunk_id)
     critique: CritiqueOut
     score: float | None  # the paper's f(y_t, d)
+    pooled: bool = False  # written from all of its step's chunks at once (Config.pooled); `chunk` is the one cited
 
 
 class Source(_Out):
@@ -81,6 +82,7 @@ class TraceCandidate(_Out):
         None  # why it was cut or declined: restates_question, repeats_draft, several_sentences, unsupported
     )
     fallback: bool = False
+    pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
     error: str | None = None
     suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only
 
@@ -120,7 +122,7 @@ class Abstention(_Out):
     """The engine declined to answer: no candidate was supported well enough."""
 
     reason: Literal["no_support"] = "no_support"
-    best_support: float | None  # the highest P(supported) among the declined candidates
+    best_support: float | None  # the highest P(relevant)·P(supported) among the declined candidates
     threshold: float  # the cut it did not reach (Config.abstain_below, or the scorer's default)
     message: str
 

@@ -104,6 +104,7 @@ class Segment:
     critique: Critique
     chunk: Chunk | None = None
     score: float | None = None  # the paper's f(y_t, d); None for segments written without evidence
+    pooled: bool = False  # written from all of its step's chunks at once; `chunk` is the one it cites
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ class Candidate:
     """One proposed next segment of a beam, before pruning. `error` set means it failed and carries no text."""
 
     parent: Beam
-    index: int  # position among the parent's candidates this step (the chunk's rank, or 0)
+    index: int  # position among the parent's candidates this step (the chunk's rank, or 0; pooled: the cited one's)
     chunk: Chunk | None = None
     retrieval_score: float | None = None  # the retriever's score of the chunk, when known
     evidence: tuple[Chunk, ...] = ()  # every chunk this step gave the parent (kept for `continue`)
@@ -137,6 +138,7 @@ class Candidate:
     error: str | None = None
     gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
     flag: str | None = None  # restates_question | repeats_draft | several_sentences (cut) | unsupported | superseded
+    pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ def test_every_prompt_loads_and_declares_its_inputs():
         "critique_candidate",
         "generate_fused",
         "generate_plain",
+        "generate_pooled",
         "generate_segment",
         "retrieve_decide",
         "retrieve_variants",

@@ -9,15 +9,18 @@ From a Self-RAG QA run: every candidate the engine wrote from a chunk, judged wi
 
 The model's own labels, the chunk's rank and relative retrieval score, the quote check and the sentences the
 other chunks of the same beam gave are carried over as the candidate had them, so the features are exactly the
-engine's. From a critic-agreement run (HaluEval right vs hallucinated answers, CLIMATE-FEVER sentences): each
-(statement, chunk) pair with its gold support; relevance there is the gold chunk (HaluEval) or an evidence
-sentence labelled SUPPORTS or REFUTES (CLIMATE-FEVER).
+engine's. From a run with `--unanswerable` the rows are marked `answerable` false: they teach the critic what a
+well-copied sentence that does not answer *this* question looks like. From a critic-agreement run (HaluEval
+right vs hallucinated answers, CLIMATE-FEVER sentences): each (statement, chunk) pair with its gold support;
+relevance there is the gold chunk (HaluEval) or an evidence sentence labelled SUPPORTS or REFUTES
+(CLIMATE-FEVER).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..engine.calibration import JudgedRow
@@ -25,7 +28,10 @@ from ..schema import Chunk
 from .metrics import answer_in
 
 
-def rows_from_records(records: Iterable[Mapping[str, Any]], chunks: Mapping[str, Chunk]) -> list[JudgedRow]:
+def rows_from_records(
+    records: Iterable[Mapping[str, Any]], chunks: Mapping[str, Chunk], *, answerable: bool = True
+) -> list[JudgedRow]:
+    """`answerable` False: the run took the gold chunks out of the corpus (`--unanswerable`)."""
     rows: list[JudgedRow] = []
     for record in records:
         if record.get("status") != "ok":
@@ -33,7 +39,7 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], chunks: Mapping[str,
         if record.get("pairs"):
             rows += _from_pairs(record, chunks)
         else:
-            rows += _from_candidates(record, chunks)
+            rows += [replace(row, answerable=answerable) for row in _from_candidates(record, chunks)]
     return rows
 
 
@@ -119,4 +125,5 @@ def row_dict(row: JudgedRow) -> dict[str, Any]:
         "model_sup": round(row.model_sup, 6),
         "others": list(row.others),
         "correct": row.correct,
+        "answerable": row.answerable,
     }

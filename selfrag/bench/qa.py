@@ -71,6 +71,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             "critique": c.critique.model_dump() if c.critique else None,
             "status": c.status,
             "flag": c.flag,
+            "pooled": c.pooled,
         }
         for step in result.trace.steps
         for c in step.candidates
@@ -96,6 +97,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
                 "utility": s.critique.utility,
                 "score": s.score,
                 "status": s.critique.status,
+                "pooled": s.pooled,
             }
             for s in result.segments
         ],

@@ -10,7 +10,8 @@ The systems under test, all on the same model and the same BM25 index (dispatche
     selfrag        the engine (SelfRAG.aanswer) for QA (qa.py); the closed-set protocol (claims.py) for claims.
                    Greedy by default; --beam-width 2 for the beam; ablations by flags:
                    --critic separate, --w-sup 0, --mode always; `+short` is the paper's short-form
-                   setting (depth 1: one answer per passage, best by the critic score; shortform.py)
+                   setting (depth 1: one answer per passage, best by the critic score; shortform.py);
+                   `+pooled` adds one candidate per step written from all its chunks (--pooled)
     critic         critic agreement (qa.py): ISSUP of the engine's critic prompt on gold-labelled (statement,
                    document) pairs: CLIMATE-FEVER's claim/sentence labels, HaluEval's right vs hallucinated
                    answer with the same knowledge
@@ -50,6 +51,9 @@ BENCH_DEFAULTS: dict[str, Any] = {
     "deadline": 900.0,
     "lead": False,  # the tables were measured without the short-answer call; `--lead` measures it
 }
+
+LATER_KNOBS: dict[str, Any] = {"pooled": False}  # knobs added after runs were measured: described (and so in
+# the run hash) only when set otherwise, so the folders of earlier runs keep their hash
 
 
 class BenchPrompts(PromptBook):
@@ -93,12 +97,16 @@ class System:
             parts.append(c.scorer)
         if c.abstain_below is not None:
             parts.append(f"abstain{c.abstain_below:g}")
+        if c.pooled:
+            parts.append("pooled")
         if self.oracle_flip is not None:
             parts.append(f"oracle{self.oracle_flip:g}")
         return "+".join(parts)
 
     def describe(self) -> dict[str, Any]:
-        described = {"kind": self.kind, "label": self.label, "config": config_dict(self.config)}
+        later = {k: v for k, v in LATER_KNOBS.items() if getattr(self.config, k) == v}
+        config = {k: v for k, v in config_dict(self.config).items() if k not in later}
+        described = {"kind": self.kind, "label": self.label, "config": config}
         return described if self.oracle_flip is None else {**described, "oracle_flip": self.oracle_flip}
 
 
@@ -124,6 +132,8 @@ def parse_system(name: str, config: Config) -> System:
             values["scorer"] = mod
         elif mod == "short":
             values["max_depth"] = 1
+        elif mod == "pooled":
+            values["pooled"] = True
         elif (weight := re.fullmatch(r"wsup(-?[0-9.]+(?:e[-+]?[0-9]+)?)", mod)) is not None:
             values["w_sup"] = float(weight.group(1))
         elif (cut := re.fullmatch(r"abstain([0-9.]+)", mod)) is not None:
@@ -132,7 +142,7 @@ def parse_system(name: str, config: Config) -> System:
             oracle = float(flip.group(1))
         else:
             raise ConfigError(
-                f"unknown ablation {mod!r} in {name!r}; use separate, always, never, short, evidence, "
+                f"unknown ablation {mod!r} in {name!r}; use separate, always, never, short, evidence, pooled, "
                 "wsup<weight> or oracle<flip probability>"
             )
     return System(base, config.with_values(**values) if values else config, oracle)

@@ -204,9 +204,10 @@ def judgments_command(args: argparse.Namespace) -> int:
         dataset = ds.load(config["dataset"]["name"], config["dataset"]["path"])
         splits.add(config["sample"].get("split", "all"))
         records, _ = read_samples(folder / "samples.jsonl", repair=False)
+        answerable = not config.get("corpus", {}).get("unanswerable", False)
         lines += [
             json.dumps(row_dict(r), ensure_ascii=False)
-            for r in rows_from_records(records.values(), dataset.chunk_texts())
+            for r in rows_from_records(records.values(), dataset.chunk_texts(), answerable=answerable)
         ]
     if splits != {"train"}:
         print("selfrag bench: note: some runs are not on --split train; do not report on what you fit", file=sys.stderr)

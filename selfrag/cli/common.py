@@ -34,6 +34,7 @@ ENGINE_FLAGS = (
     "scorer_weights",
     "abstain_below",
     "lead",
+    "pooled",
     "deadline",
     "max_llm_calls",
     "base_url",
@@ -72,12 +73,19 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="a yes/no or factoid question gets its short answer first (default on; benchmarks: off)",
     )
+    search.add_argument(
+        "--pooled",
+        action=argparse.BooleanOptionalAction,
+        help="one more candidate per step written from all its chunks together, as plain RAG reads them "
+        "(one more call per beam and step; default off)",
+    )
     search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
     search.add_argument(
         "--abstain-below",
         type=float,
         metavar="P",
-        help="say the documents don't answer when no sentence reaches this P(supported) (default: the weights' own)",
+        help="say the documents don't answer when no sentence reaches this P(relevant)·P(supported) "
+        "(default: the weights' own)",
     )
     retrieval = parser.add_argument_group("retrieval")
     retrieval.add_argument("--strategy", choices=["top", "window"], help="window: widen hits with neighbour chunks")
@@ -234,8 +242,9 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
         if c.critique and c.critique.p_supported is not None:
             labels += f" P(rel)={c.critique.p_relevant:.2f} P(sup)={c.critique.p_supported:.2f}"
         flag = f" ({c.flag})" if c.flag else ""
+        source = f"pooled, cites {c.chunk or '-'}" if c.pooled else c.chunk or "-"
         text = c.error or c.text
         print(
-            clean_for_terminal(f"  [{c.status:>7}] {c.chunk or '-'}{labels}{score}{agg}{flag}: {text[:100]}"),
+            clean_for_terminal(f"  [{c.status:>7}] {source}{labels}{score}{agg}{flag}: {text[:100]}"),
             file=stream,
         )

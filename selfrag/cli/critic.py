@@ -5,10 +5,10 @@
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
-"others" (sentences written from the other chunks) and "correct" (does the sentence answer rightly) are
-optional. `selfrag bench judgments RUN_DIR` writes one from benchmark runs. Use the result with
-`--scorer-weights WEIGHTS.json` (or `scorer_weights` in the config file). The shipped weights are never
-overwritten.
+"others" (sentences written from the other chunks), "correct" (does the sentence answer rightly) and
+"answerable" (false: written while the question's evidence was kept out of the corpus) are optional.
+`selfrag bench judgments RUN_DIR` writes one from benchmark runs. Use the result with `--scorer-weights
+WEIGHTS.json` (or `scorer_weights` in the config file). The shipped weights are never overwritten.
 """
 
 from __future__ import annotations

@@ -80,7 +80,9 @@ def aggregate(segments: Sequence[Segment], weights: Weights) -> float:
 def extend(candidate: Candidate, child_no: int, weights: Weights) -> Beam:
     """The beam a successful candidate makes: its parent plus one scored segment."""
     assert candidate.critique is not None and candidate.error is None
-    segment = Segment(candidate.text, candidate.critique, candidate.chunk, score(candidate.critique, weights))
+    segment = Segment(
+        candidate.text, candidate.critique, candidate.chunk, score(candidate.critique, weights), candidate.pooled
+    )
     parent = candidate.parent
     segments = (*parent.segments, segment)
     return replace(

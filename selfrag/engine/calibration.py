@@ -3,6 +3,9 @@
     P(relevant)  = sigmoid(w_rel · x + b_rel)       x = evidence.vector(features), in evidence.FEATURES order
     P(supported) = sigmoid(w_sup · x + b_sup)
     confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
+    answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
+                   candidate under the abstention cut on it is declined (a sentence copied well from a chunk
+                   about something else is supported, not an answer)
 
 Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
 training ids only (`benchmarks/fit_critic.py` says which), and `selfrag critic fit` refits it from a user's
@@ -61,8 +64,8 @@ class CriticModel:
     relevant: Head
     supported: Head
     confidence: Platt = Platt()
-    support_threshold: float = 0.5  # P(supported) at or above which a sentence counts as supported (a verdict)
-    abstain_threshold: float = 0.0  # the engine's default abstention cut: kept >= 90 % of right answers in training
+    support_threshold: float = 0.5  # P(supported) at or above which a given statement counts as supported (a verdict)
+    abstain_threshold: float = 0.0  # default cut on answer_support: kept >= 90 % of right answers in training
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -78,6 +81,11 @@ class CriticModel:
             "fitted_on": dict(self.fitted_on),
         }
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
+
+
+def answer_support(p_relevant: float, p_supported: float) -> float:
+    """What the abstention cut is applied to: P(the chunk is about the question) · P(it backs the sentence)."""
+    return p_relevant * p_supported
 
 
 def _sigmoid(z: float) -> float:
@@ -175,7 +183,7 @@ def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
 
 
 def abstain_cut(right: Sequence[float], keep: float = 0.9) -> float:
-    """The abstention cut that keeps `keep` of the right answers' P(supported) (training rows): just under the
+    """The abstention cut that keeps `keep` of the right answers' answer support (training rows): just under the
     value at that quantile; 0 (never abstain) without right answers to measure it on."""
     if not right:
         return 0.0
@@ -201,7 +209,10 @@ def balanced_threshold(p: Sequence[float], y: Sequence[bool]) -> float:
 @dataclass(frozen=True, slots=True)
 class JudgedRow:
     """One judged candidate: a sentence written from a chunk for a question, and the judgement of it.
-    `correct` (optional) says whether the sentence answers the question rightly; it fits the confidence map."""
+    `correct` (optional) says whether the sentence answers the question rightly; it fits the confidence map.
+    `answerable` False marks a candidate written while the question's gold evidence was out of the corpus: it
+    teaches the heads what a well-supported sentence that does not answer *this* question looks like, and is
+    left out of the confidence map and the abstention cut (which are about answers to answerable questions)."""
 
     question: str
     sentence: str
@@ -215,6 +226,7 @@ class JudgedRow:
     model_sup: float = 0.5
     others: tuple[str, ...] = ()
     correct: bool | None = None
+    answerable: bool = True
 
     def features(self) -> dict[str, float]:
         item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
@@ -233,9 +245,11 @@ def judged_row(record: Any, where: str) -> JudgedRow:
             raise InputError(f"{where}: field {name!r} is missing or not text")
         text[name] = value
     flags = {}
-    for name in ("relevant", "supported", "correct", "quote_ok"):
+    for name in ("relevant", "supported", "correct", "quote_ok", "answerable"):
         value = record.get(name)
-        if value is None and name in ("correct", "quote_ok"):
+        if value is None and name == "answerable":
+            flags[name] = True
+        elif value is None and name in ("correct", "quote_ok"):
             flags[name] = None
         elif isinstance(value, bool):
             flags[name] = value
@@ -256,9 +270,11 @@ def judged_row(record: Any, where: str) -> JudgedRow:
 
 
 def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = None) -> CriticModel:
-    """Both heads from judged rows, the support threshold with the best balanced accuracy on them, and the
-    confidence map (Platt) from the rows with `correct`: per question, the one of those rows the engine would
-    keep (the highest P(relevant) + P(supported)) against whether it was right. Refuses data that cannot fit a model."""
+    """Both heads from judged rows; the support threshold (the verdict on a given statement) with the best
+    balanced accuracy on the rows that judge given statements (no `correct`; all rows when there are none); the
+    confidence map (Platt) and the abstention cut from the answerable rows with `correct`: per question, the one
+    of those rows the engine would keep (the highest P(relevant) + P(supported)) against whether it was right.
+    Refuses data that cannot fit a model."""
     if len(rows) < MIN_ROWS:
         raise InputError(f"{len(rows)} judged rows are too few to fit the critic; give at least {MIN_ROWS}")
     for name in ("relevant", "supported"):
@@ -270,17 +286,21 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     supported = fit_logistic(x, np.array([row.supported for row in rows], dtype=float))
     p_rel = [relevant.probability(v) for v in x.tolist()]
     p_sup = [supported.probability(v) for v in x.tolist()]
-    threshold = balanced_threshold(p_sup, [row.supported for row in rows])
-    kept: dict[str, tuple[float, float, bool]] = {}  # per question, the candidate the engine would keep
+    statements = [i for i, row in enumerate(rows) if row.correct is None]  # given statements judged, not candidates
+    verdicts = statements if len({rows[i].supported for i in statements}) == 2 else range(len(rows))
+    threshold = balanced_threshold([p_sup[i] for i in verdicts], [rows[i].supported for i in verdicts])
+    kept: dict[str, tuple[float, float, float, bool]] = {}  # per question, the candidate the engine would keep
     for row, r, s in zip(rows, p_rel, p_sup, strict=True):
-        if row.correct is not None and (row.question not in kept or r + s > kept[row.question][0]):
-            kept[row.question] = (r + s, s, row.correct)
-    answers = [(s, c) for _, s, c in kept.values()]
-    abstain = abstain_cut([s for s, c in answers if c])
+        if row.correct is not None and row.answerable and (row.question not in kept or r + s > kept[row.question][0]):
+            kept[row.question] = (r + s, s, answer_support(r, s), row.correct)
+    answers = [(s, c) for _, s, _, c in kept.values()]
+    abstain = abstain_cut([a for _, _, a, c in kept.values() if c])
     platt = Platt()
     if len({c for _, c in answers}) == 2:
         platt = fit_platt([s for s, _ in answers], [c for _, c in answers])
-    info = {"rows": len(rows), "questions": len(kept), "answers": len(answers), **(fitted_on or {})}
+    unanswerable = sum(not row.answerable for row in rows)
+    info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(kept), "answers": len(answers)}
+    info |= fitted_on or {}
     return CriticModel(relevant, supported, platt, threshold, abstain, info)
 
 
@@ -323,7 +343,7 @@ class Rated:
 
 
 class Rater(Protocol):
-    """Rates candidates written from chunks; `threshold` is its default abstention cut on P(supported) and
+    """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support` and
     `confidence` maps an answer's P(supported) values to the probability that the answer is right."""
 
     threshold: float

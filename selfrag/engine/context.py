@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -96,6 +96,19 @@ class Run:
             "doc_id": neutralise_document(chunk.key, nonce)[:200].replace('"', "'"),
             "document": neutralise_document(body[: max_chars or self.config.max_chunk_chars], nonce),
         }
+
+    def documents(self, beam_id: str, chunks: Sequence[Chunk], max_chars: int | None = None) -> str:
+        """Several chunks for one prompt (`generate_pooled`), each in its own block with its own delimiter nonce,
+        id and version, rendered as the one-document prompts render theirs."""
+        blocks = []
+        for chunk in chunks:
+            values = self.document_values(beam_id, chunk, max_chars)
+            version = self.version_values(chunk, values["nonce"])["version"]
+            blocks.append(
+                f'<document nonce="{values["nonce"]}" id="{values["doc_id"]}" version="{version}">\n'
+                f'{values["document"]}\n</document nonce="{values["nonce"]}">'
+            )
+        return "\n\n".join(blocks)
 
     def version_values(self, chunk: Chunk, nonce: str) -> dict[str, str]:
         """Where the chunk's document stands among its versions ("current", "superseded by ..."), for the

@@ -16,7 +16,7 @@ from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Relevance, Support, Utility
 from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
-from .calibration import Rated
+from .calibration import Rated, answer_support
 from .context import Run, run_all
 from .evidence import best_sentence, degeneracy
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
@@ -84,7 +84,10 @@ def _outdated(candidate: Candidate) -> bool:
 
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
-    together (agreement between them is evidence); a candidate under `run.abstain_below` is declined."""
+    together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
+    `run.abstain_below` is declined. A pooled
+    candidate is rated as one written from the chunk it cites: its features are computed against that chunk's
+    text, rank and score, and its agreement against the sentences written from the other chunks alone."""
     rated = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
     items = [_rated(c, rated) for c in rated]
     ratings = dict(zip(map(id, rated), run.deps.rater.rate(run.question, items), strict=True))
@@ -100,7 +103,7 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
                 features=rating.features,
             )
             candidate = replace(candidate, critique=critique)
-            if rating.p_supported < run.abstain_below:
+            if answer_support(rating.p_relevant, rating.p_supported) < run.abstain_below:
                 candidate = replace(candidate, gated=True, flag="unsupported")
         out.append(candidate)
     return out
@@ -112,8 +115,10 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
     scores = getattr(candidate.evidence, "scores", ())
     top = max(scores) if scores else None
     score_rel = candidate.retrieval_score / top if top and candidate.retrieval_score is not None else None
-    others = tuple(
-        c.text for c in rated if c.parent.id == candidate.parent.id and c is not candidate and c.chunk != chunk
+    others = tuple(  # sentences written from other chunks alone: a pooled one read this chunk too
+        c.text
+        for c in rated
+        if c.parent.id == candidate.parent.id and c is not candidate and c.chunk != chunk and not c.pooled
     )
     return Rated(
         sentence=candidate.text,

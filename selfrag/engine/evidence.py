@@ -6,6 +6,8 @@ fake. Each is a number in [0, 1], computed from text alone (pure functions, no I
     rank_inv        1 / (1 + the chunk's rank in its retrieval)
     score_rel       the chunk's retrieval score over the best score of that retrieval (1 for the top chunk)
     question_in     share of the question's content words found in the chunk (is it about the question?)
+    names_in        share of the question's numbers, dates and names found in the chunk (1 when it has none):
+                    a chunk about another film or person shares the question's common words, not its names
     sentence_in     share of the sentence's content words found in the chunk
     new_in          share of the sentence's words that are not in the question and are found in the chunk:
                     the part of the sentence that answers must come from the chunk
@@ -32,6 +34,7 @@ FEATURES = (
     "rank_inv",
     "score_rel",
     "question_in",
+    "names_in",
     "sentence_in",
     "new_in",
     "novelty",
@@ -120,12 +123,14 @@ def features(
     new = said - asked
     chunk_facts = facts(chunk_text)
     chunk_lower = chunk_text.lower()
-    said_facts = [f for f in facts(sentence) if f not in facts(question)]
+    asked_facts = facts(question)
+    said_facts = [f for f in facts(sentence) if f not in asked_facts]
     elsewhere = frozenset().union(*(terms(other) for other in others)) if others else frozenset()
     return {
         "rank_inv": 1.0 / (1 + max(rank, 0)),
         "score_rel": 0.5 if score_rel is None else min(max(score_rel, 0.0), 1.0),
         "question_in": _share(asked, chunk),
+        "names_in": _share(asked_facts, chunk_facts | _present(sorted(asked_facts), chunk_lower), empty=1.0),
         "sentence_in": _share(said, chunk),
         "new_in": _share(new, chunk),
         "novelty": len(new) / len(said) if said else 0.0,

@@ -2,6 +2,11 @@
 
 - With chunks, `fused` mode asks `generate_fused` (sentence + labels + next decision in one call);
   `separate` mode asks `generate_segment` (sentence only) and leaves judging to the critic stage.
+- With `pooled` on and two or more chunks, one more candidate per beam: `generate_pooled` writes one sentence
+  from all the chunks together (what plain RAG reads), with the same fused reply; it cites the chunk its
+  evidence quote is found in, else the one whose words the sentence shares most (`cited_rank`), and from there
+  on it is judged, rated, tidied and pruned as a candidate written from that chunk. In `separate` mode only its
+  sentence and citation are kept, and the critic judges it against the cited chunk like the others.
 - Without chunks, one `generate_plain` sentence per beam.
 - A failed call becomes a Candidate with `error` set (recorded, then dropped); only fatal endpoint errors and
   exhausted budgets escape, cancelling the siblings.
@@ -14,11 +19,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 
+from pydantic import BaseModel
+
 from ..errors import ContextLengthError, FatalLLMError, LLMError
 from ..labels import CriticMode
+from ..llm.structured import Parsed
 from ..schema import Beam, Candidate, Chunk, Plan
 from .context import Run, run_all
-from .replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from
+from .evidence import terms
+from .replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from, quote_found
 
 FALLBACK_NOTE = (
     "No retrieved document supported a sentence here. Write a sentence that asserts no facts you would need "
@@ -29,7 +38,8 @@ FALLBACK_NOTE = (
 async def expand(
     live: Sequence[Beam], plans: Sequence[Plan], evidence: Sequence[tuple[Chunk, ...]], run: Run
 ) -> tuple[Candidate, ...]:
-    """Every candidate of every live beam for this step, in beam then chunk-rank order."""
+    """Every candidate of every live beam for this step, in beam then chunk-rank order (a beam's pooled
+    candidate after its single-chunk ones)."""
     jobs = []
     for beam, chunks in zip(live, evidence, strict=True):
         if chunks:
@@ -38,6 +48,8 @@ async def expand(
                 _from_chunk(Candidate(beam, rank, chunk, score, chunks), run)
                 for rank, (chunk, score) in enumerate(zip(chunks, scores, strict=True))
             ]
+            if run.config.pooled and len(chunks) >= 2:
+                jobs.append(_guard(Candidate(beam, 0, evidence=chunks, pooled=True), _write_pooled(beam, chunks, run)))
         else:
             jobs.append(_plain(Candidate(beam, 0), run, note=""))
     if not jobs:
@@ -90,6 +102,52 @@ async def _write_with(candidate: Candidate, run: Run, max_chars: int | None) -> 
     critique = check_quote(critique, reply.evidence, chunk.text)
     plan = plan_from(parsed, "retrieve_next", "next_query", run.config.threshold, has_cache=True)
     return replace(candidate, text=reply.sentence, critique=critique, plan=plan)
+
+
+async def _write_pooled(beam: Beam, chunks: Sequence[Chunk], run: Run) -> Candidate:
+    """One sentence from all the chunks at once; if the prompt is too long for the model, once more with the
+    chunks cut to one chunk's length together."""
+    try:
+        parsed = await _ask_pooled(beam, chunks, run, None)
+    except ContextLengthError:
+        parsed = await _ask_pooled(beam, chunks, run, max(100, run.config.max_chunk_chars // len(chunks)))
+    reply = parsed.value
+    assert isinstance(reply, FusedReply)
+    rank = cited_rank(reply.sentence, reply.evidence, [chunk.text for chunk in chunks])
+    scores = getattr(chunks, "scores", ())
+    candidate = Candidate(
+        beam, rank, chunks[rank], scores[rank] if scores else None, chunks, text=reply.sentence, pooled=True
+    )
+    if run.config.critic is CriticMode.SEPARATE:
+        return candidate  # the critic stage judges it against the chunk it cites
+    critique = critique_from(parsed, with_evidence=True, sentence_field="sentence")
+    critique = check_quote(critique, reply.evidence, chunks[rank].text)
+    plan = plan_from(parsed, "retrieve_next", "next_query", run.config.threshold, has_cache=True)
+    return replace(candidate, critique=critique, plan=plan)
+
+
+async def _ask_pooled(beam: Beam, chunks: Sequence[Chunk], run: Run, max_chars: int | None) -> Parsed[BaseModel]:
+    return await run.ask(
+        "generate_pooled",
+        logprobs=run.config.critic is CriticMode.FUSED or run.config.use_seqscore,
+        conversation=run.history(),
+        question=run.question,
+        draft=run.draft(beam.text),
+        documents=run.documents(beam.id, chunks, max_chars),
+    )
+
+
+def cited_rank(sentence: str, quote: str, texts: Sequence[str]) -> int:
+    """Which of a pooled sentence's chunks it cites (their index): among the chunks the evidence quote is
+    found in (all of them when it is found in none), the one holding the largest share of the sentence's
+    words; ties go to the better-ranked chunk. Always a real chunk, never a made-up key."""
+    holding = [i for i, text in enumerate(texts) if quote.strip() and quote_found(quote, text)]
+    said = terms(sentence)
+
+    def shared(i: int) -> float:
+        return len(said & terms(texts[i])) / len(said) if said else 0.0
+
+    return max(holding or range(len(texts)), key=lambda i: (shared(i), -i))
 
 
 async def _plain(candidate: Candidate, run: Run, *, note: str) -> Candidate:

@@ -26,7 +26,7 @@ from ..result import (
 from ..schema import Beam, Candidate, Chunk, Critique, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
-from .calibration import PaperRater, Rater
+from .calibration import PaperRater, Rater, answer_support
 from .state import RunInfo, StepOutcome, StopReason
 
 
@@ -110,6 +110,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         status=status,
         flag=candidate.flag,
         fallback=candidate.index < 0,
+        pooled=candidate.pooled,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )
@@ -209,6 +210,7 @@ def build_result(
                 chunk=segment.chunk.key if segment.chunk else None,
                 critique=critique_out(segment.critique),
                 score=segment.score,
+                pooled=segment.pooled,
             )
         )
         parts.append(with_marker(segment.text, event.citation))
@@ -267,13 +269,13 @@ def _support(critique: Critique) -> float:
 def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
     """The abstention of an answer whose every candidate was declined, with the best support seen."""
     seen = [
-        c.critique.p_supported
+        answer_support(c.critique.p_relevant, c.critique.p_supported)
         for step in steps
         for c in step.candidates
-        if c.critique is not None and c.critique.p_supported is not None
+        if c.critique is not None and c.critique.p_supported is not None and c.critique.p_relevant is not None
     ]
     best = round(max(seen), 6) if seen else None
-    found = f"the best sentence reached P(supported) {best:.2f}" if best is not None else "no sentence was rated"
+    found = f"the best sentence reached {best:.2f}" if best is not None else "no sentence was rated"
     return Abstention(
         best_support=best,
         threshold=threshold,

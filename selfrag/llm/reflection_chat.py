@@ -105,6 +105,8 @@ def open_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: Conf
         )
     if config.query_variants:
         raise ConfigError("protocol reflection-tokens cannot write query variants: leave --query-variants unset")
+    if config.pooled:
+        raise ConfigError("protocol reflection-tokens writes from one passage at a time: leave --pooled off")
     return ReflectionChatModel(resolved, threshold=_threshold(config))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from helpers import fused
@@ -82,6 +83,9 @@ def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
     assert gold and all(row.supported and row.correct for row in gold)
     assert all(not row.supported for row in rows if not row.relevant)
     assert {row.rank for row in rows} == set(range(6)) and all(len(row.others) == 5 for row in rows)
+    assert all(row.answerable for row in rows)
+    unanswerable = rows_from_records(records, chunks, answerable=False)
+    assert [replace(row, answerable=True) for row in unanswerable] == rows and not unanswerable[0].answerable
 
 
 def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):

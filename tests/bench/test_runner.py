@@ -205,6 +205,28 @@ def test_selfrag_and_rag_records_carry_citations_retrieval_and_confidence(tmp_pa
     assert samples_of(rag)[0]["citations"] and len(samples_of(rag)[0]["citations"]) == 1  # 9 is out of range
 
 
+def test_a_pooled_run_records_which_candidate_was_pooled_and_cites_a_retrieved_chunk(tmp_path):
+    def write(request):
+        doc = request.messages[1].content.split("<document", 1)[1]
+        city = next(c for c in CAPITALS if f'id="{c}#0' in doc)
+        return fused(f"{city} is a city.", support="partially", utility=2, evidence="")
+
+    def pooled(request):
+        city = next(c for c in CAPITALS if f'id="{c}#0' in request.messages[1].content)
+        return fused(f"{city} is the capital.", evidence=f"{city} is the capital")
+
+    script = {"retrieve_decide": {"retrieve": "yes", "query": "capital"}, "generate_fused": write,
+              "generate_pooled": pooled}  # fmt: skip
+    report = run_benchmark(options(tmp_path, "selfrag+pooled", limit=2), chat=ScriptedChatModel(script))
+    assert report.run_dir.parent.name == "selfrag+pooled" and report.status == "complete"
+    for record in samples_of(report):
+        assert record["status"] == "ok"
+        winners = [c for c in record["candidates"] if c["status"] == "kept"]
+        assert [c["pooled"] for c in winners] == [True] and record["segments"][0]["pooled"]
+        assert record["citations"] == [winners[0]["chunk"]] and winners[0]["chunk"] in record["retrieved"]
+    assert score_run(report.run_dir)["summary"] == report.summary
+
+
 def test_unknown_systems_and_wrong_datasets_are_usage_errors(tmp_path):
     from selfrag.errors import ConfigError
 
@@ -337,13 +359,27 @@ def test_every_system_label_names_a_folder_inside_out(tmp_path):
 
     out, config = tmp_path / "runs", Config(**BENCH_DEFAULTS)
     names = ["no-retrieval", "rag", "critic", "selfrag", "selfrag-beam2", "selfrag+separate+always", "selfrag+wsup0",
-             "selfrag+wsup-0.5", "selfrag-b12+never"]  # fmt: skip
+             "selfrag+wsup-0.5", "selfrag-b12+never", "selfrag+pooled", "selfrag-b2+separate+pooled"]  # fmt: skip
     labels = [parse_system(name, config).label for name in names]
     labels.append(parse_system("selfrag", config.with_values(w_sup=1e-5)).label)  # printed as wsup1e-05
     for label in labels:
         folder = run_folder(out, "hotpotqa_smoke", label, "0123456789abcdef")
         assert folder.parent.parent.parent == out and folder.name == "01234567"
         assert parse_system(label, config).label == label  # a printed label is accepted back by --system
+
+
+def test_pooled_is_a_system_suffix_that_changes_the_run_hash_and_off_leaves_earlier_hashes_alone():
+    from selfrag.bench.cache import digest
+    from selfrag.bench.systems import parse_system
+    from selfrag.config import config_dict
+
+    config = Config(**BENCH_DEFAULTS)
+    plain, pooled = parse_system("selfrag", config), parse_system("selfrag+evidence+pooled", config)
+    assert pooled.config.pooled and pooled.label == "selfrag+evidence+pooled" and not plain.config.pooled
+    assert set(plain.describe()["config"]) == set(config_dict(config)) - {"pooled"}  # described as before the knob
+    assert pooled.describe()["config"]["pooled"] is True
+    on = parse_system("selfrag", config.with_values(pooled=True))
+    assert on.label == "selfrag+pooled" and digest(on.describe()) != digest(plain.describe())
 
 
 @pytest.mark.parametrize("field", ["out", "run_dir"])

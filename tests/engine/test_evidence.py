@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from selfrag.bench.judgments import row_dict
 from selfrag.engine import evidence
 from selfrag.engine.calibration import (
     FEATURES,
@@ -17,6 +19,7 @@ from selfrag.engine.calibration import (
     JudgedRow,
     Platt,
     Rated,
+    balanced_threshold,
     fit_critic,
     fit_logistic,
     judged_row,
@@ -48,6 +51,18 @@ def test_rank_score_quote_and_model_labels_are_carried_as_given():
     assert values["rank_inv"] == 0.25 and values["score_rel"] == 0.25 and values["quote_ok"] == 0.5
     assert (values["model_rel"], values["model_sup"]) == (0.2, 0.5)
     assert list(values) == list(FEATURES)
+
+
+def test_names_in_asks_whether_the_chunk_is_about_the_questions_names():
+    other_film = "Orca is a 1977 American thriller film directed by Michael Anderson, about a killer whale."
+    about = feats("Steven Spielberg directed it.")
+    elsewhere = feats("Michael Anderson directed it.", chunk=other_film)
+    assert about["names_in"] == 1.0  # Jaws and 1975 are both in the chunk
+    assert elsewhere["names_in"] == 0.0  # neither is, though the question's common words are
+    assert elsewhere["question_in"] > 0.0
+    unnamed = evidence.features("who wrote it?", "Benchley.", CHUNK, rank=0, score_rel=1.0, quote_ok=None,
+                                model_rel=1.0, model_sup=1.0)  # fmt: skip
+    assert unnamed["names_in"] == 1.0  # a question without names does not count against a chunk
 
 
 def test_agreement_counts_what_other_chunks_sentences_also_say():
@@ -113,6 +128,28 @@ def test_fit_critic_round_trips_through_its_file(tmp_path):
     assert p_good > model.support_threshold > p_bad
 
 
+def test_the_verdict_cut_is_fitted_on_judged_statements_and_the_answer_maps_on_answerable_rows():
+    unanswerable = [  # written while the gold evidence was out of the corpus: well copied, never an answer
+        JudgedRow(
+            Q,
+            "Michael Anderson directed Orca.",
+            "Orca (1977) was directed by Michael Anderson.",
+            False,
+            False,
+            correct=False,
+            answerable=False,
+        )  # fmt: skip
+    ] * 20
+    statements = [replace(row, correct=None, model_sup=0.9 if row.supported else 0.1) for row in _rows(40)]
+    model = fit_critic(_rows(40) + unanswerable + statements)
+    assert model.fitted_on["unanswerable_rows"] == 20
+    assert model.fitted_on["answers"] == 1  # one question, answered in the answerable rows only
+    p_sup = [model.supported.probability(evidence.vector(row.features())) for row in statements]
+    assert model.support_threshold == balanced_threshold(p_sup, [row.supported for row in statements])
+    assert judged_row({**row_dict(unanswerable[0])}, "j").answerable is False
+    assert judged_row({**row_dict(statements[0]), "answerable": None}, "j").answerable is True
+
+
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
@@ -135,6 +172,10 @@ def test_fit_refuses_data_that_cannot_fit_a_model(rows, message):
         (
             {"question": Q, "sentence": "s", "chunk": "c", "relevant": True, "supported": True, "model_sup": 2},
             "model_sup",
+        ),
+        (
+            {"question": Q, "sentence": "s", "chunk": "c", "relevant": True, "supported": True, "answerable": 0},
+            "'answerable'",
         ),
     ],
 )

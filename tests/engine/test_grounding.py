@@ -71,6 +71,21 @@ def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
     assert result.usage.llm_calls == 3  # the decision and two candidates: no fallback call
 
 
+def test_a_sentence_its_chunk_backs_is_no_answer_when_the_chunk_is_about_something_else(engine, weights):
+    """The question's evidence is not in the corpus; the model copies a true sentence from the chunk it got."""
+    elsewhere = [
+        Chunk("gift-cards.md", 0, "Gift cards paid by refund never expire and can be topped up online.", title="Gifts")
+    ]
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Gift cards never expire.")}
+    result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
+    declined = result.trace.steps[0].candidates[0]
+    assert declined.critique.p_supported > 0.5 > declined.critique.p_relevant  # backed, but not about refunds
+    assert declined.flag == "unsupported" and result.answer == ABSTAIN_ANSWER
+    assert result.abstention.best_support == pytest.approx(
+        declined.critique.p_relevant * declined.critique.p_supported, abs=1e-5
+    )
+
+
 def test_the_abstention_threshold_is_a_knob(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
     result = engine(script, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0).answer(Q)

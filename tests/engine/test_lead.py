@@ -6,6 +6,7 @@ import pytest
 from helpers import fused
 
 from selfrag import LeadEvent, SegmentEvent
+from selfrag.bench.claims import claim_question
 from selfrag.engine.lead import UNSETTLED, lead_text, question_kind
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
@@ -19,6 +20,10 @@ DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
         ("How many days do I have for a refund?", "factoid"),
         ("Who answers support email?", "factoid"),
         ("What year did the policy change?", "factoid"),
+        # the claim datasets asked as questions, as the benchmarks ask them (`bench.claims.claim_question`)
+        (claim_question("Global warming is driving polar bears toward extinction."), "yes_no"),
+        (claim_question("0-dimensional biomaterials show inductive properties."), "yes_no"),
+        ("Global warming is driving polar bears toward extinction.", None),  # a bare statement asks nothing
         ("Why do refunds take time?", None),
         ("Explain the refund policy.", None),
     ],
