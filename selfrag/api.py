@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .config import Config, EndpointConfig, resolve_endpoint
+from .config import Config, EndpointConfig, resolve_endpoint, resolve_scorer
 from .conversation import clip_history
 from .engine.calibration import Rater, rater_for
 from .engine.context import Deps, Run
@@ -52,6 +52,8 @@ class SelfRAG:
         self.chat = chat or default_chat(self.config.endpoint, env, self.config)
         if critic_chat is None and self.config.critic_endpoint is not None:
             critic_chat = open_chat(self.config.critic_endpoint, env, self.config)
+        embedded = chat is None and resolve_endpoint(self.config.endpoint, env).nothing_configured
+        self.config = resolve_scorer(self.config, embedded=embedded)
         rater = rater or rater_for(self.config.scorer, self.config.scorer_weights)
         self.deps = Deps(self.chat, as_searcher(index), prompts or PromptBook(), critic_chat, rater)
         self._runner: asyncio.Runner | None = None

@@ -19,7 +19,7 @@ from .llm.costs import LOGPROBS_MODES
 OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
 DENSE_MODES = ("auto", "on", "off")
-SCORERS = ("paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
+SCORERS = ("auto", "paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
 PROTOCOLS = ("auto", "chat", "reflection-tokens")  # how the endpoint's model talks (see llm/reflection_chat.py)
 PLACEHOLDER_KEY = "sk-no-key-needed"  # local servers want some key; this one is never a secret
 
@@ -73,7 +73,8 @@ class Config:
     critic: CriticMode = CriticMode.FUSED  # fused: one call writes and judges; separate: a second call judges
     gate_irrelevant: bool = False  # hard gate: drop candidates judged irrelevant
     gate_unsupported: bool = False  # hard gate: drop candidates with no support
-    scorer: str = "paper"  # paper: the model's labels alone; evidence: labels + evidence features, fitted
+    scorer: str = "auto"  # paper: the model's labels alone; evidence: labels + evidence features, fitted; auto:
+    # evidence on the embedded model (where the weights were fitted and measured to win), paper on an endpoint
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
     lead: bool = True  # a yes/no or factoid question gets its short answer first (one more call)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
@@ -276,3 +277,12 @@ def resolve_endpoint(endpoint: EndpointConfig, environ: Mapping[str, str]) -> Re
             )
         return ResolvedEndpoint(base_url, openai_key, "OPENAI_API_KEY", endpoint)
     return ResolvedEndpoint(base_url, PLACEHOLDER_KEY, "placeholder", endpoint)
+
+
+def resolve_scorer(config: Config, *, embedded: bool) -> Config:
+    """The config with `scorer` "auto" made concrete: the evidence scorer when the writer is the embedded model
+    (its weights were fitted on that model's labels, and it beats the paper's critic there), else the paper's
+    (a stronger model's own labels may be worth more than weights fitted on a 135M model's)."""
+    if config.scorer != "auto":
+        return config
+    return config.with_values(scorer="evidence" if embedded else "paper")

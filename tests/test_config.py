@@ -7,7 +7,7 @@ from dataclasses import fields
 import pytest
 
 from selfrag.cli import build_parser
-from selfrag.config import Config, EndpointConfig
+from selfrag.config import Config, EndpointConfig, resolve_scorer
 from selfrag.errors import ConfigError, UsageError
 from selfrag.settings import load_config
 
@@ -157,3 +157,14 @@ def test_private_hosts_are_told_from_hosted_apis():
         assert is_private_host(url), url
     for url in ("https://api.openai.com/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1", None):
         assert not is_private_host(url), url
+
+
+def test_the_auto_scorer_is_the_fitted_one_on_the_embedded_model_and_the_papers_on_an_endpoint(engine):
+    assert Config().scorer == "auto"
+    assert resolve_scorer(Config(), embedded=True).scorer == "evidence"  # fitted and measured on that model
+    assert resolve_scorer(Config(), embedded=False).scorer == "paper"
+    assert resolve_scorer(Config(scorer="paper"), embedded=True).scorer == "paper"  # a choice is kept
+    given = engine({"retrieve_decide": {"retrieve": "no", "query": ""}}, scorer="auto")  # a model at hand
+    assert given.config.scorer == "paper"
+    with pytest.raises(ConfigError, match="scorer"):
+        Config(scorer="oracle")

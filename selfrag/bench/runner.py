@@ -30,12 +30,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import Config, redact_url, resolve_endpoint
+from ..config import Config, redact_url, resolve_endpoint, resolve_scorer
 from ..engine.calibration import load_critic_model, rater_for
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
@@ -140,6 +140,8 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     if options.unanswerable:
         dataset = dataset.without_gold()
     system = parse_system(options.system, options.config)
+    embedded = chat is None and not (system.config.endpoint.base_url or environ.get("OPENAI_BASE_URL"))
+    system = replace(system, config=resolve_scorer(system.config, embedded=embedded))
     if system.oracle_flip is not None and dataset.task != "qa":
         raise ConfigError(f"the oracle critic needs gold answers: use a QA dataset, not {dataset.name}")
     if system.kind == "critic" and not any(example.pairs for example in dataset.examples):

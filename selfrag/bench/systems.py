@@ -50,6 +50,7 @@ BENCH_DEFAULTS: dict[str, Any] = {
     "nonce_seed": "selfrag-bench",
     "deadline": 900.0,
     "lead": False,  # the tables were measured without the short-answer call; `--lead` measures it
+    "scorer": "paper",  # `selfrag` is the paper's critic; `selfrag+evidence` names the fitted one
 }
 
 LATER_KNOBS: dict[str, Any] = {"pooled": False}  # knobs added after runs were measured: described (and so in
@@ -81,7 +82,7 @@ class System:
     def label(self) -> str:
         """A short name with the ablations that differ from the defaults, e.g. `selfrag-b2+separate`."""
         if self.kind == "critic":
-            return self.kind if self.config.scorer == "paper" else f"critic+{self.config.scorer}"
+            return self.kind if self.config.scorer in ("paper", "auto") else f"critic+{self.config.scorer}"
         if self.kind != "selfrag":
             return self.kind
         c, parts = self.config, ["selfrag" if self.config.beam_width == 1 else f"selfrag-b{self.config.beam_width}"]
@@ -93,7 +94,7 @@ class System:
             parts.append(c.mode.value)
         if c.max_depth == 1:
             parts.append("short")  # the paper's short-form setting: one answer per passage, best by f
-        if c.scorer != "paper":
+        if c.scorer not in ("paper", "auto"):  # auto is made concrete before a run (`config.resolve_scorer`)
             parts.append(c.scorer)
         if c.abstain_below is not None:
             parts.append(f"abstain{c.abstain_below:g}")

@@ -65,8 +65,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--gate-unsupported", action="store_const", const=True, help="drop unsupported candidates")
     search.add_argument(
         "--scorer",
-        choices=["paper", "evidence"],
-        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted (default paper)",
+        choices=["auto", "paper", "evidence"],
+        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted; auto (default): "
+        "evidence on the embedded model, paper on an endpoint",
     )
     search.add_argument(
         "--lead",

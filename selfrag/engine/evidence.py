@@ -153,12 +153,14 @@ def vector(values: Mapping[str, float]) -> list[float]:
 
 
 def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None) -> str | None:
-    """Why a sentence must not be kept as written, or None: `restates_question`, `repeats_draft`,
+    """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
+    date or name the question lacks), `repeats_draft`,
     `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
     `best_sentence`). A short answer (fewer than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option
     letter the question lists) is an answer, not a restatement."""
     said = terms(sentence)
-    if len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY:
+    restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
+    if restated and not facts(sentence) - facts(question):  # "... after 24 hours is $15." answers with its number
         return "restates_question"
     for earlier in draft:
         before = terms(earlier)

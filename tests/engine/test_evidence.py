@@ -91,6 +91,13 @@ def test_degenerate_sentences_are_named(sentence, draft, flaw):
     assert evidence.degeneracy(Q, sentence, draft, CHUNK) == flaw
 
 
+def test_a_sentence_that_adds_only_a_number_to_the_questions_words_answers_it():
+    question = "What is the late fee for a bike returned after 24 hours?"
+    assert evidence.degeneracy(question, "The late fee for a bike returned after 24 hours is $15.", []) is None
+    assert evidence.degeneracy(question, "The late fee for a bike returned after 24 hours.", []) == "restates_question"
+    assert evidence.degeneracy(Q, "The 1975 film Jaws was directed in 1975.", []) == "restates_question"
+
+
 def test_a_multi_sentence_copy_is_cut_to_the_sentence_that_answers():
     text = "Jaws is a thriller. It was directed by Steven Spielberg in 1975. Peter Benchley wrote the novel."
     assert evidence.best_sentence("Who directed Jaws?", text) == "It was directed by Steven Spielberg in 1975."
