@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from .kept import KeptPrefixes, Reuse, common_prefix
+
 SHORTLIST = 32  # greedy under a grammar: the best tokens tried one by one before the whole vocabulary is checked
 UNBATCHABLE = ("stream", "logprobs", "top_logprobs", "tools", "functions", "logit_bias", "min_tokens")
 
@@ -67,15 +69,6 @@ def prefix_tree(prompts: Sequence[Sequence[int]]) -> list[Entry]:
                     deeper.append(tuple(s for s in members if len(prompts[s]) > pos + 1))
         groups, pos = deeper, pos + 1
     return entries
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def passes(jobs: Sequence[Job], *, n_ctx: int, n_seq_max: int) -> list[list[int]]:
@@ -257,18 +250,24 @@ class BatchDecoder:
     """Decodes batches of Jobs in its own llama.cpp context on the Llama object's model.
 
     The context holds `n_seq_max` sequences in one unified cache of `n_ctx` cells; a batch that needs more
-    cells (prompt tree plus every job's max_tokens) is decoded in several passes. Not thread-safe: the caller
-    runs one batch at a time."""
+    cells (prompt tree plus every job's max_tokens) is decoded in several passes. Between passes the prompt
+    prefix common to a pass's jobs stays in the cache under a keeper sequence (`kept`, see llm/kept.py), and a
+    later pass that starts with the same tokens reads them from there. Not thread-safe: the caller runs one
+    batch at a time."""
 
-    def __init__(self, llama: Any, *, n_ctx: int, n_seq_max: int, n_batch: int = 512) -> None:
+    def __init__(
+        self, llama: Any, *, n_ctx: int, n_seq_max: int, n_batch: int = 512, kept: KeptPrefixes | None = None
+    ) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
         self._llama = llama
         self.n_ctx, self.n_seq_max, self.n_batch = n_ctx, n_seq_max, n_batch
+        self.kept = kept if kept is not None else KeptPrefixes()
+        self.reused: list[int] = []  # prompt tokens read from the cache, per pass (read by tests and benchmarks)
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
-        params.n_seq_max, params.kv_unified = n_seq_max, True
+        params.n_seq_max, params.kv_unified = n_seq_max + self.kept.slots, True
         self._ctx = llama_cpp.llama_init_from_model(llama.model, params)
         if not self._ctx:
             raise ValueError(f"llama.cpp could not make a context of {n_ctx} cells for batched decoding")
@@ -304,8 +303,6 @@ class BatchDecoder:
         return results
 
     def _decode_pass(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
-        lib = self._lib
-        lib.llama_memory_clear(self._memory, True)
         sequences: list[_Sequence | Exception] = []
         for job in jobs:
             try:
@@ -314,7 +311,8 @@ class BatchDecoder:
                 sequences.append(error)
         live = [s if isinstance(s, _Sequence) else None for s in sequences]
         try:
-            self._prefill(live)
+            read = self._read_kept(live)
+            self._prefill(live, read.tokens)
             while True:
                 step = [(seq_id, s) for seq_id, s in enumerate(live) if s is not None and s.finish is None]
                 if not step:
@@ -323,17 +321,52 @@ class BatchDecoder:
                 self._run()
                 for row, (_, s) in enumerate(step):
                     self._advance(s, row)
+            self._leave_kept(live, read)
+        except BaseException:
+            self.kept.forget()  # the cache may hold half a pass: start the next one from nothing
+            self._lib.llama_memory_clear(self._memory, True)
+            raise
         finally:
             for s in live:
                 if s is not None:
                     _free(s.pickers)
         return [s if isinstance(s, Exception) else self._result(s) for s in sequences]
 
-    def _prefill(self, live: list[_Sequence | None]) -> None:
+    def _read_kept(self, live: list[_Sequence | None]) -> Reuse:
+        """Give the pass's sequences the kept prefix they share (cells copied, not computed)."""
+        prompts = [s.job.prompt for s in live if s is not None]
+        need = len(prefix_tree(prompts)) + sum(s.job.max_tokens for s in live if s is not None)
+        if need > self.n_ctx - self.kept.cells:  # the keepers' cells are needed: drop them
+            self.kept.forget()
+            self._lib.llama_memory_clear(self._memory, True)
+        read = self.kept.reuse(prompts)
+        self.reused.append(read.tokens)
+        if read.slot is not None:
+            for seq_id, s in enumerate(live):
+                if s is not None:
+                    self._lib.llama_memory_seq_cp(self._memory, self._keeper(read.slot), seq_id, 0, read.tokens)
+        return read
+
+    def _leave_kept(self, live: list[_Sequence | None], read: Reuse) -> None:
+        """Move the pass's common prefix to a keeper, then free the pass's sequences."""
+        memory, first = self._memory, next((i for i, s in enumerate(live) if s is not None), None)
+        keep = self.kept.keep([s.job.prompt for s in live if s is not None], read) if first is not None else None
+        if keep is not None:
+            keeper = self._keeper(keep.slot)
+            self._lib.llama_memory_seq_rm(memory, keeper, keep.start, -1)
+            self._lib.llama_memory_seq_cp(memory, first, keeper, keep.start, keep.end)
+        for seq_id in range(len(live)):
+            self._lib.llama_memory_seq_rm(memory, seq_id, -1, -1)
+
+    def _keeper(self, slot: int) -> int:
+        return self.n_seq_max + slot
+
+    def _prefill(self, live: list[_Sequence | None], start: int = 0) -> None:
+        """Evaluate the prompts from position `start` on (the tokens before are in the cache already)."""
         prompts = [s.job.prompt if s is not None else () for s in live]
-        entries = prefix_tree(prompts)
-        for start in range(0, len(entries), self.n_batch):
-            chunk = entries[start : start + self.n_batch]
+        entries = [e for e in prefix_tree(prompts) if e.pos >= start]
+        for first in range(0, len(entries), self.n_batch):
+            chunk = entries[first : first + self.n_batch]
             self._fill([(e.token, e.pos, e.seqs, bool(e.ends)) for e in chunk])
             self._run()
             for row, entry in enumerate(chunk):
