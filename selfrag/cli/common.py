@@ -34,6 +34,7 @@ ENGINE_FLAGS = (
     "scorer_weights",
     "abstain_below",
     "lead",
+    "short_replies",
     "deadline",
     "max_llm_calls",
     "base_url",
@@ -71,6 +72,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--lead",
         action=argparse.BooleanOptionalAction,
         help="a yes/no or factoid question gets its short answer first (default on; benchmarks: off)",
+    )
+    search.add_argument(
+        "--short-replies",
+        action="store_const",
+        const=True,
+        help="cap the sentence, evidence quote and next query the model may write (faster on small local models)",
     )
     search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
     search.add_argument(

@@ -7,6 +7,7 @@ tests/test_batching.py.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx2
 import pytest
@@ -102,3 +103,20 @@ def test_a_round_reads_the_prefix_the_previous_round_left_and_writes_what_it_wou
     assert keeping.reused[2] > system_tokens  # same question: the question too
     assert fresh.reused == [0, 0, 0]
     assert kept_texts == fresh_texts
+
+
+@pytest.mark.slow
+async def test_a_max_length_in_the_schema_caps_the_field_the_model_writes(embedded):
+    gate = served().app
+    capped = {**SCHEMA, "properties": {**SCHEMA["properties"], "answer": {"type": "string", "maxLength": 12}}}
+    requests = []
+    for fact in FACTS:
+        request = body(fact)
+        request["messages"][1]["content"] += "\nAnswer with the whole sentence of the document, word for word."
+        request["response_format"] = {"type": "json_object", "schema": capped}
+        requests.append(request)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=gate), base_url="http://embedded") as client:
+        replies = await asyncio.gather(*(client.post(CHAT, json=request) for request in requests))
+    answers = [json.loads(reply.json()["choices"][0]["message"]["content"])["answer"] for reply in replies]
+    assert all(len(answer) <= 12 for answer in answers), answers
+    assert any(len(answer) == 12 for answer in answers), answers  # the cap, not the model, ended a field
