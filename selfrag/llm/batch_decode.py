@@ -235,6 +235,18 @@ def chat_body(decoded: Decoded, model: str) -> dict[str, Any]:
 
 
 @dataclass(slots=True)
+class PassStats:
+    """Where one pass's time went (read by benchmarks/local_speed.py and the tests)."""
+
+    sequences: int = 0
+    reused: int = 0  # prompt tokens per sequence read from a kept prefix
+    evaluated: int = 0  # prompt tokens evaluated (the prefix tree's cells from `reused` on)
+    steps: int = 0  # decoding steps (one token of every live sequence each)
+    prompt_s: float = 0.0  # seconds evaluating the prompts
+    steps_s: float = 0.0  # seconds in the decoding steps, sampling included
+
+
+@dataclass(slots=True)
 class _Sequence:
     """One job while it is decoded."""
 
@@ -264,7 +276,7 @@ class BatchDecoder:
         self._llama = llama
         self.n_ctx, self.n_seq_max, self.n_batch = n_ctx, n_seq_max, n_batch
         self.kept = kept if kept is not None else KeptPrefixes()
-        self.reused: list[int] = []  # prompt tokens read from the cache, per pass (read by tests and benchmarks)
+        self.stats: list[PassStats] = []  # one per pass, in order
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
         params.n_seq_max, params.kv_unified = n_seq_max + self.kept.slots, True
@@ -310,9 +322,13 @@ class BatchDecoder:
             except Exception as error:  # e.g. a grammar llama.cpp refuses
                 sequences.append(error)
         live = [s if isinstance(s, _Sequence) else None for s in sequences]
+        stats = PassStats(sequences=sum(s is not None for s in live))
+        self.stats.append(stats)
         try:
             read = self._read_kept(live)
-            self._prefill(live, read.tokens)
+            start = time.perf_counter()
+            stats.reused, stats.evaluated = read.tokens, self._prefill(live, read.tokens)
+            stats.prompt_s, start = time.perf_counter() - start, time.perf_counter()
             while True:
                 step = [(seq_id, s) for seq_id, s in enumerate(live) if s is not None and s.finish is None]
                 if not step:
@@ -321,6 +337,8 @@ class BatchDecoder:
                 self._run()
                 for row, (_, s) in enumerate(step):
                     self._advance(s, row)
+                stats.steps += 1
+            stats.steps_s = time.perf_counter() - start
             self._leave_kept(live, read)
         except BaseException:
             self.kept.forget()  # the cache may hold half a pass: start the next one from nothing
@@ -340,7 +358,6 @@ class BatchDecoder:
             self.kept.forget()
             self._lib.llama_memory_clear(self._memory, True)
         read = self.kept.reuse(prompts)
-        self.reused.append(read.tokens)
         if read.slot is not None:
             for seq_id, s in enumerate(live):
                 if s is not None:
@@ -361,8 +378,9 @@ class BatchDecoder:
     def _keeper(self, slot: int) -> int:
         return self.n_seq_max + slot
 
-    def _prefill(self, live: list[_Sequence | None], start: int = 0) -> None:
-        """Evaluate the prompts from position `start` on (the tokens before are in the cache already)."""
+    def _prefill(self, live: list[_Sequence | None], start: int = 0) -> int:
+        """Evaluate the prompts from position `start` on (the tokens before are in the cache already); the number
+        of tokens evaluated."""
         prompts = [s.job.prompt if s is not None else () for s in live]
         entries = [e for e in prefix_tree(prompts) if e.pos >= start]
         for first in range(0, len(entries), self.n_batch):
@@ -374,6 +392,7 @@ class BatchDecoder:
                     sequence = live[seq_id]
                     assert sequence is not None
                     self._advance(sequence, row)
+        return len(entries)
 
     def _fill(self, rows: Sequence[tuple[int | None, int, tuple[int, ...], bool]]) -> None:
         batch = self._batch

@@ -56,7 +56,7 @@ from pydantic import ValidationError
 from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
 from ..errors import ConfigError
 from ..files import write_atomic
-from .batch_decode import BatchDecoder, Job, PromptTooLong, batchable, chat_body, prepare
+from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable, chat_body, prepare
 from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
 
@@ -413,6 +413,11 @@ class Gate:
         """How many requests each batch decoded so far held (empty when batching is off)."""
         return list(self._chat.batcher.batches) if self._chat is not None else []
 
+    @property
+    def pass_stats(self) -> list[PassStats]:
+        """Where each decoded pass's time went so far (empty when batching is off)."""
+        return list(self._chat.decoder.stats) if self._chat is not None else []
+
     def close(self) -> None:
         if self._chat is not None:
             self._chat.close()
@@ -439,7 +444,7 @@ class ChatBatches:
     def __init__(self, llama: Any, busy: threading.Lock, window: Window) -> None:
         self._llama = llama
         self._busy = busy
-        self._decoder = BatchDecoder(llama, n_ctx=BATCH_CTX, n_seq_max=window.max_size)
+        self.decoder = BatchDecoder(llama, n_ctx=BATCH_CTX, n_seq_max=window.max_size)
         self.batcher: Batcher[dict[str, Any], dict[str, Any]] = Batcher(self._handle, window, name="selfrag-batches")
 
     async def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -464,14 +469,14 @@ class ChatBatches:
                 results.append(error)
         if jobs:
             with self._busy:
-                decoded = self._decoder.decode([job for _, job in jobs])
+                decoded = self.decoder.decode([job for _, job in jobs])
             for (slot, job), outcome in zip(jobs, decoded, strict=True):
                 results[slot] = outcome if isinstance(outcome, Exception) else chat_body(outcome, job.model)
         return results
 
     def close(self) -> None:
         self.batcher.close()
-        self._decoder.close()
+        self.decoder.close()
 
 
 def _error_body(message: str, *, code: str | None = None, kind: str = "invalid_request_error") -> dict[str, Any]:

@@ -98,10 +98,15 @@ def test_a_round_reads_the_prefix_the_previous_round_left_and_writes_what_it_wou
         keeping.close()
         fresh.close()
     system_tokens = len(trunk([job.prompt for job in (*rounds[0], *rounds[1])]))
-    assert keeping.reused[0] == 0 and system_tokens >= 100
-    assert keeping.reused[1] == system_tokens  # the system prompt, not the first question
-    assert keeping.reused[2] > system_tokens  # same question: the question too
-    assert fresh.reused == [0, 0, 0]
+    reused = [stats.reused for stats in keeping.stats]
+    assert reused[0] == 0 and system_tokens >= 100
+    assert reused[1] == system_tokens  # the system prompt, not the first question
+    assert reused[2] > system_tokens  # same question: the question too
+    assert [stats.reused for stats in fresh.stats] == [0, 0, 0]
+    evaluated = [(k.evaluated, f.evaluated) for k, f in zip(keeping.stats, fresh.stats, strict=True)]
+    assert evaluated[0][0] == evaluated[0][1] and all(
+        k == f - r for (k, f), r in zip(evaluated[1:], reused[1:], strict=True)
+    )
     assert kept_texts == fresh_texts
 
 
