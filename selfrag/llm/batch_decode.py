@@ -37,6 +37,8 @@ import numpy as np
 from .kept import KeptPrefixes, Reuse, common_prefix
 
 SHORTLIST = 32  # greedy under a grammar: the best tokens tried one by one before the whole vocabulary is checked
+LOOKUP = 3  # tokens matched to find a guess
+DRAFT = 3  # greedy sequences: tokens guessed from the text so far (prompt lookup), checked in the same step
 UNBATCHABLE = ("stream", "logprobs", "top_logprobs", "tools", "functions", "logit_bias", "min_tokens")
 
 
@@ -241,7 +243,9 @@ class PassStats:
     sequences: int = 0
     reused: int = 0  # prompt tokens per sequence read from a kept prefix
     evaluated: int = 0  # prompt tokens evaluated (the prefix tree's cells from `reused` on)
-    steps: int = 0  # decoding steps (one token of every live sequence each)
+    steps: int = 0  # decoding steps (one token of every live sequence each, plus its guessed tokens)
+    drafted: int = 0  # tokens guessed by prompt lookup and decoded with the step
+    accepted: int = 0  # of those, the ones the model wrote (each saves a step of its sequence)
     prompt_s: float = 0.0  # seconds evaluating the prompts
     steps_s: float = 0.0  # seconds in the decoding steps, sampling included
 
@@ -252,6 +256,9 @@ class _Sequence:
 
     job: Job
     pickers: Any
+    context: list[int] = field(default_factory=list)  # prompt and tokens written so far
+    follower: dict[tuple[int, ...], int] = field(default_factory=dict)  # a pair of tokens -> where its last
+    # occurrence in the context was followed (prompt lookup)
     tokens: list[int] = field(default_factory=list)
     pending: int | None = None  # the token picked and not yet decoded
     finish: str | None = None
@@ -268,13 +275,20 @@ class BatchDecoder:
     batch at a time."""
 
     def __init__(
-        self, llama: Any, *, n_ctx: int, n_seq_max: int, n_batch: int = 512, kept: KeptPrefixes | None = None
+        self,
+        llama: Any,
+        *,
+        n_ctx: int,
+        n_seq_max: int,
+        n_batch: int = 512,
+        kept: KeptPrefixes | None = None,
+        draft: int = DRAFT,
     ) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
         self._llama = llama
-        self.n_ctx, self.n_seq_max, self.n_batch = n_ctx, n_seq_max, n_batch
+        self.n_ctx, self.n_seq_max, self.n_batch, self.draft = n_ctx, n_seq_max, n_batch, draft
         self.kept = kept if kept is not None else KeptPrefixes()
         self.stats: list[PassStats] = []  # one per pass, in order
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
@@ -305,7 +319,8 @@ class BatchDecoder:
     def decode(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
         """Every job's result or exception, in input order."""
         results: list[Decoded | Exception] = [RuntimeError("not decoded")] * len(jobs)
-        for group in passes(jobs, n_ctx=self.n_ctx, n_seq_max=self.n_seq_max):
+        room = self.n_ctx - self.draft * self.n_seq_max  # a step's guesses hold a few cells until checked
+        for group in passes(jobs, n_ctx=room, n_seq_max=self.n_seq_max):
             try:
                 decoded = self._decode_pass([jobs[i] for i in group])
             except Exception as error:  # llama_decode failed: this pass's jobs fail, the next pass runs
@@ -318,7 +333,7 @@ class BatchDecoder:
         sequences: list[_Sequence | Exception] = []
         for job in jobs:
             try:
-                sequences.append(_Sequence(job, self._pickers(job)))
+                sequences.append(_Sequence(job, self._pickers(job), list(job.prompt), _followers(job.prompt)))
             except Exception as error:  # e.g. a grammar llama.cpp refuses
                 sequences.append(error)
         live = [s if isinstance(s, _Sequence) else None for s in sequences]
@@ -333,10 +348,18 @@ class BatchDecoder:
                 step = [(seq_id, s) for seq_id, s in enumerate(live) if s is not None and s.finish is None]
                 if not step:
                     break
-                self._fill([(s.pending, len(s.job.prompt) + len(s.tokens) - 1, (seq_id,), True) for seq_id, s in step])
+                rows: list[tuple[int | None, int, tuple[int, ...], bool]] = []
+                spans = []
+                for seq_id, s in step:
+                    guess, pos = self._guess(s), len(s.job.prompt) + len(s.tokens) - 1
+                    spans.append((seq_id, s, len(rows), guess, pos))
+                    rows += [(s.pending, pos, (seq_id,), True)]
+                    rows += [(token, pos + 1 + i, (seq_id,), True) for i, token in enumerate(guess)]
+                self._fill(rows)
                 self._run()
-                for row, (_, s) in enumerate(step):
-                    self._advance(s, row)
+                for seq_id, s, row, guess, pos in spans:
+                    stats.accepted += self._check(seq_id, s, row, guess, pos)
+                    stats.drafted += len(guess)
                 stats.steps += 1
             stats.steps_s = time.perf_counter() - start
             self._leave_kept(live, read)
@@ -354,7 +377,7 @@ class BatchDecoder:
         """Give the pass's sequences the kept prefix they share (cells copied, not computed)."""
         prompts = [s.job.prompt for s in live if s is not None]
         need = len(prefix_tree(prompts)) + sum(s.job.max_tokens for s in live if s is not None)
-        if need > self.n_ctx - self.kept.cells:  # the keepers' cells are needed: drop them
+        if need > self.n_ctx - self.draft * self.n_seq_max - self.kept.cells:  # the keepers' cells are needed
             self.kept.forget()
             self._lib.llama_memory_clear(self._memory, True)
         read = self.kept.reuse(prompts)
@@ -412,6 +435,28 @@ class BatchDecoder:
 
     # -- one sequence ---------------------------------------------------------------------------------------
 
+    def _guess(self, s: _Sequence) -> list[int]:
+        """Prompt lookup: the tokens that followed the last occurrence of the sequence's last two tokens (greedy
+        sequences only: a guess is checked against the greedy pick)."""
+        if not self.draft or s.job.temperature != 0.0 or len(s.context) < LOOKUP:
+            return []
+        after = s.follower.get(tuple(s.context[-LOOKUP:]))
+        room = min(self.draft, s.job.max_tokens - len(s.tokens) - 1, self.n_batch // self.n_seq_max - 1)
+        return s.context[after : after + room] if after is not None and room > 0 else []
+
+    def _check(self, seq_id: int, s: _Sequence, row: int, guess: list[int], pos: int) -> int:
+        """Advance `s` along its rows while the model picks the guessed tokens; drop the cells of the guesses
+        after the first miss. The guessed tokens it wrote."""
+        taken = 0
+        for i in range(len(guess) + 1):
+            self._advance(s, row + i)
+            if s.finish is not None or i == len(guess) or s.pending != guess[i]:
+                break
+            taken += 1
+        if taken < len(guess):  # cells of positions pos + taken + 1 on hold tokens the model did not write
+            self._lib.llama_memory_seq_rm(self._memory, seq_id, pos + taken + 1, -1)
+        return taken
+
     def _advance(self, s: _Sequence, row: int) -> None:
         """Pick the next token of `s` from the logits of batch row `row`, and decide whether `s` is done."""
         token = self._pick(s, row)
@@ -419,6 +464,9 @@ class BatchDecoder:
             s.finish = "stop"
             return
         s.tokens.append(token)
+        s.context.append(token)
+        if len(s.context) > LOOKUP:
+            s.follower[tuple(s.context[-LOOKUP - 1 : -1])] = len(s.context) - 1
         s.text = self._llama.detokenize(s.tokens, prev_tokens=list(s.job.prompt))
         for word in s.job.stop:
             if word in s.text:
@@ -512,6 +560,11 @@ class BatchDecoder:
             prompt_tokens=len(s.job.prompt),
             completion_tokens=len(s.tokens),
         )
+
+
+def _followers(prompt: Sequence[int]) -> dict[tuple[int, ...], int]:
+    """Each LOOKUP consecutive prompt tokens -> the index of the token after their last occurrence."""
+    return {tuple(prompt[i - LOOKUP : i]): i for i in range(LOOKUP, len(prompt))}
 
 
 def _free(pickers: tuple[Any, Any, Any]) -> None:

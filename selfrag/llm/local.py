@@ -281,7 +281,9 @@ def embedded_chat(
     if weights not in WEIGHTS:
         raise ConfigError(f"SELFRAG_WEIGHTS must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     runtime = load_runtime()
-    settings = ServeSettings(model_path or local_model_path(), N_CTX, n_threads, upcast, logprobs, weights)
+    settings = ServeSettings(
+        model_path or local_model_path(), N_CTX, n_threads, upcast=upcast, logprobs=logprobs, weights=weights
+    )
     app = serve(settings, environ, runtime).app
     config = replace(
         endpoint, base_url=EMBEDDED_URL, max_concurrency=BATCH_WINDOW.max_size, max_retries=0, api_key=None

@@ -125,3 +125,33 @@ async def test_a_max_length_in_the_schema_caps_the_field_the_model_writes(embedd
     answers = [json.loads(reply.json()["choices"][0]["message"]["content"])["answer"] for reply in replies]
     assert all(len(answer) <= 12 for answer in answers), answers
     assert any(len(answer) == 12 for answer in answers), answers  # the cap, not the model, ended a field
+
+
+def echo(llama, text: str):
+    """A plain chat request the model answers by repeating the text (its guesses from the prompt come true)."""
+    from llama_cpp.server.types import CreateChatCompletionRequest
+
+    messages = [
+        {"role": "system", "content": "Repeat the user's message exactly, word for word."},
+        {"role": "user", "content": text},
+    ]
+    request = {"messages": messages, "max_tokens": 40, "temperature": 0.0}
+    return prepare(llama, CreateChatCompletionRequest.model_validate(request).model_dump())
+
+
+@pytest.mark.slow
+def test_guessed_tokens_the_model_writes_save_steps_and_change_no_text(embedded):
+    llama = _app_model(load_runtime())
+    jobs = [echo(llama, " ".join([fact] * 3)) for fact in FACTS]
+    guessing = BatchDecoder(llama, n_ctx=2048, n_seq_max=4)
+    plain = BatchDecoder(llama, n_ctx=2048, n_seq_max=4, draft=0)
+    try:
+        guessed, written = guessing.decode(jobs), plain.decode(jobs)
+    finally:
+        guessing.close()
+        plain.close()
+    assert [d.text for d in guessed] == [d.text for d in written]
+    assert [d.completion_tokens for d in guessed] == [d.completion_tokens for d in written]
+    with_guesses, without = guessing.stats[0], plain.stats[0]
+    assert without.drafted == 0 and with_guesses.accepted > 0
+    assert with_guesses.steps < without.steps  # each sequence skipped a step per token guessed right
