@@ -11,6 +11,12 @@ made first, outside the timings, as a first run would have cached it), then:
    time of one call alone: 5 means the five calls cost five single calls, 1 means they cost one. (The mean, not
    the first call: the five candidates write replies of different lengths.)
 
+3. where the round's time went: per decoded pass, the prompt tokens read from the kept prefix of the previous
+   round and those evaluated, the seconds evaluating them, the decoding steps and their seconds.
+
+`--short-replies` runs everything with the engine's short_replies option (capped free-text fields), `--weights
+bf16` serves the BF16 copy of the weights; both change what the model writes, so compare the quality lines too.
+
 The last line is exactly `round_ratio=R first_answer_s=T`. Run it alone on the machine (the model is
 CPU-bound), with the machine-wide lock where several people share it:
 
@@ -90,8 +96,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (default 1)")
     parser.add_argument("--repeat", type=int, default=1, help="timings of the calls alone and of the round")
     parser.add_argument("--candidates", type=int, default=5, help="candidates in the timed round (default 5)")
+    parser.add_argument("--short-replies", action="store_true", help="the engine's short_replies option")
+    parser.add_argument("--weights", choices=["f16", "bf16"], default="f16", help="the embedded weights' copy")
     args = parser.parse_args()
     os.environ["SELFRAG_THREADS"] = str(args.threads)
+    os.environ["SELFRAG_WEIGHTS"] = args.weights
+    short = {"short_replies": True} if args.short_replies else {}
 
     with tempfile.TemporaryDirectory(prefix="selfrag-speed-") as folder:
         index = Path(folder) / "index"
@@ -101,7 +111,7 @@ def main() -> None:
         print(f"model: {served().describe()}")  # type: ignore[union-attr]
 
         start = time.perf_counter()
-        first = Config(ndocs=3, max_depth=3, nonce_seed=NONCE_SEED)
+        first = Config(ndocs=3, max_depth=3, nonce_seed=NONCE_SEED, **short)
         with SelfRAG.from_index(index, first, chat=embedded_chat(environ=environ)) as rag:
             result = rag.answer(QUESTION)
         first_answer = time.perf_counter() - start
@@ -109,7 +119,7 @@ def main() -> None:
         print("\n".join("  " + line for line in quality(result)))
 
         recording = Recording(embedded_chat(environ=environ), "generate_fused")
-        config = Config(ndocs=args.candidates, max_depth=1, mode=Mode.ALWAYS, nonce_seed=NONCE_SEED)
+        config = Config(ndocs=args.candidates, max_depth=1, mode=Mode.ALWAYS, nonce_seed=NONCE_SEED, **short)
         with SelfRAG.from_index(index, config, chat=recording) as rag:
             rag.answer(QUESTION)
         requests = recording.requests[: args.candidates]
@@ -131,9 +141,10 @@ def main() -> None:
             return singles, rounds, alone, together
 
         gate = served().app  # type: ignore[union-attr]
-        seen = len(getattr(gate, "batch_sizes", ()))
+        seen, seen_passes = len(getattr(gate, "batch_sizes", ())), len(getattr(gate, "pass_stats", ()))
         singles, rounds, alone, together = asyncio.run(measure())
         batches = getattr(gate, "batch_sizes", [])[seen:]
+        passes = getattr(gate, "pass_stats", [])[seen_passes:]
     single, round_ = statistics.mean(singles), statistics.median(rounds)
     print(
         f"each candidate call alone: {', '.join(f'{s:.2f}' for s in singles)} s; mean {single:.2f} s, "
@@ -145,6 +156,12 @@ def main() -> None:
         f"(runs: {', '.join(f'{s:.2f}' for s in rounds)}); completion tokens {[r.completion_tokens for r in together]}"
     )
     print(f"requests per decoded batch during the timings: {batches or 'no batching (one request at a time)'}")
+    for stats in [p for p in passes if p.sequences == len(requests)]:
+        print(
+            f"round of {stats.sequences}: prompt tokens read from the kept prefix {stats.reused} each, "
+            f"evaluated {stats.evaluated} in {stats.prompt_s:.2f} s; {stats.steps} decoding steps in "
+            f"{stats.steps_s:.2f} s ({1000 * stats.steps_s / max(stats.steps, 1):.0f} ms a step)"
+        )
     same = [a.text == b.text for a, b in zip(alone, together, strict=True)]
     print(f"same text alone and at once (temperature 0), per candidate: {same}")
     print(f"round_ratio={round_ / single:.2f} first_answer_s={first_answer:.1f}")

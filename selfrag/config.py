@@ -82,6 +82,7 @@ class Config:
     abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the
     # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply
+    short_replies: bool = False  # the reply schema caps free-text fields (engine.replies.SHORT_REPLY_CHARS)
     max_chunk_chars: int = 2000  # longest chunk text put in one prompt
     max_llm_calls: int = 400  # per-answer budget of HTTP requests
     max_total_tokens: int = 400_000  # per-answer budget of prompt + completion tokens

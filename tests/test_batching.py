@@ -13,6 +13,7 @@ import pytest
 
 from selfrag.llm.batch_decode import Job, batchable, passes, prefix_tree
 from selfrag.llm.gather import Batcher, Window
+from selfrag.llm.kept import Keep, KeptPrefixes, Reuse, trunk
 
 
 class Recorder:
@@ -223,3 +224,63 @@ def test_a_closed_batcher_finishes_what_was_queued_and_refuses_more():
     assert [f.result(5) for f in queued] == [10, 20]
     with pytest.raises(RuntimeError, match="closed"):
         gather.submit(3)
+
+
+# -- kept prefixes (llm/kept.py): what a batch reads from the cache and what it leaves there ----------------
+
+SYSTEM = tuple(range(100, 140))  # 40 tokens every candidate prompt starts with
+
+
+def test_a_round_keeps_its_trunk_and_the_next_round_reads_it_up_to_where_its_prompts_part():
+    kept = KeptPrefixes(min_reuse=8)
+    first = [(*SYSTEM, 1, 2, 3), (*SYSTEM, 1, 2, 4)]
+    assert kept.reuse(first) == Reuse(None, 0)
+    assert kept.keep(first, Reuse(None, 0)) == Keep(slot=0, start=0, end=42)
+    assert kept.prefixes[0] == (*SYSTEM, 1, 2) and kept.cells == 42
+    second = [(*SYSTEM, 1, 9), (*SYSTEM, 7)]
+    read = kept.reuse(second)
+    assert read == Reuse(0, 40)  # the system prompt, not the first round's question
+    assert kept.keep(second, read) == Keep(slot=0, start=40, end=40)  # the trunk is the system prompt: trimmed
+    assert kept.prefixes[0] == SYSTEM
+
+
+def test_every_prompt_still_evaluates_its_last_token():
+    kept = KeptPrefixes(min_reuse=8)
+    kept.keep([(*SYSTEM, 1), (*SYSTEM, 2)], Reuse(None, 0))
+    assert kept.reuse([SYSTEM, (*SYSTEM, 5)]) == Reuse(0, 39)  # the prompt that is all kept reads one token less
+
+
+def test_a_lone_prompt_or_a_short_trunk_is_not_kept():
+    kept = KeptPrefixes(min_reuse=8)
+    assert kept.keep([(*SYSTEM, 1)], Reuse(None, 0)) is None  # a lone request's trunk is its whole prompt
+    assert kept.keep([(1, 2, 3, 4), (1, 2, 3, 5)], Reuse(None, 0)) is None  # 3 shared tokens: not worth a keeper
+    assert kept.cells == 0
+
+
+def test_a_trunk_is_kept_up_to_max_tokens():
+    kept = KeptPrefixes(min_reuse=8, max_tokens=10)
+    assert kept.keep([(*SYSTEM, 1), (*SYSTEM, 2)], Reuse(None, 0)) == Keep(0, 0, 10)
+    assert kept.prefixes[0] == SYSTEM[:10]
+
+
+def test_with_several_keepers_a_barely_read_one_is_not_overwritten_the_least_recently_used_is():
+    kept = KeptPrefixes(slots=2, min_reuse=8)
+    other = tuple(range(500, 540))
+    kept.keep([(*SYSTEM, 1), (*SYSTEM, 2)], Reuse(None, 0))  # slot 0
+    kept.keep([(*other, 1), (*other, 2)], kept.reuse([(*other, 1), (*other, 2)]))  # nothing read: slot 1
+    assert kept.prefixes == [SYSTEM, other]
+    header = [(100, 101, 7, 8), (100, 101, 7, 9)]  # shares 2 tokens with slot 0: read, but below min_reuse
+    read = kept.reuse(header)
+    assert read == Reuse(0, 2)
+    third = tuple(range(900, 940))
+    assert kept.keep([(*third, 1), (*third, 2)], read).slot == 1  # slot 0 was used last: slot 1 goes
+
+
+def test_forget_empties_every_keeper_and_bad_settings_are_refused():
+    kept = KeptPrefixes(min_reuse=8)
+    kept.keep([(*SYSTEM, 1), (*SYSTEM, 2)], Reuse(None, 0))
+    kept.forget()
+    assert kept.cells == 0 and kept.reuse([(*SYSTEM, 1)]) == Reuse(None, 0)
+    with pytest.raises(ValueError):
+        KeptPrefixes(slots=0)
+    assert trunk([]) == () and trunk([(1, 2, 3), (1, 2), (1, 2, 4)]) == (1, 2)

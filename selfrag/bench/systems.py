@@ -53,8 +53,9 @@ BENCH_DEFAULTS: dict[str, Any] = {
     "scorer": "paper",  # `selfrag` is the paper's critic; `selfrag+evidence` names the fitted one
 }
 
-LATER_KNOBS: dict[str, Any] = {"pooled": False}  # knobs added after runs were measured: described (and so in
-# the run hash) only when set otherwise, so the folders of earlier runs keep their hash
+# knobs added after runs were measured: described (and so in the run hash) only when set otherwise, so the
+# folders of earlier runs keep their hash
+LATER_KNOBS: dict[str, Any] = {"pooled": False, "short_replies": False}
 
 
 class BenchPrompts(PromptBook):

@@ -35,6 +35,7 @@ ENGINE_FLAGS = (
     "abstain_below",
     "lead",
     "pooled",
+    "short_replies",
     "deadline",
     "max_llm_calls",
     "base_url",
@@ -79,6 +80,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="one more candidate per step written from all its chunks together, as plain RAG reads them "
         "(one more call per beam and step; default off)",
+    )
+    search.add_argument(
+        "--short-replies",
+        action="store_const",
+        const=True,
+        help="cap the sentence, evidence quote and next query the model may write (faster on small local models)",
     )
     search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
     search.add_argument(

@@ -24,6 +24,7 @@ from ..retrieval import Searcher, describe_version
 from ..schema import Chunk, Meter
 from ..text import neutralise_document
 from .calibration import PaperRater, Rater
+from .replies import shortened
 
 T = TypeVar("T")
 NO_DRAFT = "(nothing yet)"
@@ -61,7 +62,7 @@ class Run:
         request = ChatRequest(
             prompt=prompt_name,
             messages=prompt.render(**values),
-            schema=prompt.reply_model,
+            schema=shortened(prompt.reply_model) if self.config.short_replies else prompt.reply_model,
             max_tokens=MAX_TOKENS.get(prompt_name, DEFAULT_MAX_TOKENS),
             logprobs=logprobs,
             values=tuple(values.items()),

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -28,6 +29,11 @@ from ..llm.structured import Parsed
 from ..schema import Critique, Plan
 
 MAX_SENTENCE_CHARS = 1200
+# Config.short_replies: the most characters the reply schema lets the model write in these fields. The schema
+# constrains the embedded model's grammar (a field ends at its cap); validation does not change, so an endpoint
+# that ignores the cap is not re-asked. Replies of the 135M model ran to 270 characters per field, and the
+# longest candidate sets the length of a decoding round.
+SHORT_REPLY_CHARS = {"sentence": 200, "evidence": 100, "next_query": 60, "query": 60}
 QUOTE_MIN_OVERLAP = 0.8  # share of the quote's words that must occur in the chunk
 DECISIONS = [decision.value for decision in Decision]
 
@@ -124,6 +130,23 @@ class LeadReply(Reply):
     """answer_lead: the short answer of a yes/no or factoid question, read off the answer's own sentences."""
 
     answer: str = Field(max_length=200)
+
+
+@cache
+def shortened(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` with the caps of SHORT_REPLY_CHARS in its JSON schema (`maxLength`), same name and validation;
+    `model` itself when it has none of those fields."""
+    caps = {name: chars for name, chars in SHORT_REPLY_CHARS.items() if name in model.model_fields}
+    if not caps:
+        return model
+
+    def cap(schema: dict[str, Any]) -> None:
+        for name, chars in caps.items():
+            schema["properties"][name]["maxLength"] = chars
+
+    config = ConfigDict(**{**model.model_config, "json_schema_extra": cap})  # type: ignore[typeddict-item]
+    namespace = {"model_config": config, "__doc__": model.__doc__, "__module__": model.__module__}
+    return type(model.__name__, (model,), namespace)
 
 
 REPLY_MODELS: dict[str, type[Reply]] = {

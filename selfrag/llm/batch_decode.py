@@ -34,7 +34,11 @@ from typing import Any
 
 import numpy as np
 
+from .kept import KeptPrefixes, Reuse, common_prefix
+
 SHORTLIST = 32  # greedy under a grammar: the best tokens tried one by one before the whole vocabulary is checked
+LOOKUP = 3  # tokens matched to find a guess
+DRAFT = 3  # greedy sequences: tokens guessed from the text so far (prompt lookup), checked in the same step
 UNBATCHABLE = ("stream", "logprobs", "top_logprobs", "tools", "functions", "logit_bias", "min_tokens")
 
 
@@ -67,15 +71,6 @@ def prefix_tree(prompts: Sequence[Sequence[int]]) -> list[Entry]:
                     deeper.append(tuple(s for s in members if len(prompts[s]) > pos + 1))
         groups, pos = deeper, pos + 1
     return entries
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def passes(jobs: Sequence[Job], *, n_ctx: int, n_seq_max: int) -> list[list[int]]:
@@ -242,11 +237,28 @@ def chat_body(decoded: Decoded, model: str) -> dict[str, Any]:
 
 
 @dataclass(slots=True)
+class PassStats:
+    """Where one pass's time went (read by benchmarks/local_speed.py and the tests)."""
+
+    sequences: int = 0
+    reused: int = 0  # prompt tokens per sequence read from a kept prefix
+    evaluated: int = 0  # prompt tokens evaluated (the prefix tree's cells from `reused` on)
+    steps: int = 0  # decoding steps (one token of every live sequence each, plus its guessed tokens)
+    drafted: int = 0  # tokens guessed by prompt lookup and decoded with the step
+    accepted: int = 0  # of those, the ones the model wrote (each saves a step of its sequence)
+    prompt_s: float = 0.0  # seconds evaluating the prompts
+    steps_s: float = 0.0  # seconds in the decoding steps, sampling included
+
+
+@dataclass(slots=True)
 class _Sequence:
     """One job while it is decoded."""
 
     job: Job
     pickers: Any
+    context: list[int] = field(default_factory=list)  # prompt and tokens written so far
+    follower: dict[tuple[int, ...], int] = field(default_factory=dict)  # a pair of tokens -> where its last
+    # occurrence in the context was followed (prompt lookup)
     tokens: list[int] = field(default_factory=list)
     pending: int | None = None  # the token picked and not yet decoded
     finish: str | None = None
@@ -257,18 +269,31 @@ class BatchDecoder:
     """Decodes batches of Jobs in its own llama.cpp context on the Llama object's model.
 
     The context holds `n_seq_max` sequences in one unified cache of `n_ctx` cells; a batch that needs more
-    cells (prompt tree plus every job's max_tokens) is decoded in several passes. Not thread-safe: the caller
-    runs one batch at a time."""
+    cells (prompt tree plus every job's max_tokens) is decoded in several passes. Between passes the prompt
+    prefix common to a pass's jobs stays in the cache under a keeper sequence (`kept`, see llm/kept.py), and a
+    later pass that starts with the same tokens reads them from there. Not thread-safe: the caller runs one
+    batch at a time."""
 
-    def __init__(self, llama: Any, *, n_ctx: int, n_seq_max: int, n_batch: int = 512) -> None:
+    def __init__(
+        self,
+        llama: Any,
+        *,
+        n_ctx: int,
+        n_seq_max: int,
+        n_batch: int = 512,
+        kept: KeptPrefixes | None = None,
+        draft: int = DRAFT,
+    ) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
         self._llama = llama
-        self.n_ctx, self.n_seq_max, self.n_batch = n_ctx, n_seq_max, n_batch
+        self.n_ctx, self.n_seq_max, self.n_batch, self.draft = n_ctx, n_seq_max, n_batch, draft
+        self.kept = kept if kept is not None else KeptPrefixes()
+        self.stats: list[PassStats] = []  # one per pass, in order
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
-        params.n_seq_max, params.kv_unified = n_seq_max, True
+        params.n_seq_max, params.kv_unified = n_seq_max + self.kept.slots, True
         self._ctx = llama_cpp.llama_init_from_model(llama.model, params)
         if not self._ctx:
             raise ValueError(f"llama.cpp could not make a context of {n_ctx} cells for batched decoding")
@@ -294,7 +319,8 @@ class BatchDecoder:
     def decode(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
         """Every job's result or exception, in input order."""
         results: list[Decoded | Exception] = [RuntimeError("not decoded")] * len(jobs)
-        for group in passes(jobs, n_ctx=self.n_ctx, n_seq_max=self.n_seq_max):
+        room = self.n_ctx - self.draft * self.n_seq_max  # a step's guesses hold a few cells until checked
+        for group in passes(jobs, n_ctx=room, n_seq_max=self.n_seq_max):
             try:
                 decoded = self._decode_pass([jobs[i] for i in group])
             except Exception as error:  # llama_decode failed: this pass's jobs fail, the next pass runs
@@ -304,36 +330,84 @@ class BatchDecoder:
         return results
 
     def _decode_pass(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
-        lib = self._lib
-        lib.llama_memory_clear(self._memory, True)
         sequences: list[_Sequence | Exception] = []
         for job in jobs:
             try:
-                sequences.append(_Sequence(job, self._pickers(job)))
+                sequences.append(_Sequence(job, self._pickers(job), list(job.prompt), _followers(job.prompt)))
             except Exception as error:  # e.g. a grammar llama.cpp refuses
                 sequences.append(error)
         live = [s if isinstance(s, _Sequence) else None for s in sequences]
+        stats = PassStats(sequences=sum(s is not None for s in live))
+        self.stats.append(stats)
         try:
-            self._prefill(live)
+            read = self._read_kept(live)
+            start = time.perf_counter()
+            stats.reused, stats.evaluated = read.tokens, self._prefill(live, read.tokens)
+            stats.prompt_s, start = time.perf_counter() - start, time.perf_counter()
             while True:
                 step = [(seq_id, s) for seq_id, s in enumerate(live) if s is not None and s.finish is None]
                 if not step:
                     break
-                self._fill([(s.pending, len(s.job.prompt) + len(s.tokens) - 1, (seq_id,), True) for seq_id, s in step])
+                rows: list[tuple[int | None, int, tuple[int, ...], bool]] = []
+                spans = []
+                for seq_id, s in step:
+                    guess, pos = self._guess(s), len(s.job.prompt) + len(s.tokens) - 1
+                    spans.append((seq_id, s, len(rows), guess, pos))
+                    rows += [(s.pending, pos, (seq_id,), True)]
+                    rows += [(token, pos + 1 + i, (seq_id,), True) for i, token in enumerate(guess)]
+                self._fill(rows)
                 self._run()
-                for row, (_, s) in enumerate(step):
-                    self._advance(s, row)
+                for seq_id, s, row, guess, pos in spans:
+                    stats.accepted += self._check(seq_id, s, row, guess, pos)
+                    stats.drafted += len(guess)
+                stats.steps += 1
+            stats.steps_s = time.perf_counter() - start
+            self._leave_kept(live, read)
+        except BaseException:
+            self.kept.forget()  # the cache may hold half a pass: start the next one from nothing
+            self._lib.llama_memory_clear(self._memory, True)
+            raise
         finally:
             for s in live:
                 if s is not None:
                     _free(s.pickers)
         return [s if isinstance(s, Exception) else self._result(s) for s in sequences]
 
-    def _prefill(self, live: list[_Sequence | None]) -> None:
+    def _read_kept(self, live: list[_Sequence | None]) -> Reuse:
+        """Give the pass's sequences the kept prefix they share (cells copied, not computed)."""
+        prompts = [s.job.prompt for s in live if s is not None]
+        need = len(prefix_tree(prompts)) + sum(s.job.max_tokens for s in live if s is not None)
+        if need > self.n_ctx - self.draft * self.n_seq_max - self.kept.cells:  # the keepers' cells are needed
+            self.kept.forget()
+            self._lib.llama_memory_clear(self._memory, True)
+        read = self.kept.reuse(prompts)
+        if read.slot is not None:
+            for seq_id, s in enumerate(live):
+                if s is not None:
+                    self._lib.llama_memory_seq_cp(self._memory, self._keeper(read.slot), seq_id, 0, read.tokens)
+        return read
+
+    def _leave_kept(self, live: list[_Sequence | None], read: Reuse) -> None:
+        """Move the pass's common prefix to a keeper, then free the pass's sequences."""
+        memory, first = self._memory, next((i for i, s in enumerate(live) if s is not None), None)
+        keep = self.kept.keep([s.job.prompt for s in live if s is not None], read) if first is not None else None
+        if keep is not None:
+            keeper = self._keeper(keep.slot)
+            self._lib.llama_memory_seq_rm(memory, keeper, keep.start, -1)
+            self._lib.llama_memory_seq_cp(memory, first, keeper, keep.start, keep.end)
+        for seq_id in range(len(live)):
+            self._lib.llama_memory_seq_rm(memory, seq_id, -1, -1)
+
+    def _keeper(self, slot: int) -> int:
+        return self.n_seq_max + slot
+
+    def _prefill(self, live: list[_Sequence | None], start: int = 0) -> int:
+        """Evaluate the prompts from position `start` on (the tokens before are in the cache already); the number
+        of tokens evaluated."""
         prompts = [s.job.prompt if s is not None else () for s in live]
-        entries = prefix_tree(prompts)
-        for start in range(0, len(entries), self.n_batch):
-            chunk = entries[start : start + self.n_batch]
+        entries = [e for e in prefix_tree(prompts) if e.pos >= start]
+        for first in range(0, len(entries), self.n_batch):
+            chunk = entries[first : first + self.n_batch]
             self._fill([(e.token, e.pos, e.seqs, bool(e.ends)) for e in chunk])
             self._run()
             for row, entry in enumerate(chunk):
@@ -341,6 +415,7 @@ class BatchDecoder:
                     sequence = live[seq_id]
                     assert sequence is not None
                     self._advance(sequence, row)
+        return len(entries)
 
     def _fill(self, rows: Sequence[tuple[int | None, int, tuple[int, ...], bool]]) -> None:
         batch = self._batch
@@ -360,6 +435,28 @@ class BatchDecoder:
 
     # -- one sequence ---------------------------------------------------------------------------------------
 
+    def _guess(self, s: _Sequence) -> list[int]:
+        """Prompt lookup: the tokens that followed the last occurrence of the sequence's last two tokens (greedy
+        sequences only: a guess is checked against the greedy pick)."""
+        if not self.draft or s.job.temperature != 0.0 or len(s.context) < LOOKUP:
+            return []
+        after = s.follower.get(tuple(s.context[-LOOKUP:]))
+        room = min(self.draft, s.job.max_tokens - len(s.tokens) - 1, self.n_batch // self.n_seq_max - 1)
+        return s.context[after : after + room] if after is not None and room > 0 else []
+
+    def _check(self, seq_id: int, s: _Sequence, row: int, guess: list[int], pos: int) -> int:
+        """Advance `s` along its rows while the model picks the guessed tokens; drop the cells of the guesses
+        after the first miss. The guessed tokens it wrote."""
+        taken = 0
+        for i in range(len(guess) + 1):
+            self._advance(s, row + i)
+            if s.finish is not None or i == len(guess) or s.pending != guess[i]:
+                break
+            taken += 1
+        if taken < len(guess):  # cells of positions pos + taken + 1 on hold tokens the model did not write
+            self._lib.llama_memory_seq_rm(self._memory, seq_id, pos + taken + 1, -1)
+        return taken
+
     def _advance(self, s: _Sequence, row: int) -> None:
         """Pick the next token of `s` from the logits of batch row `row`, and decide whether `s` is done."""
         token = self._pick(s, row)
@@ -367,6 +464,9 @@ class BatchDecoder:
             s.finish = "stop"
             return
         s.tokens.append(token)
+        s.context.append(token)
+        if len(s.context) > LOOKUP:
+            s.follower[tuple(s.context[-LOOKUP - 1 : -1])] = len(s.context) - 1
         s.text = self._llama.detokenize(s.tokens, prev_tokens=list(s.job.prompt))
         for word in s.job.stop:
             if word in s.text:
@@ -460,6 +560,11 @@ class BatchDecoder:
             prompt_tokens=len(s.job.prompt),
             completion_tokens=len(s.tokens),
         )
+
+
+def _followers(prompt: Sequence[int]) -> dict[tuple[int, ...], int]:
+    """Each LOOKUP consecutive prompt tokens -> the index of the token after their last occurrence."""
+    return {tuple(prompt[i - LOOKUP : i]): i for i in range(LOOKUP, len(prompt))}
 
 
 def _free(pickers: tuple[Any, Any, Any]) -> None:

@@ -431,3 +431,24 @@ def test_an_over_long_question_is_refused_before_any_call(engine):
     with pytest.raises(InputError, match="limit"):
         rag.answer("why? " * 5000)
     assert rag.chat.calls == []
+
+
+def test_short_replies_cap_the_free_text_fields_in_the_schema_and_a_longer_reply_still_counts(engine):
+    long_sentence = "Refunds are accepted within 30 days of purchase, " + "and more words follow here " * 12 + "."
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused(long_sentence, utility=5)}
+    rag = engine(script, short_replies=True)
+    result = rag.answer(Q)
+    schema = rag.chat.calls_to("generate_fused")[0].schema.model_json_schema()["properties"]
+    assert {name: schema[name].get("maxLength") for name in ("sentence", "evidence", "next_query", "support")} == {
+        "sentence": 200,
+        "evidence": 100,
+        "next_query": 60,
+        "support": None,
+    }
+    assert rag.chat.calls_to("retrieve_decide")[0].schema.model_json_schema()["properties"]["query"]["maxLength"] == 60
+    assert len(long_sentence) > 200 and result.usage.reasks == 0  # the cap is the grammar's, not a validation rule
+    assert result.segments[0].text.startswith("Refunds are accepted within 30 days")
+    rag_default = engine(script)  # the default: no caps
+    rag_default.answer(Q)
+    default = rag_default.chat.calls_to("generate_fused")[0].schema.model_json_schema()["properties"]
+    assert "maxLength" not in default["sentence"]

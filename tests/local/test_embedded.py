@@ -32,6 +32,7 @@ from selfrag.llm.local import (
     local_model_path,
     serve,
     served,
+    upcast_f16,
 )
 from selfrag.retrieval.index import Index
 from selfrag.schema import Meter
@@ -205,3 +206,21 @@ def test_a_cached_copy_that_does_not_load_is_removed_and_the_shipped_file_served
     assert Path(loaded) == source
     assert "did not load and was removed" in note
     assert not target.exists()
+
+
+@pytest.mark.slow
+def test_the_bf16_copy_is_written_beside_the_f16_one_and_loads(tmp_path):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    source = local_model_path()
+    f16 = _fake_copy(source, tmp_path / "cache", b"GGUF" + b"\0" * 60, 64)  # an F16 copy already cached
+    bf16 = upcast_f16(source, tmp_path / "cache", n_threads=1, weights="bf16")
+    assert bf16.name.startswith("SmolLM2-135M-Instruct.BF16.") and bf16 == f16_path(source, tmp_path / "cache", "bf16")
+    assert cached_f16(source, tmp_path / "cache", "bf16") == bf16
+    assert f16.exists()  # the other kind's copy is not taken for an old one and removed
+    model = llama_cpp.Llama(str(bf16), n_ctx=64, n_threads=1, verbose=False)
+    assert model.n_vocab() > 0
+
+
+def test_an_unknown_weights_kind_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match="SELFRAG_WEIGHTS must be one of f16, bf16, got 'q4'"):
+        embedded_chat(environ={"SELFRAG_WEIGHTS": "q4"})
