@@ -111,7 +111,8 @@ def main() -> None:
         print(f"model: {served().describe()}")  # type: ignore[union-attr]
 
         start = time.perf_counter()
-        first = Config(ndocs=3, max_depth=3, nonce_seed=NONCE_SEED, **short)
+        # the README command as a user runs it: on the embedded model the default scorer (auto) is the fitted one
+        first = Config(ndocs=3, max_depth=3, nonce_seed=NONCE_SEED, scorer="evidence", **short)
         with SelfRAG.from_index(index, first, chat=embedded_chat(environ=environ)) as rag:
             result = rag.answer(QUESTION)
         first_answer = time.perf_counter() - start
