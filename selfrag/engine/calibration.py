@@ -8,10 +8,10 @@
                    about something else is supported, not an answer)
 
 Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
-training ids only (`benchmarks/fit_critic.py` says which), and `selfrag critic fit` refits it from a user's
-own judged data. A file is validated before use (format, version, feature names, shapes, finite numbers) and
-a bad one is refused with a message naming it. Fitting is L2-regularised logistic regression by Newton's
-method in numpy: small, deterministic, no dependency beyond numpy.
+training ids only (its `fitted_on` and `benchmarks/README.md` say which), and `selfrag critic fit` refits it
+from a user's own judged data. A file is validated before use (format, version, feature names, shapes, finite
+numbers) and a bad one is refused with a message naming it. Fitting is L2-regularised logistic regression by
+Newton's method in numpy: small, deterministic, no dependency beyond numpy.
 """
 
 from __future__ import annotations
