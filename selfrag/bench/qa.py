@@ -158,7 +158,7 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
                 "rank": rank,
                 "score_rel": round(score_rel, 6),
                 "p_supported": round(rating.p_supported, 6),
-                "supported": rating.p_supported >= (rater.threshold if system.config.scorer != "paper" else 0.5),
+                "supported": rating.p_supported >= rater.verdict_cut,
                 "chunk": pair.chunk,
                 "statement": pair.statement,
                 "gold_supported": pair.supported,

@@ -343,10 +343,14 @@ class Rated:
 
 
 class Rater(Protocol):
-    """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support` and
-    `confidence` maps an answer's P(supported) values to the probability that the answer is right."""
+    """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support`,
+    `verdict_cut` the P(supported) at or above which a given statement is judged supported (critic agreement),
+    and `confidence` maps an answer's P(supported) values to the probability that the answer is right."""
 
     threshold: float
+
+    @property
+    def verdict_cut(self) -> float: ...
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
 
@@ -358,6 +362,10 @@ class PaperRater:
     """The paper's critic: the model's own labels, nothing else; confidence = mean support credit."""
 
     threshold: float = 0.0
+
+    @property
+    def verdict_cut(self) -> float:
+        return 0.5  # support credit: "fully" or "partially" (1 or 0.5) is supported, "no" is not
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         return [Rating(item.model_rel, item.model_sup) for item in items]
@@ -375,6 +383,10 @@ class EvidenceRater:
     @property
     def threshold(self) -> float:
         return self.model.abstain_threshold
+
+    @property
+    def verdict_cut(self) -> float:
+        return self.model.support_threshold  # fitted on judged statements; not the abstention cut
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         out = []

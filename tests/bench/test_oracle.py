@@ -98,3 +98,39 @@ def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):
     report, records = _run(tmp_path, "selfrag+oracle0", unanswerable=True, limit=3)
     assert report.summary["metrics"]["correct"]["value"] == 0.0
     assert all(r["gold_chunks"][0] not in r["retrieved"] for r in records)
+
+
+def _flat_weights(path, p_supported: float, *, verdict: float, abstain: float):
+    """Critic weights that give every statement the same P(supported), with a verdict cut apart from the
+    abstention cut."""
+    import math
+
+    from selfrag.engine.calibration import CriticModel, Head
+    from selfrag.engine.evidence import FEATURES
+
+    flat = (0.0,) * len(FEATURES)
+    bias = math.log(p_supported / (1 - p_supported))
+    model = CriticModel(Head(flat, 0.0), Head(flat, bias), support_threshold=verdict, abstain_threshold=abstain)
+    path.write_text(model.to_json())
+    return str(path)
+
+
+def test_critic_agreement_judges_statements_with_the_verdict_cut_not_the_abstention_cut(tmp_path):
+    critique = {"relevance": "relevant", "evidence": "", "support": "fully", "utility": 4, "is_final": True,
+                "retrieve_next": "no", "next_query": ""}  # fmt: skip
+    halu = write_halueval(tmp_path / "halu")
+
+    def verdicts(weights):
+        config = Config(**{**BENCH_DEFAULTS, "scorer_weights": weights})
+        options = RunOptions("halueval", "critic+evidence", config, data_path=str(halu), out=tmp_path / "runs",
+                             progress=False, environ={})  # fmt: skip
+        report = run_benchmark(options, chat=ScriptedChatModel({"critique_candidate": critique}))
+        records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
+        return {p["supported"] for r in records for p in r["pairs"]}, report.summary
+
+    # P(supported) 0.3 is over the abstention cut (0.2) and under the verdict cut (0.5): not supported
+    below, summary = verdicts(_flat_weights(tmp_path / "a.json", 0.3, verdict=0.5, abstain=0.2))
+    assert below == {False}
+    assert summary["critic"]["confusion"]["tp"] == 0 and summary["critic"]["confusion"]["fp"] == 0
+    over, _ = verdicts(_flat_weights(tmp_path / "b.json", 0.3, verdict=0.25, abstain=0.29))
+    assert over == {True}
