@@ -452,3 +452,45 @@ def test_short_replies_cap_the_free_text_fields_in_the_schema_and_a_longer_reply
     rag_default.answer(Q)
     default = rag_default.chat.calls_to("generate_fused")[0].schema.model_json_schema()["properties"]
     assert "maxLength" not in default["sentence"]
+
+
+HOPS = [
+    Chunk("cannes.md", 0, "Cannes is a city whose film festival honours a director every year.", title="Cannes"),
+    Chunk("starfall.md", 0, "Starfall is a 1999 film directed by Mara Quist.", title="Starfall"),
+    Chunk("oscars.md", 0, "Each year a film director wins the Oscar.", title="Oscars"),
+    Chunk("quist.md", 0, "Mara Quist was born in Lisbon in 1961.", title="Mara Quist"),
+]
+
+
+def test_a_two_hop_question_writes_its_second_sentence_from_the_chunk_the_second_query_finds(engine):
+    # the bare question never finds the director's birthplace: only a query about the fact the first hop
+    # named (the director) does; the chunk already cited yields to fresh ones
+    question = "In which city was the director of the film Starfall born?"
+    off_topic = fused("Cannes honours a director every year.", relevance="irrelevant", support="no", utility=1)
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": ""},
+        "generate_fused": by_document(
+            {
+                "starfall.md": fused("Starfall was directed by Mara Quist.", is_final=False, retrieve_next="yes",
+                                     next_query="Mara Quist birthplace", utility=3),  # fmt: skip
+                "quist.md": fused("Mara Quist was born in Lisbon.", evidence="Mara Quist was born in Lisbon"),
+                "cannes.md": off_topic,
+                "oscars.md": off_topic,
+            }
+        ),
+    }
+    rag = engine(script, chunks=HOPS, ndocs=2, max_depth=3)
+    result = rag.answer(question)
+    assert result.answer == "Starfall was directed by Mara Quist [1]. Mara Quist was born in Lisbon [2]."
+    assert [s.doc_id for s in result.sources] == ["starfall.md", "quist.md"]
+    assert rag.deps.index.queries == [question, f"Mara Quist birthplace {question}"]
+    first, second = ([document_of(c) for c in calls] for calls in _by_step(rag.chat.calls_to("generate_fused")))
+    assert not any('id="quist.md' in d for d in first)  # the first hop could not see it
+    assert any('id="quist.md' in d for d in second) and not any('id="starfall.md' in d for d in second)
+    assert result.stop_reason == "final" and len(result.trace.steps) == 2
+
+
+def _by_step(calls):
+    """The generate calls split at the first one whose draft is not empty (the second step's)."""
+    at = next(i for i, c in enumerate(calls) if "(nothing yet)" not in c.messages[1].content)
+    return calls[:at], calls[at:]
