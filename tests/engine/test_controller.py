@@ -471,8 +471,13 @@ def test_a_two_hop_question_writes_its_second_sentence_from_the_chunk_the_second
         "retrieve_decide": {"retrieve": "yes", "query": ""},
         "generate_fused": by_document(
             {
-                "starfall.md": fused("Starfall was directed by Mara Quist.", is_final=False, retrieve_next="yes",
-                                     next_query="Mara Quist birthplace", utility=3),  # fmt: skip
+                "starfall.md": fused(
+                    "Starfall was directed by Mara Quist.",
+                    is_final=False,
+                    retrieve_next="yes",
+                    next_query="Mara Quist birthplace",
+                    utility=3,
+                ),
                 "quist.md": fused("Mara Quist was born in Lisbon.", evidence="Mara Quist was born in Lisbon"),
                 "cannes.md": off_topic,
                 "oscars.md": off_topic,
