@@ -12,6 +12,17 @@ one call (`verify_claim`, the fused arrangement); with `--critic separate` the e
 - beam width has no effect at depth 1 (one step, all candidates kept for the vote): greedy and beam agree.
 - ties between label sums break on the number of votes, then SUPPORT, CONTRADICT, NEI.
 - confidence: the mean s_sup of the candidates that voted for the winning label (critique, not similarity).
+
+With the evidence scorer (`selfrag+evidence`; weights `critic-claims-v1.json`, fitted on training claims only,
+`benchmarks/fit_claims.py`) the critic is evidence-aware and the vote is weighted by it:
+
+- each chunk is rated P(on topic) (ISREL: the chunk is about the claim) and P(settles) (ISSUP: it holds
+  evidence that supports or refutes the claim) from the evidence features (`engine.evidence`) and the model's
+  labels; its weight is `settles = P(on topic) * P(settles)`, the QA scorer's answer support;
+- the verdicts are summed by that weight; when no chunk settles the claim well enough (the largest weight is
+  under the weights' `abstain_threshold`), the answer is NEI: the documents do not settle it, as the QA engine
+  abstains when nothing supports a sentence;
+- confidence: the weights' calibration map of the largest weight for a verdict, of one minus it for NEI.
 """
 
 from __future__ import annotations
@@ -21,13 +32,14 @@ from dataclasses import replace
 from typing import Any
 
 from ..engine.beam import Weights, s_rel, s_sup, s_use, score
+from ..engine.calibration import Rated, Rater, answer_support
 from ..engine.context import Run, run_all
 from ..engine.replies import check_quote, plan_from
 from ..errors import FatalLLMError, LLMError
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..llm.logprobs import label_distribution
 from ..llm.structured import Parsed
-from ..schema import Chunk, Critique, Meter
+from ..schema import Chunk, Critique, Hit, Meter
 from .datasets import CLAIM_LABELS, Example
 from .systems import LABELS, Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
@@ -84,14 +96,24 @@ async def closed_set(system: System, example: Example, ctx: Context) -> Outcome:
             outcome.usage = usage_of(meter, rounds=rounds + 1, retrieval_frequency=0.0)
             outcome.stop_reason = "no_retrieval"
             return outcome
-    chunks = [hit.chunk for hit in ctx.index.find_relevant_chunks(example.question, config.ndocs)]
+    hits = ctx.index.find_relevant_chunks(example.question, config.ndocs)
+    chunks = [hit.chunk for hit in hits]
     rounds += 1 + (config.critic is CriticMode.SEPARATE)
     candidates = await run_all(_candidate(run, system, example.question, chunk) for chunk in chunks)
     usable = [c for c in candidates if c["status"] != "failed"]  # defaulted critiques still vote, weakly
     if not usable:
         raise LLMError(f"every candidate failed for claim {example.id} ({len(chunks)} chunks retrieved)")
-    sums = label_sums(usable)
-    winner = pick_label(sums, usable)
+    stop = f"decision={decision}"
+    if config.scorer == "evidence":
+        candidates = rate_candidates(ctx.rater, example.question, candidates, hits)
+        usable = [c for c in candidates if c["status"] != "failed"]
+        sums = label_sums(usable, weight="settles")
+        winner, confidence, settled = settled_vote(usable, ctx.rater)
+        stop = stop if settled else "unsettled"
+    else:
+        sums = label_sums(usable)
+        winner = pick_label(sums, usable)
+        confidence = sum(c["s_sup"] for c in usable if c["label"] == winner) / sum(c["label"] == winner for c in usable)
     voters = [c for c in usable if c["label"] == winner]
     by_key = {c.key: c for c in chunks}
     cited = [by_key[c["chunk"]] for c in voters]
@@ -102,19 +124,63 @@ async def closed_set(system: System, example: Example, ctx: Context) -> Outcome:
         citations=[c.key for c in cited],
         cited_texts=[c["evidence"] or example.question for c in voters],
         retrieved=[c.key for c in chunks],
-        confidence=round(sum(c["s_sup"] for c in voters) / len(voters), 6),
+        confidence=round(confidence, 6),
         segments=candidates,
         label_scores={label: round(value, 6) for label, value in sums.items()},
-        stop_reason=f"decision={decision}",
+        stop_reason=stop,
         usage=usage_of(meter, rounds=rounds, retrieval_frequency=1.0),
     )
 
 
-def label_sums(candidates: list[dict[str, Any]]) -> dict[str, float]:
-    """The closed-set protocol: f summed per label across passages (every label present, 0 when unvoted)."""
+UNSETTLED = "NEI"  # what the evidence-scored vote answers when no chunk settles the claim
+CLAIM_WEIGHTS = "critic-claims-v1.json"  # the shipped evidence-scorer weights of the claim protocol (selfrag/data)
+
+
+def rate_candidates(
+    rater: Rater, claim: str, candidates: list[dict[str, Any]], hits: list[Hit]
+) -> list[dict[str, Any]]:
+    """The candidates with the evidence scorer's P(on topic), P(settles) and their product `settles` (failed
+    ones as they were): each rated as the claim itself against its chunk, with the chunk's rank and relative
+    score in the retrieval."""
+    place = {hit.chunk.key: (rank, hit) for rank, hit in enumerate(hits)}
+    top = hits[0].score if hits and hits[0].score > 0 else None
+    rated = [c for c in candidates if c["status"] != "failed"]
+    items = []
+    for candidate in rated:
+        rank, hit = place[candidate["chunk"]]
+        score_rel = hit.score / top if top else None
+        model = (candidate["s_rel"], candidate["s_sup"])
+        items.append(Rated(claim, hit.chunk.text, hit.chunk.key, rank, score_rel, candidate["quote_ok"], *model, ()))
+    ratings = iter(rater.rate(claim_question(claim), items))
+    out = []
+    for candidate in candidates:
+        if candidate["status"] == "failed":
+            out.append(candidate)
+            continue
+        r = next(ratings)
+        settles = answer_support(r.p_relevant, r.p_supported)
+        out.append({**candidate, "p_relevant": round(r.p_relevant, 6), "p_supported": round(r.p_supported, 6),
+                    "settles": round(settles, 6)})  # fmt: skip
+    return out
+
+
+def settled_vote(candidates: list[dict[str, Any]], rater: Rater) -> tuple[str, float, bool]:
+    """The evidence-scored closed-set vote (pure): verdicts summed by `settles`; NEI when no candidate's
+    `settles` reaches the rater's cut. Returns the label, its calibrated confidence, and whether the
+    documents settled the claim."""
+    best = max(c["settles"] for c in candidates)
+    if best < rater.threshold:
+        return UNSETTLED, rater.confidence([1.0 - best]), False
+    winner = pick_label(label_sums(candidates, weight="settles"), candidates)
+    return winner, rater.confidence([1.0 - best if winner == UNSETTLED else best]), True
+
+
+def label_sums(candidates: list[dict[str, Any]], weight: str = "f") -> dict[str, float]:
+    """The closed-set protocol: f (or another weight) summed per label across passages (every label present,
+    0 when unvoted)."""
     sums = dict.fromkeys(CLAIM_LABELS, 0.0)
     for candidate in candidates:
-        sums[candidate["label"]] += candidate["f"]
+        sums[candidate["label"]] += candidate[weight]
     return sums
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Config, redact_url, resolve_endpoint, resolve_scorer
-from ..engine.calibration import load_critic_model, rater_for
+from ..engine.calibration import SHIPPED, load_critic_model, rater_for
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
 from ..llm.base import ChatModel
@@ -45,6 +45,7 @@ from ..schema import Meter
 from . import datasets as ds
 from .answer import answer
 from .cache import CachedChatModel, RequestCache, digest
+from .claims import CLAIM_WEIGHTS
 from .progress import Progress
 from .samples import SampleWriter, build_record, read_samples
 from .score import markdown_table, summarize
@@ -159,11 +160,17 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
         return asyncio.run(_run(options, dataset, system, inner, endpoint_id, config, run_dir, stream or sys.stderr))
 
 
-def _critic_weights(system: System) -> dict[str, str]:
+def _critic_weights(system: System, dataset: ds.Dataset) -> dict[str, str]:
     """The evidence scorer's weights by content, so runs with other weights never share a folder or a hash."""
     if system.config.scorer != "evidence":
         return {}
-    return {"critic_weights": digest(load_critic_model(system.config.scorer_weights).to_json())}
+    weights = load_critic_model(system.config.scorer_weights, shipped_weights(dataset))
+    return {"critic_weights": digest(weights.to_json())}
+
+
+def shipped_weights(dataset: ds.Dataset) -> str:
+    """The shipped evidence-scorer weights a dataset's task is scored with: the claim protocol has its own."""
+    return CLAIM_WEIGHTS if dataset.task == "claim" else SHIPPED
 
 
 def run_folder(out: Path, dataset: str, label: str, config_hash: str) -> Path:
@@ -213,7 +220,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             **({"stale_dated": True} if options.stale_copies and options.stale_dated else {}),
         },
         "system": system.describe(),
-        **_critic_weights(system),
+        **_critic_weights(system, dataset),
         "endpoint": endpoint_id,
         # the BM25 text is part of the run hash: it keeps the old module name so existing runs still match
         "retriever": "each question's pre-retrieved ctxs from the dataset file"
@@ -339,7 +346,7 @@ async def _answer_all(
     abort: list[str] = []
 
     stop: list[BaseException] = []  # a fatal endpoint error or a failed write stops the run
-    rater = rater_for(system.config.scorer, system.config.scorer_weights)
+    rater = rater_for(system.config.scorer, system.config.scorer_weights, shipped_weights(dataset))
 
     async def one(example: ds.Example) -> None:
         async with gate:

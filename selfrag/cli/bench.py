@@ -66,6 +66,16 @@ def register(commands: Any) -> None:
     judgments.add_argument("--out", required=True, help="JSONL file to write")
     judgments.set_defaults(run=judgments_command)
 
+    fit = sub.add_parser(
+        "fit-claims", help="fit the claim protocol's evidence scorer on training claims (critic-claims-v1.json)"
+    )
+    fit.add_argument("runs", nargs="*", help="claim-protocol run folders on --split train (fit the confidence map)")
+    fit.add_argument("--datasets", default="scifact,climate_fever", help="training claims of these datasets")
+    fit.add_argument("--data", help="datasets folder (default: ../shared/datasets or $SELFRAG_DATASETS)")
+    fit.add_argument("--ndocs", type=int, default=5, help="chunks retrieved per claim, as the runs (default 5)")
+    fit.add_argument("--out", required=True, help="weights file to write")
+    fit.set_defaults(run=fit_claims_command)
+
     plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
     plot.add_argument("run_dirs", nargs="+", help="run folders")
     plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
@@ -214,6 +224,64 @@ def judgments_command(args: argparse.Namespace) -> int:
     Path(args.out).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     print(f"wrote {len(lines)} judged rows to {args.out}", file=sys.stderr)
     return 0
+
+
+def fit_claims_command(args: argparse.Namespace) -> int:
+    from ..bench import claimfit
+    from ..bench import datasets as ds
+    from ..bench.samples import read_samples
+    from ..files import write_atomic
+    from ..retrieval.index import Index
+
+    names = [n.strip() for n in args.datasets.split(",") if n.strip()]
+    if not names or any(ds.FOLDERS.get(n) is None or n not in ("scifact", "climate_fever") for n in names):
+        raise UsageError(f"--datasets takes scifact and/or climate_fever, got {args.datasets!r}")
+    if args.ndocs < 1:
+        raise UsageError(f"--ndocs must be 1 or more, got {args.ndocs}")
+    runs = [Path(folder) for folder in args.runs]
+    configs = [_run_config(folder) for folder in runs]
+    for folder, config in zip(runs, configs, strict=True):
+        if config["sample"].get("split") != "train" or config["dataset"]["name"] not in names:
+            raise UsageError(f"{folder} is not a --split train run of {' or '.join(names)}; fit only on training ids")
+    loaded, claims, counts = {}, [], {}
+    for name in names:
+        root = Path(args.data) / ds.FOLDERS[name] if args.data else None
+        dataset = ds.load(name, root, split="train")
+        index = Index.build(dataset.corpus)
+        loaded[name] = (dataset, index)
+        claims += [(dataset, e, index.find_relevant_chunks(e.question, args.ndocs)) for e in dataset.examples]
+        counts[name] = len(dataset.examples)
+    model = claimfit.fit_heads(claims, {"source": "training claims (split train)", "training_claims": counts})
+    voted = []
+    for folder, config in zip(runs, configs, strict=True):
+        dataset, index = loaded[config["dataset"]["name"]]
+        records, _ = read_samples(folder / "samples.jsonl", repair=False)
+        for record in records.values():
+            if record.get("status") != "ok":
+                continue
+            hits = index.find_relevant_chunks(record["question"], config["system"]["config"].get("ndocs", 5))
+            again = claimfit.revote(model, record, hits)
+            if again is not None:
+                voted.append((again[1], again[0] == record["gold_label"]))
+    if voted:
+        model = claimfit.fit_confidence(model, voted, len(runs))
+    write_atomic(Path(args.out), model.to_json())
+    print(
+        f"wrote {args.out}: {model.fitted_on['rows']} rows of {model.fitted_on['claims']} training claims, NEI cut "
+        f"{model.abstain_threshold:.3f}, confidence map from {len(voted)} voted claims",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _run_config(folder: Path) -> dict[str, Any]:
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise InputError(f"{folder} is not a run folder (no readable config.json)") from None
+    if not isinstance(config, dict) or not isinstance(config.get("sample"), dict):
+        raise InputError(f"{folder}/config.json is not a benchmark run's configuration")
+    return config
 
 
 def plot_command(args: argparse.Namespace) -> int:

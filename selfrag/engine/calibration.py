@@ -100,11 +100,12 @@ def _logit(p: float) -> float:
 # -- reading and checking ---------------------------------------------------------------------------
 
 
-def load_critic_model(path: str | Path | None = None) -> CriticModel:
-    """The critic weights at `path`, or the shipped ones; a file that fails validation is refused."""
+def load_critic_model(path: str | Path | None = None, shipped: str = SHIPPED) -> CriticModel:
+    """The critic weights at `path`, or the shipped ones named `shipped` (the claim protocol ships its own);
+    a file that fails validation is refused."""
     if path is None:
-        text = resources.files("selfrag").joinpath("data", SHIPPED).read_text(encoding="utf-8")
-        return parse_critic_model(text, f"the shipped critic weights ({SHIPPED})")
+        text = resources.files("selfrag").joinpath("data", shipped).read_text(encoding="utf-8")
+        return parse_critic_model(text, f"the shipped critic weights ({shipped})")
     where = Path(path)
     try:
         if where.stat().st_size > MAX_FILE_BYTES:
@@ -400,8 +401,8 @@ class EvidenceRater:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
 
 
-def rater_for(scorer: str, weights: str | None) -> Rater:
+def rater_for(scorer: str, weights: str | None, shipped: str = SHIPPED) -> Rater:
     """The rater a config names (reads the weights file once; a bad file is a ConfigError naming it)."""
     if scorer == "paper":
         return PaperRater()
-    return EvidenceRater(load_critic_model(weights))
+    return EvidenceRater(load_critic_model(weights, shipped))

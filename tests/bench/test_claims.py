@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 
 import pytest
 from helpers import by_document
@@ -13,7 +15,7 @@ from selfrag.bench import datasets as ds
 from selfrag.bench.systems import BenchPrompts, Context, System
 from selfrag.testing import ListRetriever, ScriptedChatModel
 
-from .fixtures import write_scifact
+from .fixtures import CAPITALS, write_jsonl, write_scifact
 
 CHUNKS = [
     Chunk("a", 0, "Paris is the capital of France and its largest city."),
@@ -113,3 +115,130 @@ def test_separate_critic_judges_a_sentence_stating_the_verdict(tmp_path):
     claim = example.question
     assert sentences == sorted([claim, f"It is not true that {claim}", f"It is not true that {claim}"])
     assert all(s["support"] == "no" for s in outcome.segments)
+
+
+# -- the evidence-scored vote (selfrag+evidence on claims) -------------------------------------------------
+
+
+def _rank_rater(bias: float, cut: float, platt=(1.0, 0.0)):
+    """A claim scorer whose P(on topic) and P(settles) rise with the chunk's retrieval rank alone."""
+    from selfrag.engine.calibration import CriticModel, EvidenceRater, Head, Platt
+    from selfrag.engine.evidence import FEATURES
+
+    weights = tuple(10.0 if name == "rank_inv" else 0.0 for name in FEATURES)
+    head = Head(weights, bias)
+    return EvidenceRater(CriticModel(head, head, Platt(*platt), 0.5, cut))
+
+
+def test_settled_vote_sums_verdicts_by_weight_and_answers_nei_when_nothing_settles():
+    rater = _rank_rater(0.0, cut=0.3)
+    weak = [{"label": "SUPPORT", "settles": 0.1}, {"label": "CONTRADICT", "settles": 0.25}]
+    assert claims.settled_vote(weak, rater) == ("NEI", pytest.approx(0.75), False)
+    two_small = [{"label": "SUPPORT", "settles": 0.6}, {"label": "CONTRADICT", "settles": 0.35},
+                 {"label": "CONTRADICT", "settles": 0.3}]  # fmt: skip
+    assert claims.settled_vote(two_small, rater) == ("CONTRADICT", pytest.approx(0.6), True)
+    nei_voted = [{"label": "NEI", "settles": 0.9}, {"label": "SUPPORT", "settles": 0.4}]
+    assert claims.settled_vote(nei_voted, rater) == ("NEI", pytest.approx(0.1), True)
+
+
+def test_evidence_scorer_lets_the_chunk_that_settles_the_claim_outvote_weaker_ones(tmp_path):
+    # the paper's protocol sums f: two refuting chunks (1.5 + 1.5) beat one supporting chunk (2.5); weighted by
+    # how well each chunk settles the claim (here: its rank), the top chunk's verdict wins
+    system = System("selfrag", Config(nonce_seed="t", ndocs=3, scorer="evidence"))
+    example = ds.load("scifact", write_scifact(tmp_path / "s")).examples[0]
+    ctx = context(tmp_path, ScriptedChatModel(SCRIPT))
+    ctx.rater = _rank_rater(-4.0, cut=0.3)
+    outcome = asyncio.run(claims.closed_set(system, example, ctx))
+    assert outcome.label == "SUPPORT" and outcome.citations == ["a#0"]
+    assert [round(s["settles"], 3) for s in outcome.segments] == [0.995, 0.534, 0.115]
+    assert outcome.confidence == pytest.approx(0.995, abs=1e-3)  # the identity map of the largest weight
+    paper = asyncio.run(claims.closed_set(System("selfrag", Config(nonce_seed="t", ndocs=3)), example, ctx))
+    assert paper.label == "CONTRADICT"
+
+
+def test_evidence_scorer_answers_nei_when_no_chunk_settles_the_claim(tmp_path):
+    system = System("selfrag", Config(nonce_seed="t", ndocs=3, scorer="evidence"))
+    example = ds.load("scifact", write_scifact(tmp_path / "s")).examples[0]
+    ctx = context(tmp_path, ScriptedChatModel(SCRIPT))
+    ctx.rater = _rank_rater(-12.0, cut=0.3, platt=(2.0, -1.0))  # the top chunk's weight is about 0.12
+    outcome = asyncio.run(claims.closed_set(system, example, ctx))
+    assert outcome.label == "NEI" and outcome.stop_reason == "unsettled" and outcome.citations == []
+    best = max(s["settles"] for s in outcome.segments)
+    assert best < 0.3
+    odds = 2.0 * math.log((1 - best) / best) - 1.0
+    assert outcome.confidence == pytest.approx(1 / (1 + math.exp(-odds)), abs=1e-5)  # the map, fitted or given
+
+
+def _training_scifact(root):
+    """A SciFact folder whose train split has 18 claims: for every city one it supports, one it refutes, and
+    one it says nothing about (NEI, the city's document cited without evidence)."""
+    folder = write_scifact(root / "scifact")
+    countries = list(CAPITALS.values())
+    claims_ = []
+    for i, (city, country) in enumerate(CAPITALS.items()):
+        doc, other = f"d{i}", countries[(i + 1) % len(countries)]
+        claims_ += [
+            {"_id": f"s{i}", "text": f"{city} is the capital of {country}.", "label": "SUPPORT",
+             "cited_doc_ids": [doc], "evidence": {doc: {"label": "SUPPORT", "sentences": [0]}}},
+            {"_id": f"c{i}", "text": f"{city} is the capital of {other}.", "label": "CONTRADICT",
+             "cited_doc_ids": [doc], "evidence": {doc: {"label": "CONTRADICT", "sentences": [0]}}},
+            {"_id": f"n{i}", "text": f"{city} has many old cats.", "label": "NEI", "cited_doc_ids": [doc],
+             "evidence": {}},
+        ]  # fmt: skip
+    write_jsonl(folder / "claims_train.jsonl", claims_)
+    return root
+
+
+def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it_cannot_fit(tmp_path, capsys):
+    from selfrag.cli import main
+    from selfrag.engine.calibration import EvidenceRater, Rated, load_critic_model
+
+    root = _training_scifact(tmp_path / "data")
+    out = tmp_path / "w.json"
+    assert main(["bench", "fit-claims", "--datasets", "scifact", "--data", str(root), "--out", str(out)]) == 0
+    model = load_critic_model(out)
+    assert model.fitted_on["task"] == "claim" and model.fitted_on["training_claims"] == {"scifact": 18}
+    assert 0 < model.abstain_threshold < 1
+    claim = "Paris is the capital of France."
+    own, other = (
+        Rated(claim, text, key, rank, score, None, 0.5, 0.5, ())
+        for text, key, rank, score in (("Paris is the capital of France.", "d0#0", 0, 1.0),
+                                       ("Lisbon is the capital of Portugal.", "d4#0", 3, 0.3))
+    )  # fmt: skip
+    settles = [
+        r.p_relevant * r.p_supported for r in EvidenceRater(model).rate(claims.claim_question(claim), [own, other])
+    ]
+    assert settles[0] > model.abstain_threshold > settles[1]
+    capsys.readouterr()
+
+    few = tmp_path / "few.json"
+    assert main(["bench", "fit-claims", "--datasets", "scifact", "--data", str(root), "--ndocs", "1",
+                 "--out", str(few)]) == 1  # fmt: skip
+    assert "too few" in capsys.readouterr().err and not few.exists()
+    assert main(["bench", "fit-claims", "--datasets", "halueval", "--out", str(few)]) == 2
+    assert "--datasets takes scifact" in capsys.readouterr().err
+    test_run = tmp_path / "run"
+    test_run.mkdir()
+    (test_run / "config.json").write_text(json.dumps({"dataset": {"name": "scifact"}, "sample": {"size": 3}}))
+    assert main(["bench", "fit-claims", str(test_run), "--datasets", "scifact", "--data", str(root),
+                 "--out", str(few)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "fit only on training ids" in err and len(err.strip().splitlines()) == 1 and not few.exists()
+
+
+def test_a_benchmark_run_of_the_evidence_scorer_on_claims_uses_the_claim_weights(tmp_path):
+    from selfrag.bench.cache import digest
+    from selfrag.bench.runner import RunOptions, run_benchmark
+    from selfrag.bench.systems import BENCH_DEFAULTS
+    from selfrag.engine.calibration import load_critic_model
+
+    data = write_scifact(tmp_path / "s")
+    script = {"retrieve_decide": {"retrieve": "yes", "query": ""}, "verify_claim": verdict("supports")}
+    options = RunOptions("scifact", "selfrag+evidence", Config(**BENCH_DEFAULTS), data_path=str(data),
+                         out=tmp_path / "runs", progress=False, environ={})  # fmt: skip
+    report = run_benchmark(options, chat=ScriptedChatModel(script))
+    config = json.loads((report.run_dir / "config.json").read_text())
+    assert config["critic_weights"] == digest(load_critic_model(None, claims.CLAIM_WEIGHTS).to_json())
+    records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
+    assert all("settles" in s for r in records for s in r["segments"])
+    assert {r["label"] for r in records} <= {"SUPPORT", "NEI"} and all(0 < r["confidence"] < 1 for r in records)

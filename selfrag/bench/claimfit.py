@@ -1,0 +1,130 @@
+"""Fitting the claim protocol's evidence scorer (`critic-claims-v1.json`) on training claims only.
+
+The file has the QA scorer's format (`engine.calibration.CriticModel`), read the same way; its parts mean:
+
+    relevant          P(on topic): the chunk is about the claim (SciFact: a document the claim cites;
+                      CLIMATE-FEVER: one of the claim's five annotated sentences)
+    supported         P(settles): the chunk holds evidence that supports or refutes the claim (SciFact: a cited
+                      document with rationale sentences; CLIMATE-FEVER: a SUPPORTS or REFUTES sentence)
+    abstain_threshold the cut on max P(on topic)·P(settles) under which the answer is NEI: the one with the best
+                      balanced accuracy of "settled" against NEI on the training claims
+    support_threshold the cut on P(settles) with the best balanced accuracy on the training rows (a verdict)
+    confidence        Platt scaling of the vote's score (the largest weight for a verdict, one minus it for NEI)
+                      against whether the label was right, on training runs of the claim protocol
+
+The heads are fitted from every training claim's top-`ndocs` BM25 chunks with no model call: the model's own
+labels and the quote check are held neutral, so their weights come out zero (on claims the 135M model's labels
+agree with gold at chance: benchmarks/README.md). The confidence map needs the model's verdicts, so it is fitted
+on training runs (`bench run --split train`) re-voted with the new heads; without them it is the identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..engine.calibration import (
+    CriticModel,
+    EvidenceRater,
+    JudgedRow,
+    Platt,
+    balanced_threshold,
+    fit_logistic,
+    fit_platt,
+)
+from ..engine.evidence import vector
+from ..errors import InputError
+from ..schema import Hit
+from .claims import claim_question, rate_candidates, settled_vote
+from .datasets import Dataset, Example
+
+
+def evidence_of(dataset: Dataset, example: Example) -> tuple[set[str], set[str]]:
+    """The chunk keys on the claim's topic, and those that settle it (a subset)."""
+    if dataset.name == "climate_fever":
+        return {pair.chunk for pair in example.pairs} | set(example.gold_chunks), set(example.gold_chunks)
+    settles = {sentence.rsplit("/", 1)[0] for sentence in example.gold_sentences}
+    return set(example.gold_chunks) | settles, settles
+
+
+def claim_rows(dataset: Dataset, example: Example, hits: Sequence[Hit]) -> list[JudgedRow]:
+    """One judged row per retrieved chunk of a training claim, rated as the claim protocol rates it."""
+    topic, settles = evidence_of(dataset, example)
+    top = hits[0].score if hits and hits[0].score > 0 else None
+    return [
+        JudgedRow(
+            question=claim_question(example.question),
+            sentence=example.question,
+            chunk=hit.chunk.text,
+            relevant=hit.chunk.key in topic,
+            supported=hit.chunk.key in settles,
+            rank=rank,
+            score_rel=hit.score / top if top else None,
+        )
+        for rank, hit in enumerate(hits)
+    ]
+
+
+def nei_cut(best: Sequence[float], settled: Sequence[bool]) -> float:
+    """The cut on a claim's largest weight with the best balanced accuracy of settled (at or over) vs NEI."""
+    pos, neg = sum(settled), len(settled) - sum(settled)
+    if not pos or not neg:
+        raise InputError("the training claims need both settled and NEI claims to fit the NEI cut")
+    best_cut, best_score = 0.0, -1.0
+    for cut in sorted(set(best)):
+        tp = sum(1 for b, s in zip(best, settled, strict=True) if s and b >= cut)
+        tn = sum(1 for b, s in zip(best, settled, strict=True) if not s and b < cut)
+        score = (tp / pos + tn / neg) / 2
+        if score > best_score + 1e-12:
+            best_cut, best_score = cut, score
+    return round(best_cut, 6)
+
+
+def fit_heads(claims: Iterable[tuple[Dataset, Example, Sequence[Hit]]], fitted_on: Mapping[str, Any]) -> CriticModel:
+    """Both heads, the verdict cut and the NEI cut from training claims and their retrieved chunks (no model)."""
+    rows, claim_of = [], []
+    for n, (dataset, example, hits) in enumerate(claims):
+        made = claim_rows(dataset, example, hits)
+        rows += made
+        claim_of += [(n, example.label != "NEI")] * len(made)
+    if len(rows) < 50:
+        raise InputError(f"{len(rows)} judged rows from training claims are too few to fit the claim scorer")
+    for name in ("relevant", "supported"):
+        if len({getattr(row, name) for row in rows}) < 2:
+            raise InputError(f"every training row has {name}={getattr(rows[0], name)}; the fit needs both classes")
+    x = np.array([vector(row.features()) for row in rows])
+    relevant = fit_logistic(x, np.array([row.relevant for row in rows], dtype=float))
+    supported = fit_logistic(x, np.array([row.supported for row in rows], dtype=float))
+    p_sup = [supported.probability(v) for v in x.tolist()]
+    weights = [relevant.probability(v) * s for v, s in zip(x.tolist(), p_sup, strict=True)]
+    best: dict[int, tuple[float, bool]] = {}
+    for (n, settled), w in zip(claim_of, weights, strict=True):
+        best[n] = (max(w, best.get(n, (0.0, settled))[0]), settled)
+    cut = nei_cut([b for b, _ in best.values()], [s for _, s in best.values()])
+    threshold = balanced_threshold(p_sup, [row.supported for row in rows])
+    info = {"rows": len(rows), "claims": len(best), "task": "claim", **fitted_on}
+    return CriticModel(relevant, supported, Platt(), threshold, cut, info)
+
+
+def revote(model: CriticModel, record: Mapping[str, Any], hits: Sequence[Hit]) -> tuple[str, float] | None:
+    """A training run's claim voted again with `model` (identity confidence map): the label and the vote's
+    score; None for a claim answered without retrieval or whose candidates all failed."""
+    found = {hit.chunk.key for hit in hits}
+    candidates = [c for c in record.get("segments") or [] if c.get("status") != "failed" and c.get("chunk") in found]
+    if not candidates:
+        return None
+    rater = EvidenceRater(CriticModel(model.relevant, model.supported, Platt(), 0.5, model.abstain_threshold))
+    rated = rate_candidates(rater, record["question"], candidates, list(hits))
+    label, score, _ = settled_vote(rated, rater)
+    return label, score
+
+
+def fit_confidence(model: CriticModel, voted: Sequence[tuple[float, bool]], runs: int) -> CriticModel:
+    """The model with its confidence map fitted on (vote score, label right) of training claims."""
+    if len({right for _, right in voted}) < 2:
+        raise InputError("the training runs' claims are all right or all wrong; the confidence map needs both")
+    platt = fit_platt([score for score, _ in voted], [right for _, right in voted])
+    info = {**model.fitted_on, "confidence_claims": len(voted), "confidence_runs": runs}
+    return CriticModel(model.relevant, model.supported, platt, model.support_threshold, model.abstain_threshold, info)
