@@ -1,4 +1,4 @@
-"""Fitting the claim protocol's evidence scorer (`critic-claims-v1.json`) on training claims only.
+"""Fitting the claim protocol's evidence scorer (`critic-claims-<dataset>-v1.json`) on training claims only.
 
 The file has the QA scorer's format (`engine.calibration.CriticModel`), read the same way; its parts mean:
 

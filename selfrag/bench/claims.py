@@ -13,8 +13,8 @@ one call (`verify_claim`, the fused arrangement); with `--critic separate` the e
 - ties between label sums break on the number of votes, then SUPPORT, CONTRADICT, NEI.
 - confidence: the mean s_sup of the candidates that voted for the winning label (critique, not similarity).
 
-With the evidence scorer (`selfrag+evidence`; weights `critic-claims-v1.json`, fitted on training claims only,
-`benchmarks/fit_claims.py`) the critic is evidence-aware and the vote is weighted by it:
+With the evidence scorer (`selfrag+evidence`; weights `critic-claims-<dataset>-v1.json`, fitted on the
+dataset's training claims only by `selfrag bench fit-claims`) the critic is evidence-aware and weights the vote:
 
 - each chunk is rated P(on topic) (ISREL: the chunk is about the claim) and P(settles) (ISSUP: it holds
   evidence that supports or refutes the claim) from the evidence features (`engine.evidence`) and the model's
@@ -133,7 +133,12 @@ async def closed_set(system: System, example: Example, ctx: Context) -> Outcome:
 
 
 UNSETTLED = "NEI"  # what the evidence-scored vote answers when no chunk settles the claim
-CLAIM_WEIGHTS = "critic-claims-v1.json"  # the shipped evidence-scorer weights of the claim protocol (selfrag/data)
+
+
+def claim_weights(dataset: str) -> str:
+    """The shipped evidence-scorer weights of the claim protocol on a dataset (selfrag/data): one per dataset,
+    since how well a chunk settles a claim reads differently in an abstract than in one sentence."""
+    return f"critic-claims-{dataset}-v1.json"
 
 
 def rate_candidates(

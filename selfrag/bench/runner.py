@@ -45,7 +45,7 @@ from ..schema import Meter
 from . import datasets as ds
 from .answer import answer
 from .cache import CachedChatModel, RequestCache, digest
-from .claims import CLAIM_WEIGHTS
+from .claims import claim_weights
 from .progress import Progress
 from .samples import SampleWriter, build_record, read_samples
 from .score import markdown_table, summarize
@@ -170,7 +170,7 @@ def _critic_weights(system: System, dataset: ds.Dataset) -> dict[str, str]:
 
 def shipped_weights(dataset: ds.Dataset) -> str:
     """The shipped evidence-scorer weights a dataset's task is scored with: the claim protocol has its own."""
-    return CLAIM_WEIGHTS if dataset.task == "claim" else SHIPPED
+    return claim_weights(dataset.name) if dataset.task == "claim" else SHIPPED
 
 
 def run_folder(out: Path, dataset: str, label: str, config_hash: str) -> Path:

@@ -67,11 +67,11 @@ def register(commands: Any) -> None:
     judgments.set_defaults(run=judgments_command)
 
     fit = sub.add_parser(
-        "fit-claims", help="fit the claim protocol's evidence scorer on training claims (critic-claims-v1.json)"
+        "fit-claims", help="fit the claim protocol's evidence scorer on a dataset's training claims"
     )
     fit.add_argument("runs", nargs="*", help="claim-protocol run folders on --split train (fit the confidence map)")
-    fit.add_argument("--datasets", default="scifact,climate_fever", help="training claims of these datasets")
-    fit.add_argument("--data", help="datasets folder (default: ../shared/datasets or $SELFRAG_DATASETS)")
+    fit.add_argument("--dataset", required=True, choices=("scifact", "climate_fever"))
+    fit.add_argument("--data", help="dataset folder (default: ../shared/datasets/<name> or $SELFRAG_DATASETS)")
     fit.add_argument("--ndocs", type=int, default=5, help="chunks retrieved per claim, as the runs (default 5)")
     fit.add_argument("--out", required=True, help="weights file to write")
     fit.set_defaults(run=fit_claims_command)
@@ -233,34 +233,25 @@ def fit_claims_command(args: argparse.Namespace) -> int:
     from ..files import write_atomic
     from ..retrieval.index import Index
 
-    names = [n.strip() for n in args.datasets.split(",") if n.strip()]
-    if not names or any(ds.FOLDERS.get(n) is None or n not in ("scifact", "climate_fever") for n in names):
-        raise UsageError(f"--datasets takes scifact and/or climate_fever, got {args.datasets!r}")
     if args.ndocs < 1:
         raise UsageError(f"--ndocs must be 1 or more, got {args.ndocs}")
     runs = [Path(folder) for folder in args.runs]
     configs = [_run_config(folder) for folder in runs]
     for folder, config in zip(runs, configs, strict=True):
-        if config["sample"].get("split") != "train" or config["dataset"]["name"] not in names:
-            raise UsageError(f"{folder} is not a --split train run of {' or '.join(names)}; fit only on training ids")
-    loaded, claims, counts = {}, [], {}
-    for name in names:
-        root = Path(args.data) / ds.FOLDERS[name] if args.data else None
-        dataset = ds.load(name, root, split="train")
-        index = Index.build(dataset.corpus)
-        loaded[name] = (dataset, index)
-        claims += [(dataset, e, index.find_relevant_chunks(e.question, args.ndocs)) for e in dataset.examples]
-        counts[name] = len(dataset.examples)
-    model = claimfit.fit_heads(claims, {"source": "training claims (split train)", "training_claims": counts})
+        if config["sample"].get("split") != "train" or config["dataset"].get("name") != args.dataset:
+            raise UsageError(f"{folder} is not a --split train run of {args.dataset}; fit only on training ids")
+    dataset = ds.load(args.dataset, args.data, split="train")
+    index = Index.build(dataset.corpus)
+    claims = [(dataset, e, index.find_relevant_chunks(e.question, args.ndocs)) for e in dataset.examples]
+    model = claimfit.fit_heads(claims, {"source": f"{args.dataset} training claims (split train)"})
     voted = []
     for folder, config in zip(runs, configs, strict=True):
-        dataset, index = loaded[config["dataset"]["name"]]
         records, _ = read_samples(folder / "samples.jsonl", repair=False)
+        ndocs = config["system"]["config"].get("ndocs", args.ndocs)
         for record in records.values():
             if record.get("status") != "ok":
                 continue
-            hits = index.find_relevant_chunks(record["question"], config["system"]["config"].get("ndocs", 5))
-            again = claimfit.revote(model, record, hits)
+            again = claimfit.revote(model, record, index.find_relevant_chunks(record["question"], ndocs))
             if again is not None:
                 voted.append((again[1], again[0] == record["gold_label"]))
     if voted:

@@ -170,7 +170,7 @@ def test_evidence_scorer_answers_nei_when_no_chunk_settles_the_claim(tmp_path):
 
 
 def _training_scifact(root):
-    """A SciFact folder whose train split has 18 claims: for every city one it supports, one it refutes, and
+    """A datasets folder whose SciFact train split has 18 claims: for every city one it supports, one it refutes, and
     one it says nothing about (NEI, the city's document cited without evidence)."""
     folder = write_scifact(root / "scifact")
     countries = list(CAPITALS.values())
@@ -193,11 +193,11 @@ def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it
     from selfrag.cli import main
     from selfrag.engine.calibration import EvidenceRater, Rated, load_critic_model
 
-    root = _training_scifact(tmp_path / "data")
+    folder = _training_scifact(tmp_path / "data") / "scifact"
     out = tmp_path / "w.json"
-    assert main(["bench", "fit-claims", "--datasets", "scifact", "--data", str(root), "--out", str(out)]) == 0
+    assert main(["bench", "fit-claims", "--dataset", "scifact", "--data", str(folder), "--out", str(out)]) == 0
     model = load_critic_model(out)
-    assert model.fitted_on["task"] == "claim" and model.fitted_on["training_claims"] == {"scifact": 18}
+    assert model.fitted_on["task"] == "claim" and model.fitted_on["claims"] == 18
     assert 0 < model.abstain_threshold < 1
     claim = "Paris is the capital of France."
     own, other = (
@@ -212,15 +212,16 @@ def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it
     capsys.readouterr()
 
     few = tmp_path / "few.json"
-    assert main(["bench", "fit-claims", "--datasets", "scifact", "--data", str(root), "--ndocs", "1",
+    assert main(["bench", "fit-claims", "--dataset", "scifact", "--data", str(folder), "--ndocs", "1",
                  "--out", str(few)]) == 1  # fmt: skip
     assert "too few" in capsys.readouterr().err and not few.exists()
-    assert main(["bench", "fit-claims", "--datasets", "halueval", "--out", str(few)]) == 2
-    assert "--datasets takes scifact" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["bench", "fit-claims", "--dataset", "halueval", "--out", str(few)])
+    assert usage.value.code == 2 and "invalid choice" in capsys.readouterr().err
     test_run = tmp_path / "run"
     test_run.mkdir()
     (test_run / "config.json").write_text(json.dumps({"dataset": {"name": "scifact"}, "sample": {"size": 3}}))
-    assert main(["bench", "fit-claims", str(test_run), "--datasets", "scifact", "--data", str(root),
+    assert main(["bench", "fit-claims", str(test_run), "--dataset", "scifact", "--data", str(folder),
                  "--out", str(few)]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "fit only on training ids" in err and len(err.strip().splitlines()) == 1 and not few.exists()
@@ -238,7 +239,7 @@ def test_a_benchmark_run_of_the_evidence_scorer_on_claims_uses_the_claim_weights
                          out=tmp_path / "runs", progress=False, environ={})  # fmt: skip
     report = run_benchmark(options, chat=ScriptedChatModel(script))
     config = json.loads((report.run_dir / "config.json").read_text())
-    assert config["critic_weights"] == digest(load_critic_model(None, claims.CLAIM_WEIGHTS).to_json())
+    assert config["critic_weights"] == digest(load_critic_model(None, claims.claim_weights("scifact")).to_json())
     records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
     assert all("settles" in s for r in records for s in r["segments"])
     assert {r["label"] for r in records} <= {"SUPPORT", "NEI"} and all(0 < r["confidence"] < 1 for r in records)
