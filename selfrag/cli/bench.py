@@ -66,9 +66,7 @@ def register(commands: Any) -> None:
     judgments.add_argument("--out", required=True, help="JSONL file to write")
     judgments.set_defaults(run=judgments_command)
 
-    fit = sub.add_parser(
-        "fit-claims", help="fit the claim protocol's evidence scorer on a dataset's training claims"
-    )
+    fit = sub.add_parser("fit-claims", help="fit the claim protocol's evidence scorer on a dataset's training claims")
     fit.add_argument("runs", nargs="*", help="claim-protocol run folders on --split train (fit the confidence map)")
     fit.add_argument("--dataset", required=True, choices=("scifact", "climate_fever"))
     fit.add_argument("--data", help="dataset folder (default: ../shared/datasets/<name> or $SELFRAG_DATASETS)")
@@ -247,7 +245,7 @@ def fit_claims_command(args: argparse.Namespace) -> int:
     voted = []
     for folder, config in zip(runs, configs, strict=True):
         records, _ = read_samples(folder / "samples.jsonl", repair=False)
-        ndocs = config["system"]["config"].get("ndocs", args.ndocs)
+        ndocs = (config["system"].get("config") or {}).get("ndocs", args.ndocs)
         for record in records.values():
             if record.get("status") != "ok":
                 continue
@@ -270,8 +268,9 @@ def _run_config(folder: Path) -> dict[str, Any]:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise InputError(f"{folder} is not a run folder (no readable config.json)") from None
-    if not isinstance(config, dict) or not isinstance(config.get("sample"), dict):
-        raise InputError(f"{folder}/config.json is not a benchmark run's configuration")
+    shape = isinstance(config, dict) and all(isinstance(config.get(k), dict) for k in ("sample", "dataset", "system"))
+    if not shape or not (folder / "samples.jsonl").is_file():
+        raise InputError(f"{folder} is not a benchmark run folder (config.json with its samples.jsonl)")
     return config
 
 

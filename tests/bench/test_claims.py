@@ -222,6 +222,12 @@ def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it
     test_run.mkdir()
     (test_run / "config.json").write_text(json.dumps({"dataset": {"name": "scifact"}, "sample": {"size": 3}}))
     assert main(["bench", "fit-claims", str(test_run), "--dataset", "scifact", "--data", str(folder),
+                 "--out", str(few)]) == 1  # fmt: skip
+    assert "is not a benchmark run folder" in capsys.readouterr().err
+    (test_run / "config.json").write_text(json.dumps({"dataset": {"name": "scifact"}, "sample": {"size": 3},
+                                                      "system": {"kind": "selfrag"}}))  # fmt: skip
+    (test_run / "samples.jsonl").write_text("")
+    assert main(["bench", "fit-claims", str(test_run), "--dataset", "scifact", "--data", str(folder),
                  "--out", str(few)]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "fit only on training ids" in err and len(err.strip().splitlines()) == 1 and not few.exists()
@@ -243,3 +249,24 @@ def test_a_benchmark_run_of_the_evidence_scorer_on_claims_uses_the_claim_weights
     records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
     assert all("settles" in s for r in records for s in r["segments"])
     assert {r["label"] for r in records} <= {"SUPPORT", "NEI"} and all(0 < r["confidence"] < 1 for r in records)
+
+
+def test_fit_claims_maps_confidence_from_a_training_run_revoted_with_the_new_heads(tmp_path, capsys):
+    from selfrag.bench.runner import RunOptions, run_benchmark
+    from selfrag.bench.systems import BENCH_DEFAULTS
+    from selfrag.cli import main
+    from selfrag.engine.calibration import load_critic_model
+
+    folder = _training_scifact(tmp_path / "data") / "scifact"
+    script = {"retrieve_decide": {"retrieve": "yes", "query": ""}, "verify_claim": verdict("supports")}
+    options = RunOptions("scifact", "selfrag", Config(**BENCH_DEFAULTS), data_path=str(folder), split="train",
+                         out=tmp_path / "runs", progress=False, environ={})  # fmt: skip
+    run = run_benchmark(options, chat=ScriptedChatModel(script)).run_dir
+    out = tmp_path / "w.json"
+    assert (
+        main(["bench", "fit-claims", str(run), "--dataset", "scifact", "--data", str(folder), "--out", str(out)]) == 0
+    )
+    model = load_critic_model(out)
+    assert model.fitted_on["confidence_claims"] == 18 and model.fitted_on["confidence_runs"] == 1
+    assert (model.confidence.a, model.confidence.c) != (1.0, 0.0)  # fitted, not the identity
+    assert "confidence map from 18 voted claims" in capsys.readouterr().err
