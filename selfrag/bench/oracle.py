@@ -26,6 +26,7 @@ class NoisyOracle:
     flip: float
     seed: int = 0
     threshold: float = 0.0
+    verdict_cut: float = 0.5  # its probabilities are 0 or 1
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         golds, gold_chunks = self.example.answers, set(self.example.gold_chunks)
