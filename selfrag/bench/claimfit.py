@@ -21,6 +21,7 @@ on training runs (`bench run --split train`) re-voted with the new heads; withou
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -68,18 +69,11 @@ def claim_rows(dataset: Dataset, example: Example, hits: Sequence[Hit]) -> list[
 
 
 def nei_cut(best: Sequence[float], settled: Sequence[bool]) -> float:
-    """The cut on a claim's largest weight with the best balanced accuracy of settled (at or over) vs NEI."""
-    pos, neg = sum(settled), len(settled) - sum(settled)
-    if not pos or not neg:
+    """The cut on a claim's largest weight with the best balanced accuracy of settled (at or over) vs NEI,
+    among the weights themselves."""
+    if all(settled) or not any(settled):
         raise InputError("the training claims need both settled and NEI claims to fit the NEI cut")
-    best_cut, best_score = 0.0, -1.0
-    for cut in sorted(set(best)):
-        tp = sum(1 for b, s in zip(best, settled, strict=True) if s and b >= cut)
-        tn = sum(1 for b, s in zip(best, settled, strict=True) if not s and b < cut)
-        score = (tp / pos + tn / neg) / 2
-        if score > best_score + 1e-12:
-            best_cut, best_score = cut, score
-    return round(best_cut, 6)
+    return round(balanced_threshold(best, settled, cuts=sorted(set(best))), 6)
 
 
 def fit_heads(claims: Iterable[tuple[Dataset, Example, Sequence[Hit]]], fitted_on: Mapping[str, Any]) -> CriticModel:
@@ -99,10 +93,10 @@ def fit_heads(claims: Iterable[tuple[Dataset, Example, Sequence[Hit]]], fitted_o
     supported = fit_logistic(x, np.array([row.supported for row in rows], dtype=float))
     p_sup = [supported.probability(v) for v in x.tolist()]
     weights = [relevant.probability(v) * s for v, s in zip(x.tolist(), p_sup, strict=True)]
-    best: dict[int, tuple[float, bool]] = {}
-    for (n, settled), w in zip(claim_of, weights, strict=True):
-        best[n] = (max(w, best.get(n, (0.0, settled))[0]), settled)
-    cut = nei_cut([b for b, _ in best.values()], [s for _, s in best.values()])
+    best: dict[tuple[int, bool], float] = {}  # (claim, settled) -> its largest weight
+    for claim, w in zip(claim_of, weights, strict=True):
+        best[claim] = max(w, best.get(claim, 0.0))
+    cut = nei_cut(list(best.values()), [settled for _, settled in best])
     threshold = balanced_threshold(p_sup, [row.supported for row in rows])
     info = {"rows": len(rows), "claims": len(best), "task": "claim", **fitted_on}
     return CriticModel(relevant, supported, Platt(), threshold, cut, info)
@@ -115,7 +109,7 @@ def revote(model: CriticModel, record: Mapping[str, Any], hits: Sequence[Hit]) -
     candidates = [c for c in record.get("segments") or [] if c.get("status") != "failed" and c.get("chunk") in found]
     if not candidates:
         return None
-    rater = EvidenceRater(CriticModel(model.relevant, model.supported, Platt(), 0.5, model.abstain_threshold))
+    rater = EvidenceRater(replace(model, confidence=Platt()))
     rated = rate_candidates(rater, record["question"], candidates, list(hits))
     label, score, _ = settled_vote(rated, rater)
     return label, score
@@ -127,4 +121,4 @@ def fit_confidence(model: CriticModel, voted: Sequence[tuple[float, bool]], runs
         raise InputError("the training runs' claims are all right or all wrong; the confidence map needs both")
     platt = fit_platt([score for score, _ in voted], [right for _, right in voted])
     info = {**model.fitted_on, "confidence_claims": len(voted), "confidence_runs": runs}
-    return CriticModel(model.relevant, model.supported, platt, model.support_threshold, model.abstain_threshold, info)
+    return replace(model, confidence=platt, fitted_on=info)

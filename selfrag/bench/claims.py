@@ -103,18 +103,20 @@ async def closed_set(system: System, example: Example, ctx: Context) -> Outcome:
     usable = [c for c in candidates if c["status"] != "failed"]  # defaulted critiques still vote, weakly
     if not usable:
         raise LLMError(f"every candidate failed for claim {example.id} ({len(chunks)} chunks retrieved)")
-    stop = f"decision={decision}"
+    stop, confidence = f"decision={decision}", None
     if config.scorer == "evidence":
-        candidates = rate_candidates(ctx.rater, example.question, candidates, hits)
-        usable = [c for c in candidates if c["status"] != "failed"]
+        usable = rate_candidates(ctx.rater, example.question, usable, hits)
+        rated = {c["chunk"]: c for c in usable}
+        candidates = [rated.get(c["chunk"], c) for c in candidates]  # failed ones as they were
         sums = label_sums(usable, weight="settles")
         winner, confidence, settled = settled_vote(usable, ctx.rater)
         stop = stop if settled else "unsettled"
     else:
         sums = label_sums(usable)
         winner = pick_label(sums, usable)
-        confidence = sum(c["s_sup"] for c in usable if c["label"] == winner) / sum(c["label"] == winner for c in usable)
     voters = [c for c in usable if c["label"] == winner]
+    if confidence is None:  # the paper's: the mean support credit of the winning label's voters
+        confidence = sum(c["s_sup"] for c in voters) / len(voters)
     by_key = {c.key: c for c in chunks}
     cited = [by_key[c["chunk"]] for c in voters]
     return Outcome(
@@ -144,25 +146,19 @@ def claim_weights(dataset: str) -> str:
 def rate_candidates(
     rater: Rater, claim: str, candidates: list[dict[str, Any]], hits: list[Hit]
 ) -> list[dict[str, Any]]:
-    """The candidates with the evidence scorer's P(on topic), P(settles) and their product `settles` (failed
-    ones as they were): each rated as the claim itself against its chunk, with the chunk's rank and relative
-    score in the retrieval."""
+    """The (not failed) candidates with the evidence scorer's P(on topic), P(settles) and their product
+    `settles`: each rated as the claim itself against its chunk, with the chunk's rank and relative score in
+    the retrieval."""
     place = {hit.chunk.key: (rank, hit) for rank, hit in enumerate(hits)}
     top = hits[0].score if hits and hits[0].score > 0 else None
-    rated = [c for c in candidates if c["status"] != "failed"]
     items = []
-    for candidate in rated:
+    for candidate in candidates:
         rank, hit = place[candidate["chunk"]]
         score_rel = hit.score / top if top else None
         model = (candidate["s_rel"], candidate["s_sup"])
         items.append(Rated(claim, hit.chunk.text, hit.chunk.key, rank, score_rel, candidate["quote_ok"], *model, ()))
-    ratings = iter(rater.rate(claim_question(claim), items))
     out = []
-    for candidate in candidates:
-        if candidate["status"] == "failed":
-            out.append(candidate)
-            continue
-        r = next(ratings)
+    for candidate, r in zip(candidates, rater.rate(claim_question(claim), items), strict=True):
         settles = answer_support(r.p_relevant, r.p_supported)
         out.append({**candidate, "p_relevant": round(r.p_relevant, 6), "p_supported": round(r.p_supported, 6),
                     "settles": round(settles, 6)})  # fmt: skip

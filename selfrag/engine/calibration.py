@@ -193,18 +193,19 @@ def abstain_cut(right: Sequence[float], keep: float = 0.9) -> float:
     return round(max(0.0, at - 1e-3), 4)
 
 
-def balanced_threshold(p: Sequence[float], y: Sequence[bool]) -> float:
-    """The cut on P(supported) with the best balanced accuracy on these (training) rows."""
+def balanced_threshold(p: Sequence[float], y: Sequence[bool], cuts: Sequence[float] | None = None) -> float:
+    """The cut on P(supported) with the best balanced accuracy on these (training) rows: the first best of
+    `cuts` (default: 0.05 to 0.95 by 0.01, the result rounded to 4 places); at or over the cut is positive."""
     best, best_score = 0.5, -1.0
     pos = sum(y)
     neg = len(y) - pos
-    for cut in np.linspace(0.05, 0.95, 91):
+    for cut in np.linspace(0.05, 0.95, 91) if cuts is None else cuts:
         tp = sum(1 for v, t in zip(p, y, strict=True) if t and v >= cut)
         tn = sum(1 for v, t in zip(p, y, strict=True) if not t and v < cut)
         score = (tp / pos + tn / neg) / 2
         if score > best_score + 1e-12:
             best, best_score = float(cut), score
-    return round(best, 4)
+    return round(best, 4) if cuts is None else best
 
 
 @dataclass(frozen=True, slots=True)
