@@ -12,7 +12,8 @@ made first, outside the timings, as a first run would have cached it), then:
    the first call: the five candidates write replies of different lengths.)
 
 3. where the round's time went: per decoded pass, the prompt tokens read from the kept prefix of the previous
-   round and those evaluated, the seconds evaluating them, the decoding steps and their seconds.
+   round and those evaluated, the seconds evaluating them, the decoding steps and their seconds, and the tokens
+   guessed (from the reply's schema and by prompt lookup) with how many of them the model wrote.
 
 `--short-replies` runs everything with the engine's short_replies option (capped free-text fields), `--weights
 bf16` serves the BF16 copy of the weights; both change what the model writes, so compare the quality lines too.
@@ -161,7 +162,8 @@ def main() -> None:
         print(
             f"round of {stats.sequences}: prompt tokens read from the kept prefix {stats.reused} each, "
             f"evaluated {stats.evaluated} in {stats.prompt_s:.2f} s; {stats.steps} decoding steps in "
-            f"{stats.steps_s:.2f} s ({1000 * stats.steps_s / max(stats.steps, 1):.0f} ms a step)"
+            f"{stats.steps_s:.2f} s ({1000 * stats.steps_s / max(stats.steps, 1):.0f} ms a step); "
+            f"{stats.drafted} tokens guessed, {stats.accepted} of them written"
         )
     same = [a.text == b.text for a, b in zip(alone, together, strict=True)]
     print(f"same text alone and at once (temperature 0), per candidate: {same}")

@@ -15,6 +15,11 @@ up to the floating-point differences of batched matrix products.
   and applied to the whole vocabulary only when none of the best 32 is allowed. The greedy pick is the same
   (the first allowed token in score order is the best allowed token); llama.cpp's own common sampler also
   tries the best token first.
+- Guessed tokens (temperature 0): a sequence's next tokens are guessed and decoded in the same step as its
+  pending token; the model's own picks decide how many stand (`_check`), so guesses change no text. A reply
+  under a flat JSON schema is guessed from the schema where it decides the text (`skeleton.Skeleton`: key names,
+  the rest of an enum value, the comma and next key, up to AHEAD tokens); elsewhere by prompt lookup (what
+  followed the last occurrence of the last LOOKUP tokens, up to DRAFT tokens).
 - A sequence's failure (a prompt longer than the context, a grammar that does not parse) is its slot's
   exception; the other sequences are decoded. A failing `llama_decode` fails the sequences of that pass.
 - Not handled here (the caller sends them to the server app): streaming, logprobs, n > 1, tools, logit bias,
@@ -35,10 +40,13 @@ from typing import Any
 import numpy as np
 
 from .kept import KeptPrefixes, Reuse, common_prefix
+from .skeleton import Skeleton
 
 SHORTLIST = 32  # greedy under a grammar: the best tokens tried one by one before the whole vocabulary is checked
 LOOKUP = 3  # tokens matched to find a guess
 DRAFT = 3  # greedy sequences: tokens guessed from the text so far (prompt lookup), checked in the same step
+AHEAD = 8  # greedy sequences under a JSON schema: tokens guessed from what the schema decides next
+SPLITS = 4096  # texts a schema decided whose split into tokens, as the model wrote them, a decoder remembers
 UNBATCHABLE = ("stream", "logprobs", "top_logprobs", "tools", "functions", "logit_bias", "min_tokens")
 
 
@@ -109,6 +117,7 @@ class Job:
     presence_penalty: float
     seed: int | None
     model: str  # the request's model name, echoed in the reply
+    skeleton: Skeleton | None = None  # the reply's JSON schema where a grammar holds it to one (the guesses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +192,12 @@ def prepare(llama: Any, request: dict[str, Any]) -> Job:
     max_tokens = min(max_tokens, n_ctx - len(prompt))
     stop = arguments.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
+    grammar = arguments.get("grammar")
     return Job(
         prompt=tuple(prompt),
         max_tokens=max_tokens,
         stop=tuple(s.encode("utf-8") for s in stop if s),
-        grammar=arguments.get("grammar"),
+        grammar=grammar,
         temperature=arguments.get("temperature", 0.8),
         top_k=arguments.get("top_k", 40),
         top_p=arguments.get("top_p", 0.95),
@@ -198,6 +208,7 @@ def prepare(llama: Any, request: dict[str, Any]) -> Job:
         presence_penalty=arguments.get("presence_penalty", 0.0),
         seed=arguments.get("seed"),
         model=arguments.get("model") or llama.model_path,
+        skeleton=Skeleton.of_response_format(request.get("response_format")) if grammar is not None else None,
     )
 
 
@@ -261,6 +272,8 @@ class _Sequence:
     # occurrence in the context was followed (prompt lookup)
     tokens: list[int] = field(default_factory=list)
     pending: int | None = None  # the token picked and not yet decoded
+    watched: list[tuple[bytes, int, int]] = field(default_factory=list)  # schema guesses the model's own split
+    # of is still to be learned: (the text the schema decided, the text's length then, the token count then)
     finish: str | None = None
     text: bytes = b""
 
@@ -283,13 +296,15 @@ class BatchDecoder:
         n_batch: int = 512,
         kept: KeptPrefixes | None = None,
         draft: int = DRAFT,
+        ahead: int = AHEAD,
     ) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
         self._llama = llama
-        self.n_ctx, self.n_seq_max, self.n_batch, self.draft = n_ctx, n_seq_max, n_batch, draft
+        self.n_ctx, self.n_seq_max, self.n_batch, self.draft, self.ahead = n_ctx, n_seq_max, n_batch, draft, ahead
         self.kept = kept if kept is not None else KeptPrefixes()
+        self.splits: dict[bytes, tuple[int, ...]] = {}  # text a schema decided -> the tokens the model wrote it in
         self.stats: list[PassStats] = []  # one per pass, in order
         params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
         params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
@@ -319,7 +334,7 @@ class BatchDecoder:
     def decode(self, jobs: Sequence[Job]) -> list[Decoded | Exception]:
         """Every job's result or exception, in input order."""
         results: list[Decoded | Exception] = [RuntimeError("not decoded")] * len(jobs)
-        room = self.n_ctx - self.draft * self.n_seq_max  # a step's guesses hold a few cells until checked
+        room = self.n_ctx - self._guess_cells()  # a step's guesses hold a few cells until checked
         for group in passes(jobs, n_ctx=room, n_seq_max=self.n_seq_max):
             try:
                 decoded = self._decode_pass([jobs[i] for i in group])
@@ -377,7 +392,7 @@ class BatchDecoder:
         """Give the pass's sequences the kept prefix they share (cells copied, not computed)."""
         prompts = [s.job.prompt for s in live if s is not None]
         need = len(prefix_tree(prompts)) + sum(s.job.max_tokens for s in live if s is not None)
-        if need > self.n_ctx - self.draft * self.n_seq_max - self.kept.cells:  # the keepers' cells are needed
+        if need > self.n_ctx - self._guess_cells() - self.kept.cells:  # the keepers' cells are needed
             self.kept.forget()
             self._lib.llama_memory_clear(self._memory, True)
         read = self.kept.reuse(prompts)
@@ -397,6 +412,9 @@ class BatchDecoder:
             self._lib.llama_memory_seq_cp(memory, first, keeper, keep.start, keep.end)
         for seq_id in range(len(live)):
             self._lib.llama_memory_seq_rm(memory, seq_id, -1, -1)
+
+    def _guess_cells(self) -> int:
+        return max(self.draft, self.ahead) * self.n_seq_max
 
     def _keeper(self, slot: int) -> int:
         return self.n_seq_max + slot
@@ -436,12 +454,24 @@ class BatchDecoder:
     # -- one sequence ---------------------------------------------------------------------------------------
 
     def _guess(self, s: _Sequence) -> list[int]:
-        """Prompt lookup: the tokens that followed the last occurrence of the sequence's last two tokens (greedy
-        sequences only: a guess is checked against the greedy pick)."""
-        if not self.draft or s.job.temperature != 0.0 or len(s.context) < LOOKUP:
+        """The tokens guessed to follow the sequence's pending one (greedy sequences only: a guess is checked
+        against the greedy pick): what its schema decides next, else prompt lookup, the tokens that followed the
+        last occurrence of its last LOOKUP tokens."""
+        if s.job.temperature != 0.0:
+            return []
+        room = min(s.job.max_tokens - len(s.tokens) - 1, self.n_batch // self.n_seq_max - 1)
+        if self.ahead and s.job.skeleton is not None and room > 0:
+            ahead = s.job.skeleton.ahead(s.text.decode("utf-8", errors="ignore")).encode("utf-8")
+            if ahead:
+                tokens = self.splits.get(ahead)
+                if tokens is None:  # guessed as the tokenizer splits it; learned as the model splits it
+                    tokens = tuple(self._llama.tokenize(ahead, add_bos=False, special=False))
+                    s.watched.append((ahead, len(s.text), len(s.tokens)))
+                return list(tokens[: min(self.ahead, room)])
+        if not self.draft or len(s.context) < LOOKUP:
             return []
         after = s.follower.get(tuple(s.context[-LOOKUP:]))
-        room = min(self.draft, s.job.max_tokens - len(s.tokens) - 1, self.n_batch // self.n_seq_max - 1)
+        room = min(self.draft, room)
         return s.context[after : after + room] if after is not None and room > 0 else []
 
     def _check(self, seq_id: int, s: _Sequence, row: int, guess: list[int], pos: int) -> int:
@@ -468,6 +498,8 @@ class BatchDecoder:
         if len(s.context) > LOOKUP:
             s.follower[tuple(s.context[-LOOKUP - 1 : -1])] = len(s.context) - 1
         s.text = self._llama.detokenize(s.tokens, prev_tokens=list(s.job.prompt))
+        if s.watched:
+            self._learn(s)
         for word in s.job.stop:
             if word in s.text:
                 s.text, s.finish = s.text[: s.text.index(word)], "stop"
@@ -476,6 +508,28 @@ class BatchDecoder:
             s.finish = "length"
             return
         s.pending = token
+
+    def _learn(self, s: _Sequence) -> None:
+        """Remember how the model split the text a schema decided, once it has written past it: the tokens from
+        the guess on whose text lies within the decided text (a later guess of the same text offers them)."""
+        waiting = []
+        for ahead, start, first in s.watched:
+            if len(s.text) < start + len(ahead):
+                waiting.append((ahead, start, first))
+                continue
+            if s.text[start : start + len(ahead)] != ahead:
+                continue  # the model wrote something else (other spaces): nothing to learn
+            tokens, length = [], 0
+            for token in s.tokens[first:]:
+                length += len(self._llama.detokenize([token]))
+                if length > len(ahead):
+                    break
+                tokens.append(token)
+            if tokens:
+                if len(self.splits) >= SPLITS:
+                    self.splits.clear()
+                self.splits[ahead] = tuple(tokens)
+        s.watched = waiting
 
     def _pickers(self, job: Job) -> tuple[Any, Any, Any]:
         """(penalties, grammar or None, the rest of the chain or None for greedy), as Llama._init_sampler

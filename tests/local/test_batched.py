@@ -155,3 +155,24 @@ def test_guessed_tokens_the_model_writes_save_steps_and_change_no_text(embedded)
     with_guesses, without = guessing.stats[0], plain.stats[0]
     assert without.drafted == 0 and with_guesses.accepted > 0
     assert with_guesses.steps < without.steps  # each sequence skipped a step per token guessed right
+
+
+@pytest.mark.slow
+def test_guesses_from_the_schema_save_steps_learn_how_the_model_splits_and_change_no_text(embedded):
+    llama = _app_model(load_runtime())
+    jobs = requests_for(llama, "how much is the late fee?", FACTS)
+    assert all(job.skeleton is not None for job in jobs)  # the response_format's schema, held by a grammar
+    guessing = BatchDecoder(llama, n_ctx=2048, n_seq_max=4, draft=0)  # schema guesses only
+    plain = BatchDecoder(llama, n_ctx=2048, n_seq_max=4, draft=0, ahead=0)
+    try:
+        first, again, written = guessing.decode(jobs), guessing.decode(jobs), plain.decode(jobs)
+    finally:
+        guessing.close()
+        plain.close()
+    assert [d.text for d in first] == [d.text for d in written] == [d.text for d in again]
+    fresh, learned, unguessed = guessing.stats[0], guessing.stats[1], plain.stats[0]
+    assert unguessed.drafted == 0 and fresh.accepted > 0
+    assert fresh.steps < unguessed.steps
+    assert guessing.splits  # how the model wrote what the schema decided
+    assert learned.accepted / learned.drafted > fresh.accepted / fresh.drafted  # so the next pass guesses better
+    assert learned.steps <= fresh.steps
