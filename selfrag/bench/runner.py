@@ -164,13 +164,15 @@ def _critic_weights(system: System, dataset: ds.Dataset) -> dict[str, str]:
     """The evidence scorer's weights by content, so runs with other weights never share a folder or a hash."""
     if system.config.scorer != "evidence":
         return {}
-    weights = load_critic_model(system.config.scorer_weights, shipped_weights(dataset))
+    weights = load_critic_model(system.config.scorer_weights, shipped_weights(dataset, system))
     return {"critic_weights": digest(weights.to_json())}
 
 
-def shipped_weights(dataset: ds.Dataset) -> str:
-    """The shipped evidence-scorer weights a dataset's task is scored with: the claim protocol has its own."""
-    return claim_weights(dataset.name) if dataset.task == "claim" else SHIPPED
+def shipped_weights(dataset: ds.Dataset, system: System) -> str:
+    """The shipped evidence-scorer weights a run is scored with: the claim protocol has its own per dataset, whose
+    P(settles) counts a refuting sentence as settling; the critic system judges whether a sentence supports a
+    statement, which is what the QA weights' P(supported) says, on every dataset."""
+    return claim_weights(dataset.name) if dataset.task == "claim" and system.kind != "critic" else SHIPPED
 
 
 def run_folder(out: Path, dataset: str, label: str, config_hash: str) -> Path:
@@ -346,7 +348,7 @@ async def _answer_all(
     abort: list[str] = []
 
     stop: list[BaseException] = []  # a fatal endpoint error or a failed write stops the run
-    rater = rater_for(system.config.scorer, system.config.scorer_weights, shipped_weights(dataset))
+    rater = rater_for(system.config.scorer, system.config.scorer_weights, shipped_weights(dataset, system))
 
     async def one(example: ds.Example) -> None:
         async with gate:

@@ -15,7 +15,7 @@ from selfrag.bench import datasets as ds
 from selfrag.bench.systems import BenchPrompts, Context, System
 from selfrag.testing import ListRetriever, ScriptedChatModel
 
-from .fixtures import CAPITALS, write_jsonl, write_scifact
+from .fixtures import CAPITALS, write_climate, write_jsonl, write_scifact
 
 CHUNKS = [
     Chunk("a", 0, "Paris is the capital of France and its largest city."),
@@ -249,6 +249,40 @@ def test_a_benchmark_run_of_the_evidence_scorer_on_claims_uses_the_claim_weights
     records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
     assert all("settles" in s for r in records for s in r["segments"])
     assert {r["label"] for r in records} <= {"SUPPORT", "NEI"} and all(0 < r["confidence"] < 1 for r in records)
+
+
+def test_the_critic_system_judges_claim_sentences_with_the_supported_weights_not_the_claim_weights(tmp_path):
+    """Gold pairs on CLIMATE-FEVER count only SUPPORTS sentences as supporting; the claim weights' P(settles)
+    counts refuting ones too, so the critic system reads the QA weights there, as a run given them by path does."""
+    from importlib import resources
+
+    from selfrag.bench.cache import digest
+    from selfrag.bench.runner import RunOptions, run_benchmark
+    from selfrag.bench.systems import BENCH_DEFAULTS
+    from selfrag.engine.calibration import SHIPPED, load_critic_model
+
+    data = write_climate(tmp_path / "c")
+    critique = {"relevance": "relevant", "evidence": "", "support": "fully", "utility": 4, "is_final": True,
+                "retrieve_next": "no", "next_query": ""}  # fmt: skip
+
+    def run(weights, out):
+        config = Config(**{**BENCH_DEFAULTS, "scorer_weights": weights})
+        options = RunOptions("climate_fever", "critic+evidence", config, data_path=str(data), out=tmp_path / out,
+                             progress=False, environ={})  # fmt: skip
+        report = run_benchmark(options, chat=ScriptedChatModel({"critique_candidate": critique}))
+        records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
+        config = json.loads((report.run_dir / "config.json").read_text())
+        return [p["p_supported"] for r in records for p in r["pairs"]], config["critic_weights"]
+
+    shipped, weights = run(None, "a")
+    qa_file = tmp_path / "qa.json"
+    qa_file.write_text(resources.files("selfrag").joinpath("data", SHIPPED).read_text(encoding="utf-8"))
+    given, _ = run(str(qa_file), "b")
+    claim_file = tmp_path / "claims.json"
+    claim_file.write_text(load_critic_model(None, claims.claim_weights("climate_fever")).to_json())
+    settling, _ = run(str(claim_file), "c")
+    assert weights == digest(load_critic_model(None, SHIPPED).to_json())
+    assert shipped == given and shipped != settling
 
 
 def test_fit_claims_maps_confidence_from_a_training_run_revoted_with_the_new_heads(tmp_path, capsys):
