@@ -113,3 +113,37 @@ def test_the_skeleton_comes_from_either_response_format_flavour():
     assert Skeleton.of_response_format({"type": "json_object", "schema": schema}) == FUSED
     assert Skeleton.of_response_format({"type": "json_object"}) is None
     assert Skeleton.of_response_format(None) is None
+
+
+def test_no_text_makes_the_walk_fail_and_a_reply_spaced_as_it_began_is_always_guessed_right():
+    """Seeded random replies (spaces chosen once per reply, strings with escapes, quotes, braces and non-ASCII)
+    and random junk: `ahead` never raises, and every guess along a reply is what the reply goes on with."""
+    import random
+
+    assert FUSED is not None
+    chance = random.Random(7)
+    alphabet = ["a", " ", '"', "\\", "{", "}", ",", ":", "é", "\n", "1", "t"]
+    for _ in range(60):
+        colon, comma = chance.choice([":", " :", ": ", " : "]), chance.choice([",", " ,", ", ", " , "])
+        values = {
+            "relevance": chance.choice(["relevant", "irrelevant"]),
+            "sentence": "".join(chance.choice(alphabet) for _ in range(chance.randrange(12))),
+            "evidence": "".join(chance.choice(alphabet) for _ in range(chance.randrange(6))),
+            "support": chance.choice(["fully", "partially", "no"]),
+            "utility": chance.randrange(1, 6),
+            "is_final": chance.choice([True, False]),
+            "retrieve_next": chance.choice(["yes", "no", "continue"]),
+            "next_query": "",
+        }
+        body = comma.join(json.dumps(k) + colon + json.dumps(v, ensure_ascii=False) for k, v in values.items())
+        text = "{" + chance.choice(["", " "]) + body + comma[: len(comma) - len(comma.lstrip())] + "}"
+        first_key = text.index('"relevance"') + len('"relevance"')
+        first_comma = text.index(comma, text.index('"relevant') if '"relevant"' in text else first_key)
+        for n in range(len(text) + 1):
+            ahead = FUSED.ahead(text[:n])
+            if n > first_comma + len(comma):  # every space seen once: the guesses are the reply's own
+                assert text.startswith(text[:n] + ahead), (text[:n], ahead)
+        junk = "".join(chance.choice(alphabet) for _ in range(40))
+        for n in range(len(junk) + 1):
+            FUSED.ahead(junk[:n])
+            FUSED.ahead(text[: len(text) // 2] + junk[:n])
