@@ -137,8 +137,7 @@ def test_no_text_makes_the_walk_fail_and_a_reply_spaced_as_it_began_is_always_gu
         }
         body = comma.join(json.dumps(k) + colon + json.dumps(v, ensure_ascii=False) for k, v in values.items())
         text = "{" + chance.choice(["", " "]) + body + comma[: len(comma) - len(comma.lstrip())] + "}"
-        first_key = text.index('"relevance"') + len('"relevance"')
-        first_comma = text.index(comma, text.index('"relevant') if '"relevant"' in text else first_key)
+        first_comma = text.index(comma, text.index('"relevance"'))  # nothing before it holds the comma's text
         for n in range(len(text) + 1):
             ahead = FUSED.ahead(text[:n])
             if n > first_comma + len(comma):  # every space seen once: the guesses are the reply's own

@@ -272,8 +272,8 @@ class _Sequence:
     # occurrence in the context was followed (prompt lookup)
     tokens: list[int] = field(default_factory=list)
     pending: int | None = None  # the token picked and not yet decoded
-    watched: list[tuple[bytes, int, int]] = field(default_factory=list)  # schema guesses the model's own split
-    # of is still to be learned: (the text the schema decided, the text's length then, the token count then)
+    watched: list[tuple[bytes, int, int]] = field(default_factory=list)  # schema guesses whose split by the
+    # model is still to be learned: (the text the schema decided, the text's length then, the token count then)
     finish: str | None = None
     text: bytes = b""
 
