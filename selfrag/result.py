@@ -36,6 +36,8 @@ class SegmentOut(_Out):
     critique: CritiqueOut
     score: float | None  # the paper's f(y_t, d)
     pooled: bool = False  # written from all of its step's chunks at once (Config.pooled); `chunk` is the one cited
+    also: list[int] = []  # pooled: the [n] of the other sources its words come from (a two-hop sentence has two)
+    also_chunks: list[str] = []  # their chunk keys
 
 
 class Source(_Out):
@@ -83,6 +85,7 @@ class TraceCandidate(_Out):
     )
     fallback: bool = False
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
+    also: list[str] = []  # pooled: the other chunks its words come from, rated with the cited one
     error: str | None = None
     suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only
 
@@ -155,6 +158,7 @@ class SegmentEvent(_Out):
     text: str
     citation: int | None
     source: Source | None
+    also: list[int] = []  # more sources of the same sentence (a pooled sentence joining two chunks' facts)
 
 
 class LeadEvent(_Out):

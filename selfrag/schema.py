@@ -105,6 +105,7 @@ class Segment:
     chunk: Chunk | None = None
     score: float | None = None  # the paper's f(y_t, d); None for segments written without evidence
     pooled: bool = False  # written from all of its step's chunks at once; `chunk` is the one it cites
+    also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from (engine.evidence.drawn_on)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,7 @@ class Candidate:
     gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
     flag: str | None = None  # restates_question | repeats_draft | several_sentences (cut) | unsupported | superseded
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
+    also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them
 
 
 @dataclass(slots=True)

@@ -207,7 +207,7 @@ def read_question(text: str, stdin: TextIO) -> str:
 
 
 def render_segment(event: SegmentEvent) -> str:
-    return clean_for_terminal(inert_markdown(with_marker(event.text, event.citation)))
+    return clean_for_terminal(inert_markdown(with_marker(event.text, event.citation, event.also)))
 
 
 def render_abstention(result: Result) -> str | None:

@@ -151,7 +151,8 @@ def _answer(result: Result) -> str:
             parts.append(_e(text))
             continue
         end = len(text.rstrip(".!?…\"'”’)"))
-        parts.append(f'{_e(text[:end])}<a class="cite" href="#src-{n}">[{n}]</a>{_e(text[end:])}')
+        links = ", ".join(f'<a class="cite" href="#src-{m}">{m}</a>' for m in (n, *segment.also))
+        parts.append(f"{_e(text[:end])} [{links}]{_e(text[end:])}")
     return " ".join(parts)
 
 

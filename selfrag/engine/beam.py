@@ -81,7 +81,12 @@ def extend(candidate: Candidate, child_no: int, weights: Weights) -> Beam:
     """The beam a successful candidate makes: its parent plus one scored segment."""
     assert candidate.critique is not None and candidate.error is None
     segment = Segment(
-        candidate.text, candidate.critique, candidate.chunk, score(candidate.critique, weights), candidate.pooled
+        candidate.text,
+        candidate.critique,
+        candidate.chunk,
+        score(candidate.critique, weights),
+        candidate.pooled,
+        candidate.also,
     )
     parent = candidate.parent
     segments = (*parent.segments, segment)

@@ -18,7 +18,7 @@ from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
-from .evidence import best_sentence, degeneracy
+from .evidence import best_sentence, degeneracy, drawn_on
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
@@ -50,7 +50,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
         run.meter.rounds += 1
         judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
         candidates = [judged.get(id(c), c) for c in candidates]
-    candidates = rate([tidy(c, run.question) for c in candidates], run)
+    candidates = rate([sourced(tidy(c, run.question), run.question) for c in candidates], run)
     return tuple(gate(c, run) for c in candidates)
 
 
@@ -73,6 +73,19 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 
 
+def sourced(candidate: Candidate, question: str) -> Candidate:
+    """A pooled sentence's other sources: the chunks besides the cited one that hold its words (a sentence joining
+    two facts is backed by two chunks, and is rated against both)."""
+    if not candidate.pooled or candidate.chunk is None or candidate.error or candidate.gated:
+        return candidate
+    chunks = candidate.evidence
+    cited = chunks.index(candidate.chunk) if candidate.chunk in chunks else None
+    if cited is None:
+        return candidate
+    picked = drawn_on(question, candidate.text, [chunk.text for chunk in chunks], cited)
+    return replace(candidate, also=tuple(chunks[i] for i in picked[1:]))
+
+
 def _outdated(candidate: Candidate) -> bool:
     """Its chunk's document is superseded by one of the documents this beam retrieved this step."""
     version = candidate.chunk.version if candidate.chunk is not None else None
@@ -86,8 +99,9 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
     together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
     `run.abstain_below` is declined. A pooled
-    candidate is rated as one written from the chunk it cites: its features are computed against that chunk's
-    text, rank and score, and its agreement against the sentences written from the other chunks alone."""
+    candidate is rated as one written from the chunks it draws on (`sourced`): its features are computed against
+    their text together, the best rank and score among them, and its agreement against the sentences written
+    from the other chunks alone."""
     rated = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
     items = [_rated(c, rated) for c in rated]
     ratings = dict(zip(map(id, rated), run.deps.rater.rate(run.question, items), strict=True))
@@ -115,16 +129,20 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
     scores = getattr(candidate.evidence, "scores", ())
     top = max(scores) if scores else None
     score_rel = candidate.retrieval_score / top if top and candidate.retrieval_score is not None else None
+    rank, drawn = candidate.index, (chunk, *candidate.also)
+    if candidate.also:  # a sentence drawing on several chunks ranks with the best of them
+        rank = min(candidate.evidence.index(c) for c in drawn)
+        score_rel = scores[rank] / top if top else score_rel
     others = tuple(  # sentences written from other chunks alone: a pooled one read this chunk too
         c.text
         for c in rated
-        if c.parent.id == candidate.parent.id and c is not candidate and c.chunk != chunk and not c.pooled
+        if c.parent.id == candidate.parent.id and c is not candidate and c.chunk not in drawn and not c.pooled
     )
     return Rated(
         sentence=candidate.text,
-        chunk_text=chunk.text,
+        chunk_text="\n\n".join(c.text for c in drawn),
         chunk_key=chunk.key,
-        rank=candidate.index,
+        rank=rank,
         score_rel=score_rel,
         quote_ok=critique.quote_ok,
         model_rel=s_rel(critique.relevance),

@@ -20,6 +20,9 @@ fake. Each is a number in [0, 1], computed from text alone (pure functions, no I
     model_rel       the model's own P(relevant)        (from its labels, or its logprobs where they exist)
     model_sup       the model's own support credit     (P(fully) + 0.5 P(partially))
 
+`drawn_on` says which chunks a sentence written from several at once draws its words from: the one it cites,
+plus the one holding the most of what that one lacks (a two-hop sentence needs both of its facts' chunks).
+
 `degeneracy` names what is wrong with a sentence that must not be kept as written: the question restated, a
 sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one).
 """
@@ -65,6 +68,7 @@ RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restat
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
 COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
+MAX_SOURCES = 2  # a sentence is judged against at most this many chunks (HotpotQA's questions need two)
 
 
 @lru_cache(maxsize=1)
@@ -146,6 +150,32 @@ def features(
 def _present(items: Sequence[str], text_lower: str) -> frozenset[str]:
     """The items that occur in the text as written (a name the fact pattern split differently)."""
     return frozenset(item for item in items if item in text_lower)
+
+
+def drawn_on(question: str, sentence: str, texts: Sequence[str], cited: int) -> tuple[int, ...]:
+    """The chunks (indices into `texts`) a sentence written from all of them draws on: the cited one first,
+    then, up to `MAX_SOURCES`, the chunk holding the most of the sentence's new words, numbers and names that
+    the chosen ones lack (ties: the earlier chunk). A sentence that one chunk covers draws on that one alone."""
+    asked = terms(question)
+    wanted = (terms(sentence) - asked) | {f"fact:{f}" for f in facts(sentence) - facts(question)}
+    chosen = [cited]
+    while len(chosen) < min(MAX_SOURCES, len(texts)):
+        missing = wanted - _held(question, sentence, [texts[i] for i in chosen])
+        gain, index = max(
+            (len(missing & _held(question, sentence, [texts[i]])), -i) for i in range(len(texts)) if i not in chosen
+        )
+        if gain == 0:
+            break
+        chosen.append(-index)
+    return tuple(chosen)
+
+
+def _held(question: str, sentence: str, texts: Sequence[str]) -> frozenset[str]:
+    """Which of the sentence's new words and facts the texts hold (facts prefixed `fact:`)."""
+    joined = "\n".join(texts)
+    said_facts = sorted(facts(sentence) - facts(question))
+    held_facts = facts(joined) | _present(said_facts, joined.lower())
+    return (terms(sentence) - terms(question)) & terms(joined) | {f"fact:{f}" for f in said_facts if f in held_facts}
 
 
 def vector(values: Mapping[str, float]) -> list[float]:

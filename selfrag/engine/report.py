@@ -111,6 +111,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         flag=candidate.flag,
         fallback=candidate.index < 0,
         pooled=candidate.pooled,
+        also=[chunk.key for chunk in candidate.also],
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )
@@ -125,13 +126,13 @@ class Citations:
         self.seen_texts: set[str] = set()
 
     def cite(self, segment: Segment) -> int | None:
-        if segment.chunk is None:
-            return None
-        key = segment.chunk.key
-        if key not in self.numbers:
-            self.numbers[key] = len(self.numbers) + 1
-            self.chunks[key] = segment.chunk
-        return self.numbers[key]
+        return self._number(segment.chunk) if segment.chunk is not None else None
+
+    def _number(self, chunk: Chunk) -> int:
+        if chunk.key not in self.numbers:
+            self.numbers[chunk.key] = len(self.numbers) + 1
+            self.chunks[chunk.key] = chunk
+        return self.numbers[chunk.key]
 
     def event(self, index: int, segment: Segment) -> SegmentEvent | None:
         folded = " ".join(segment.text.lower().split())
@@ -140,7 +141,8 @@ class Citations:
         self.seen_texts.add(folded)
         n = self.cite(segment)
         source = self.source(segment.chunk.key) if segment.chunk and n else None
-        return SegmentEvent(index=index, text=segment.text, citation=n, source=source)
+        also = [self._number(chunk) for chunk in segment.also] if n else []
+        return SegmentEvent(index=index, text=segment.text, citation=n, source=source, also=also)
 
     def source(self, key: str) -> Source:
         chunk = self.chunks[key]
@@ -160,15 +162,16 @@ class Citations:
         return [self.source(key) for key in self.numbers]
 
 
-def with_marker(text: str, n: int | None) -> str:
-    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'"""
+def with_marker(text: str, n: int | None, also: Sequence[int] = ()) -> str:
+    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'; with `also` [3]: '... capital [1, 3].'"""
     if n is None:
         return text
     stripped = text.rstrip()
     end = len(stripped)
     while end > 0 and stripped[end - 1] in ".!?…\"'”’)":
         end -= 1
-    return f"{stripped[:end]} [{n}]{stripped[end:]}"
+    numbers = ", ".join(str(number) for number in (n, *also))
+    return f"{stripped[:end]} [{numbers}]{stripped[end:]}"
 
 
 def committed_prefix(frontier: Sequence[Beam]) -> int:
@@ -211,9 +214,11 @@ def build_result(
                 critique=critique_out(segment.critique),
                 score=segment.score,
                 pooled=segment.pooled,
+                also=event.also,
+                also_chunks=[chunk.key for chunk in segment.also] if event.citation else [],
             )
         )
-        parts.append(with_marker(segment.text, event.citation))
+        parts.append(with_marker(segment.text, event.citation, event.also))
     beam_steps = [b for s in steps for b in s.beams]
     retrieved = sum(1 for b in beam_steps if b.decision != Decision.NO.value and b.chunks)
     supports = [_support(s.critique) for s in best.segments]

@@ -11,6 +11,7 @@ from helpers import by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
+from selfrag.engine.evidence import drawn_on
 from selfrag.engine.generator import cited_rank
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
 
@@ -208,3 +209,44 @@ def test_a_self_rag_checkpoint_refuses_the_pooled_candidate():
     with pytest.raises(ConfigError, match="leave --pooled off"):
         open_chat(endpoint, {}, Config(pooled=True, endpoint=endpoint))
     assert open_chat(endpoint, {}, Config(endpoint=endpoint)) is not None
+
+
+TWO_HOP = fused(
+    "Jaws, a 1975 film, was directed by Steven Spielberg, who was born in Cincinnati.", evidence="born in Cincinnati"
+)
+
+
+def test_a_sentence_joining_two_chunks_facts_is_rated_against_both_and_cites_both(engine):
+    rated = engine(script(TWO_HOP), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0)
+    answer = rated.answer(Q)
+    pooled = answer.trace.steps[0].candidates[-1]
+    assert pooled.chunk == "spielberg.md#0" and pooled.also == ["jaws.md#0"]  # 1975 is only in the Jaws chunk
+    assert pooled.critique.features["facts_in"] == 1.0  # 1975, Steven Spielberg, Cincinnati: all in the two
+    assert pooled.critique.features["new_in"] == 1.0
+    jaws, spielberg = ranks(answer)["jaws.md#0"], ranks(answer)["spielberg.md#0"]
+    assert jaws < spielberg  # so the rank it is rated with is not the cited chunk's
+    assert pooled.critique.features["rank_inv"] == pytest.approx(1 / (1 + jaws))  # the better of its two chunks
+    result = engine(script(TWO_HOP), chunks=CHUNKS, ndocs=3, pooled=True, scorer="paper").answer(Q)
+    (segment,) = result.segments
+    assert segment.pooled and segment.chunk == "spielberg.md#0" and segment.citation == 1
+    assert segment.also == [2] and segment.also_chunks == ["jaws.md#0"]
+    assert [s.doc_id for s in result.sources] == ["spielberg.md", "jaws.md"]
+    assert result.answer.endswith("born in Cincinnati [1, 2].")
+
+
+def test_a_sentence_one_chunk_covers_draws_on_that_chunk_alone(engine):
+    result = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0).answer(Q)
+    pooled = result.trace.steps[0].candidates[-1]
+    assert pooled.also == [] and result.segments[0].also == [] and len(result.sources) == 1
+
+
+def test_drawn_on_adds_the_chunk_holding_what_the_cited_one_lacks_and_no_more():
+    texts = [chunk.text for chunk in CHUNKS]
+    two_hop = "Jaws, a 1975 film, was directed by Steven Spielberg, who was born in Cincinnati."
+    assert drawn_on(Q, two_hop, texts, 1) == (1, 0)
+    assert drawn_on(Q, two_hop, texts, 0) == (0, 1)  # from either end, the other half
+    assert drawn_on(Q, "Steven Spielberg was born in Cincinnati.", texts, 1) == (1,)
+    assert drawn_on(Q, "Spielberg was born in Cincinnati.", texts, 1) == (1,)  # nothing left to cover
+    three = "In 1975 the shark became a villain; Spielberg was born in Cincinnati in 1946."
+    assert drawn_on(Q, three, texts, 2) == (2, 1)  # 1975 is left uncovered: two chunks at most
+    assert drawn_on(Q, two_hop, texts[:1], 0) == (0,)  # one chunk: nothing to add
