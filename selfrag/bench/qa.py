@@ -72,6 +72,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             "status": c.status,
             "flag": c.flag,
             "pooled": c.pooled,
+            "also": c.also,
         }
         for step in result.trace.steps
         for c in step.candidates
@@ -83,8 +84,8 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
     return Outcome(
         prediction,
         result.answer,
-        citations=[s.chunk for s in cited],  # type: ignore[misc]
-        cited_texts=[s.text for s in cited],
+        citations=[key for s in cited for key in (s.chunk, *s.also_chunks)],  # a two-source sentence cites both
+        cited_texts=[s.text for s in cited for _ in (s.chunk, *s.also_chunks)],
         retrieved=list(retrieved),
         queries=list(queries),
         confidence=result.confidence,
@@ -98,6 +99,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
                 "score": s.score,
                 "status": s.critique.status,
                 "pooled": s.pooled,
+                "also": s.also_chunks,
             }
             for s in result.segments
         ],

@@ -27,7 +27,7 @@ from selfrag.config import Config
 from selfrag.errors import CritiqueError, FatalLLMError, InputError, LLMError
 from selfrag.testing import ScriptedChatModel
 
-from .fixtures import CAPITALS, write_hotpot
+from .fixtures import CAPITALS, PARAGRAPHS, write_hotpot
 
 COUNTRY_TO_CITY = {country: city for city, country in CAPITALS.items()}
 
@@ -224,6 +224,28 @@ def test_a_pooled_run_records_which_candidate_was_pooled_and_cites_a_retrieved_c
         winners = [c for c in record["candidates"] if c["status"] == "kept"]
         assert [c["pooled"] for c in winners] == [True] and record["segments"][0]["pooled"]
         assert record["citations"] == [winners[0]["chunk"]] and winners[0]["chunk"] in record["retrieved"]
+    assert score_run(report.run_dir)["summary"] == report.summary
+
+
+def test_a_pooled_sentence_joining_two_paragraphs_cites_both_in_the_record(tmp_path):
+    def write(request):
+        return fused("It is a city.", support="partially", utility=2, evidence="")
+
+    def pooled(request):  # the question's city, and a fact only another retrieved paragraph holds
+        shown = request.messages[1].content
+        city = next(c for c in CAPITALS if f"capital of {CAPITALS[c]}?" in shown)
+        other = next(c for c in CAPITALS if c != city and f'id="{c}#0' in shown)
+        fact = PARAGRAPHS[other][1].strip().rstrip(".")
+        return fused(f"{city} is the capital, and {fact}.", evidence=f"{city} is the capital")
+
+    script = {"retrieve_decide": {"retrieve": "yes", "query": "capital"}, "generate_fused": write,
+              "generate_pooled": pooled}  # fmt: skip
+    report = run_benchmark(options(tmp_path, "selfrag+pooled", limit=2), chat=ScriptedChatModel(script))
+    for record in samples_of(report):
+        kept = next(c for c in record["candidates"] if c["status"] == "kept")
+        assert kept["pooled"] and len(kept["also"]) == 1 and kept["also"][0] != kept["chunk"]
+        assert record["citations"] == [kept["chunk"], *kept["also"]] == [kept["chunk"], *record["segments"][0]["also"]]
+        assert len(record["cited_sentences"]) == 2  # one gold-aligned sentence in each paragraph
     assert score_run(report.run_dir)["summary"] == report.summary
 
 
