@@ -64,6 +64,7 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
     r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
 )
+_YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
@@ -182,15 +183,22 @@ def vector(values: Mapping[str, float]) -> list[float]:
     return [float(values[name]) for name in FEATURES]
 
 
+def asks_yes_no(question: str) -> bool:
+    """The question is answered yes or no ("Is ...?", "Does ...?", "Were both ...?")."""
+    return bool(_YES_NO.match(question))
+
+
 def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None) -> str | None:
     """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
-    date or name the question lacks), `repeats_draft`,
+    date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
+    France.", answers it, yes or, with a "not", no), `repeats_draft`,
     `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
     `best_sentence`). A short answer (fewer than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option
     letter the question lists) is an answer, not a restatement."""
     said = terms(sentence)
     restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
-    if restated and not facts(sentence) - facts(question):  # "... after 24 hours is $15." answers with its number
+    asserted = asks_yes_no(question) and not sentence.rstrip().endswith("?")
+    if restated and not facts(sentence) - facts(question) and not asserted:  # "... 24 hours is $15." answers
         return "restates_question"
     for earlier in draft:
         before = terms(earlier)

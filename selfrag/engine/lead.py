@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..schema import Segment
 from .context import Run
-from .evidence import terms
+from .evidence import asks_yes_no, terms
 from .replies import LeadReply
 
 UNSETTLED = "The documents don't settle it."
 MAX_LEAD_WORDS = 12
-_YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
 _FACTOID = re.compile(
     r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
     r"|^\s*what (?:year|date|day|time|city|country|town|name|number|percentage|amount|age|is the name)\b",
@@ -32,7 +31,7 @@ _FACTOID = re.compile(
 
 def question_kind(question: str) -> str | None:
     """yes_no, factoid, or None for a question whose answer is an explanation."""
-    if _YES_NO.match(question):
+    if asks_yes_no(question):
         return "yes_no"
     if _FACTOID.match(question):
         return "factoid"

@@ -249,6 +249,28 @@ def test_a_pooled_sentence_joining_two_paragraphs_cites_both_in_the_record(tmp_p
     assert score_run(report.run_dir)["summary"] == report.summary
 
 
+def test_with_the_lead_on_the_answer_scored_is_the_one_shown_short_answer_first(tmp_path):
+    questions = [
+        {"_id": "y1", "question": "Is Paris the capital of France?", "answer": "yes", "type": "comparison",
+         "level": "easy", "supporting_facts": [["Paris", 0]], "context": [["Paris", PARAGRAPHS["Paris"]]]},
+    ]  # fmt: skip
+    script = {"retrieve_decide": {"retrieve": "yes", "query": "Paris capital"},
+              "generate_fused": fused("Paris is the capital of France.", evidence="Paris is the capital of France"),
+              "answer_lead": {"answer": "yes"}}  # fmt: skip
+    data = write_hotpot(tmp_path / "data", questions)
+
+    def run(lead: bool):  # noqa: ANN202
+        config = Config(**{**BENCH_DEFAULTS, "lead": lead})
+        values = dict(data_path=str(data), out=tmp_path / "runs", seed=0, progress=False, environ={})
+        return run_benchmark(RunOptions("hotpotqa_smoke", "selfrag", config, **values), chat=ScriptedChatModel(script))
+
+    led, plain = run(True), run(False)
+    assert [r["prediction"] for r in samples_of(led)] == ["Yes. Paris is the capital of France."]
+    assert score_run(led.run_dir)["summary"]["metrics"]["correct"]["value"] == 1.0
+    assert [r["prediction"] for r in samples_of(plain)] == ["Paris is the capital of France."]  # no yes: wrong
+    assert score_run(plain.run_dir)["summary"]["metrics"]["correct"]["value"] == 0.0
+
+
 def test_unknown_systems_and_wrong_datasets_are_usage_errors(tmp_path):
     from selfrag.errors import ConfigError
 

@@ -246,3 +246,12 @@ def test_platt_scaling_is_monotone():
 def test_sentences_are_not_cut_at_initials_and_abbreviations(text, count):
     parts = evidence.sentences(text)
     assert len(parts) == count and " ".join(parts) == text
+
+
+def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does_not():
+    question = "Is Paris the capital of France?"
+    assert evidence.degeneracy(question, "Paris is the capital of France.", []) is None  # yes
+    assert evidence.degeneracy(question, "Paris is not the capital of France.", []) is None  # no
+    assert evidence.degeneracy(question, "Is Paris the capital of France?", []) == "restates_question"
+    other = "When was the capital of France founded as a city?"  # not a yes/no question: restated, declined
+    assert evidence.degeneracy(other, "The capital of France was founded as a city.", []) == "restates_question"
