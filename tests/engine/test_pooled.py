@@ -9,8 +9,10 @@ import re
 import pytest
 from helpers import by_document, fused
 
-from selfrag import Chunk
+from selfrag import Chunk, SegmentEvent
 from selfrag.cli import main
+from selfrag.cli.common import render_segment
+from selfrag.cli.trace_html import render_trace_html
 from selfrag.engine.evidence import drawn_on
 from selfrag.engine.generator import cited_rank
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
@@ -232,6 +234,8 @@ def test_a_sentence_joining_two_chunks_facts_is_rated_against_both_and_cites_bot
     assert segment.also == [2] and segment.also_chunks == ["jaws.md#0"]
     assert [s.doc_id for s in result.sources] == ["spielberg.md", "jaws.md"]
     assert result.answer.endswith("born in Cincinnati [1, 2].")
+    page = render_trace_html(result)
+    assert '[<a class="cite" href="#src-1">1</a>, <a class="cite" href="#src-2">2</a>].' in page
 
 
 def test_a_sentence_one_chunk_covers_draws_on_that_chunk_alone(engine):
@@ -250,3 +254,9 @@ def test_drawn_on_adds_the_chunk_holding_what_the_cited_one_lacks_and_no_more():
     three = "In 1975 the shark became a villain; Spielberg was born in Cincinnati in 1946."
     assert drawn_on(Q, three, texts, 2) == (2, 1)  # 1975 is left uncovered: two chunks at most
     assert drawn_on(Q, two_hop, texts[:1], 0) == (0,)  # one chunk: nothing to add
+
+
+def test_the_terminal_prints_every_source_of_a_two_source_sentence():
+    event = SegmentEvent(index=0, text="Spielberg, who directed Jaws, was born in Cincinnati.", citation=1, source=None)
+    assert render_segment(event).endswith("Cincinnati [1].")
+    assert render_segment(event.model_copy(update={"also": [3]})).endswith("Cincinnati [1, 3].")
