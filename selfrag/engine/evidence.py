@@ -65,6 +65,8 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
 )
 _YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
+_OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)  # asks for a value or a choice (a "who" or
+# "which" may open a relative clause: "Is the man who directed Jaws American?" is a yes/no question)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
@@ -184,8 +186,10 @@ def vector(values: Mapping[str, float]) -> list[float]:
 
 
 def asks_yes_no(question: str) -> bool:
-    """The question is answered yes or no ("Is ...?", "Does ...?", "Were both ...?")."""
-    return bool(_YES_NO.match(question))
+    """The question is answered yes or no ("Is ...?", "Does ...?", "Were both ...?"): it opens with an auxiliary
+    verb and asks for no value and no choice ("Was Summit or Crosstrack ...?", "Will Penny was ... of what
+    nationality?" and "Do You Believe?, released in which year, ...?" are not)."""
+    return bool(_YES_NO.match(question)) and not _OPEN.search(question)
 
 
 def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None) -> str | None:

@@ -255,3 +255,19 @@ def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does
     assert evidence.degeneracy(question, "Is Paris the capital of France?", []) == "restates_question"
     other = "When was the capital of France founded as a city?"  # not a yes/no question: restated, declined
     assert evidence.degeneracy(other, "The capital of France was founded as a city.", []) == "restates_question"
+
+
+@pytest.mark.parametrize(
+    ("question", "yes_no"),
+    [
+        ("Are Ben Okri and Nicholas Evans both novelists?", True),
+        ("Is Paris the capital of France?", True),
+        ("Was Summit or Crosstrack created in the 20th century?", False),  # a choice
+        ("Will Penny was a western starring the actor of what nationality?", False),  # a title, then a value
+        ("Do You Believe?, released in which year, is a drama film.", False),
+        ("Who directed Jaws?", False),
+        ("Is the man who directed Jaws American?", True),  # a relative clause asks for nothing
+    ],
+)
+def test_a_yes_no_question_opens_with_a_verb_and_asks_for_no_value_or_choice(question, yes_no):
+    assert evidence.asks_yes_no(question) is yes_no
