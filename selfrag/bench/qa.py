@@ -77,7 +77,8 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         for step in result.trace.steps
         for c in step.candidates
     ]
-    prediction = " ".join([*([result.lead] if result.lead else []), *(s.text for s in result.segments)])  # as shown
+    said = [s.text for s in result.segments]
+    prediction = " ".join([result.lead, *said] if result.lead else said)  # as shown: the short answer first
     if example.meta.get("closed"):  # short-form closed set: f summed per answer across the passages
         votes = [(c.text, c.score) for step in result.trace.steps for c in step.candidates if not c.error]
         prediction = closed_vote(votes) or prediction

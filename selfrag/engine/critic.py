@@ -76,13 +76,10 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
 def sourced(candidate: Candidate, question: str) -> Candidate:
     """A pooled sentence's other sources: the chunks besides the cited one that hold its words (a sentence joining
     two facts is backed by two chunks, and is rated against both)."""
-    if not candidate.pooled or candidate.chunk is None or candidate.error or candidate.gated:
+    if not candidate.pooled or candidate.error or candidate.gated:
         return candidate
-    chunks = candidate.evidence
-    cited = chunks.index(candidate.chunk) if candidate.chunk in chunks else None
-    if cited is None:
-        return candidate
-    picked = drawn_on(question, candidate.text, [chunk.text for chunk in chunks], cited)
+    chunks = candidate.evidence  # a pooled candidate's index is the rank of the chunk it cites among them
+    picked = drawn_on(question, candidate.text, [chunk.text for chunk in chunks], candidate.index)
     return replace(candidate, also=tuple(chunks[i] for i in picked[1:]))
 
 

@@ -65,8 +65,9 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
 )
 _YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
-_OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)  # asks for a value or a choice (a "who" or
-# "which" may open a relative clause: "Is the man who directed Jaws American?" is a yes/no question)
+# words that ask for a value or a choice; not "who" or "which", which may open a relative clause ("Is the man who
+# directed Jaws American?" is a yes/no question)
+_OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
@@ -159,26 +160,24 @@ def drawn_on(question: str, sentence: str, texts: Sequence[str], cited: int) -> 
     """The chunks (indices into `texts`) a sentence written from all of them draws on: the cited one first,
     then, up to `MAX_SOURCES`, the chunk holding the most of the sentence's new words, numbers and names that
     the chosen ones lack (ties: the earlier chunk). A sentence that one chunk covers draws on that one alone."""
-    asked = terms(question)
-    wanted = (terms(sentence) - asked) | {f"fact:{f}" for f in facts(sentence) - facts(question)}
+    new_terms = terms(sentence) - terms(question)
+    new_facts = sorted(facts(sentence) - facts(question))
+    held = [  # what each chunk holds of the sentence's new words and facts (facts prefixed, kept apart from words)
+        new_terms & terms(text) | {f"fact:{f}" for f in _found(new_facts, text)} for text in texts
+    ]
     chosen = [cited]
     while len(chosen) < min(MAX_SOURCES, len(texts)):
-        missing = wanted - _held(question, sentence, [texts[i] for i in chosen])
-        gain, index = max(
-            (len(missing & _held(question, sentence, [texts[i]])), -i) for i in range(len(texts)) if i not in chosen
-        )
-        if gain == 0:
+        missing = frozenset().union(*held) - frozenset().union(*(held[i] for i in chosen))
+        best = max((i for i in range(len(texts)) if i not in chosen), key=lambda i: (len(missing & held[i]), -i))
+        if not missing & held[best]:
             break
-        chosen.append(-index)
+        chosen.append(best)
     return tuple(chosen)
 
 
-def _held(question: str, sentence: str, texts: Sequence[str]) -> frozenset[str]:
-    """Which of the sentence's new words and facts the texts hold (facts prefixed `fact:`)."""
-    joined = "\n".join(texts)
-    said_facts = sorted(facts(sentence) - facts(question))
-    held_facts = facts(joined) | _present(said_facts, joined.lower())
-    return (terms(sentence) - terms(question)) & terms(joined) | {f"fact:{f}" for f in said_facts if f in held_facts}
+def _found(items: Sequence[str], text: str) -> frozenset[str]:
+    """The numbers, dates and names among `items` that the text holds."""
+    return frozenset(items) & (facts(text) | _present(items, text.lower()))
 
 
 def vector(values: Mapping[str, float]) -> list[float]:
@@ -201,8 +200,9 @@ def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: s
     letter the question lists) is an answer, not a restatement."""
     said = terms(sentence)
     restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
-    asserted = asks_yes_no(question) and not sentence.rstrip().endswith("?")
-    if restated and not facts(sentence) - facts(question) and not asserted:  # "... 24 hours is $15." answers
+    answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
+    asserts = asks_yes_no(question) and not sentence.rstrip().endswith("?")  # "Paris is ..." says yes
+    if restated and not answers and not asserts:
         return "restates_question"
     for earlier in draft:
         before = terms(earlier)

@@ -141,7 +141,7 @@ class Citations:
         self.seen_texts.add(folded)
         n = self.cite(segment)
         source = self.source(segment.chunk.key) if segment.chunk and n else None
-        also = [self._number(chunk) for chunk in segment.also] if n else []
+        also = [self._number(chunk) for chunk in segment.also]  # only a pooled sentence, which has a chunk, has any
         return SegmentEvent(index=index, text=segment.text, citation=n, source=source, also=also)
 
     def source(self, key: str) -> Source:
@@ -215,7 +215,7 @@ def build_result(
                 score=segment.score,
                 pooled=segment.pooled,
                 also=event.also,
-                also_chunks=[chunk.key for chunk in segment.also] if event.citation else [],
+                also_chunks=[chunk.key for chunk in segment.also],
             )
         )
         parts.append(with_marker(segment.text, event.citation, event.also))
