@@ -250,7 +250,7 @@ def test_drawn_on_adds_the_chunk_holding_what_the_cited_one_lacks_and_no_more():
     assert drawn_on(Q, two_hop, texts, 1) == (1, 0)
     assert drawn_on(Q, two_hop, texts, 0) == (0, 1)  # from either end, the other half
     assert drawn_on(Q, "Steven Spielberg was born in Cincinnati.", texts, 1) == (1,)
-    assert drawn_on(Q, "Spielberg was born in Cincinnati.", texts, 1) == (1,)  # nothing left to cover
+    assert drawn_on(Q, "Spielberg was born in Cincinnati in 2020.", texts, 1) == (1,)  # no chunk holds 2020
     three = "In 1975 the shark became a villain; Spielberg was born in Cincinnati in 1946."
     assert drawn_on(Q, three, texts, 2) == (2, 1)  # 1975 is left uncovered: two chunks at most
     assert drawn_on(Q, two_hop, texts[:1], 0) == (0,)  # one chunk: nothing to add
