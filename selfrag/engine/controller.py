@@ -99,7 +99,7 @@ async def _lead(best: Beam, run: Run, deadline: float) -> str | None:
     """The short answer of a yes/no or factoid question (⑥); none when the budget or the deadline is spent."""
     try:
         async with asyncio.timeout_at(deadline):
-            return await lead.write_lead(run, best.segments)
+            return await lead.write_lead(run, best)
     except (BudgetError, TimeoutError):
         return None
 

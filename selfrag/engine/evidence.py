@@ -67,6 +67,7 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
 _YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
 # words that ask for a value or a choice; not "who" or "which", which may open a relative clause ("Is the man who
 # directed Jaws American?" is a yes/no question)
+_ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question ends with "." or "!"
 _OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
@@ -187,8 +188,10 @@ def vector(values: Mapping[str, float]) -> list[float]:
 def asks_yes_no(question: str) -> bool:
     """The question is answered yes or no ("Is ...?", "Does ...?", "Were both ...?"): it opens with an auxiliary
     verb and asks for no value and no choice ("Was Summit or Crosstrack ...?", "Will Penny was ... of what
-    nationality?" and "Do You Believe?, released in which year, ...?" are not)."""
-    return bool(_YES_NO.match(question)) and not _OPEN.search(question)
+    nationality?" and "Do You Believe?, released in which year, ...?" are not). A question after a statement
+    ("X has an OBE. Does Y also have one?") is read from its last sentence."""
+    asked = question if _YES_NO.match(question) else _ASKED.split(question.strip())[-1]
+    return bool(_YES_NO.match(asked)) and not _OPEN.search(asked)
 
 
 def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None) -> str | None:

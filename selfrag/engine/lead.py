@@ -1,12 +1,18 @@
-"""⑥ The short answer first: a yes/no or factoid question gets its answer stated plainly before the supported
-sentences and their citations (one more call, after the search).
+"""⑥ The short answer first: a yes/no, choice or factoid question gets its answer stated plainly before the
+supported sentences and their citations (one more call, after the search).
 
-    question_kind   yes_no ("Is ...?", "Does ...?") | factoid ("Who ...?", "When ...?", "How many ...?") | None
+    question_kind   yes_no ("Is ...?", "Does ...?") | choice ("Which is older, A or B?") | factoid ("Who ...?",
+                    "How many ...?", "What label ...?") | None
+    options         the two names a choice question offers
+    lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no;
-                    for a factoid, only words the answer's own sentences contain (it can add no fact of its own)
+                    one of the two options, as the question writes it, for a choice; for a factoid, only words
+                    the documents read or the answer's sentences contain (it can add no fact of its own)
 
-A question with a longer answer (why, how, explain) gets no lead. A failed or unusable lead call leaves the
-answer as the search wrote it: the lead is a courtesy, never a reason to fail.
+The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
+documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
+explain) gets no lead. A failed or unusable lead call leaves the answer as the search wrote it: the lead is a
+courtesy, never a reason to fail.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
-from ..schema import Segment
+from ..schema import Beam, Chunk
 from .context import Run
 from .evidence import asks_yes_no, terms
 from .replies import LeadReply
@@ -24,53 +30,105 @@ UNSETTLED = "The documents don't settle it."
 MAX_LEAD_WORDS = 12
 _FACTOID = re.compile(
     r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
-    r"|^\s*what (?:year|date|day|time|city|country|town|name|number|percentage|amount|age|is the name)\b",
+    r"|^\s*what (?:year|date|day|time|city|country|town|name|number|percentage|amount|age|is the name)\b"
+    # "What show does ...?", "... released by what label?": what/which asking for a thing, not "what is X?"
+    r"|\b(?:what|which) (?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|may|might)\b)"
+    r"[a-z]"
+    r"|\b(?:who|whom|what|when|where)\s*\?\s*$"  # "... founded by who?", "Lilu is what?"
+    r"|^\s*name\b",  # "Name the mother of ..."
     re.I,
 )
+_EXPLAIN = re.compile(r"^\s*(?:why|how(?! (?:many|much|long|old|far|often|big|tall|large)\b)|explain|describe)\b", re.I)
+# "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
+_CHOICE = re.compile(r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I)
+_NAMES = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|la|von|van|du|del|da)\s+)*[A-Z0-9][\w'’.&-]*)*")
+_OPENER = re.compile(r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I)
 
 
 def question_kind(question: str) -> str | None:
-    """yes_no, factoid, or None for a question whose answer is an explanation."""
+    """yes_no, choice, factoid, or None for a question whose answer is an explanation."""
     if asks_yes_no(question):
         return "yes_no"
-    if _FACTOID.match(question):
+    if options(question) is not None:
+        return "choice"
+    if _FACTOID.search(question) and not _EXPLAIN.match(question):
         return "factoid"
     return None
 
 
-def lead_text(kind: str, answer: str, sentences: Sequence[str]) -> str | None:
-    """The lead to print, or None when the model's short answer cannot be used as one."""
+def options(question: str) -> tuple[str, str] | None:
+    """The two names a choice question offers ("Who is older, Sid Haig or Vic Darchinyan?"), or None: the run of
+    capitalised words (or numbers) that ends right before the "or", and the first one after it (a few words
+    such as "the birth of" may come first). A question whose "or" joins common words ("red or blue wine?")
+    offers no names and is not a choice here."""
+    for match in _CHOICE.finditer(question.strip()):
+        left, right = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        before = _OPENER.sub("", next((m.group(0) for m in _NAMES.finditer(left) if m.end() == len(left)), ""))
+        after = _NAMES.search(right)
+        if before and after and len(right[: after.start()].split()) <= 3:  # "the Cotula", "the birth of Robert Young"
+            return before, after.group(0)
+    return None
+
+
+def lead_chunks(best: Beam, limit: int) -> list[Chunk]:
+    """The documents the lead reads: the chunks the answer cites (its sentences' own, then the second sources of
+    two-source sentences), then the rest of its last retrieval, `limit` at most."""
+    cited = [c for s in best.segments for c in (s.chunk, *s.also) if c is not None]
+    unique = {chunk.key: chunk for chunk in [*cited, *best.evidence]}
+    return list(unique.values())[: max(limit, 1)]
+
+
+def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -> str | None:
+    """The lead to print, or None when the model's short answer cannot be used as one. `read`: the texts the
+    lead may take its words from (the documents it read and the answer's sentences)."""
     said = " ".join(answer.split()).strip(" .!\"'")
     word = said.lower().split(maxsplit=1)[0].strip(",.;:!") if said else ""
     if kind == "yes_no":
         if word in ("yes", "no"):
             return f"{word.capitalize()}."
         return UNSETTLED
-    if not said or said.lower().startswith("not settled") or len(said.split()) > MAX_LEAD_WORDS:
+    if said.lower().startswith("not settled"):
+        return UNSETTLED if kind == "choice" else None
+    if kind == "choice":
+        return _chosen(said, options(question))
+    if not said or len(said.split()) > MAX_LEAD_WORDS:
         return None
-    backed = terms(" ".join(sentences))
+    backed = terms(" ".join(read))
     if not terms(said) or not terms(said) <= backed:
-        return None  # a name or number the answer's sentences do not hold is not stated as the answer
+        return None  # a name or number the documents and sentences do not hold is not stated as the answer
     return f"{said[0].upper()}{said[1:]}."
 
 
-async def write_lead(run: Run, segments: Sequence[Segment]) -> str | None:
+def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
+    """The option the short answer names, as the question writes it; None when it names neither or both."""
+    if offered is None:
+        return None
+    first, second = (terms(option) for option in offered)
+    named = terms(said)
+    picks = [option for option, own in zip(offered, (first - second, second - first), strict=True) if own & named]
+    return f"{picks[0]}." if len(picks) == 1 else None
+
+
+async def write_lead(run: Run, best: Beam) -> str | None:
     """One call for the lead of a short-answer question (None: no lead for this question)."""
     kind = question_kind(run.question)
-    if kind is None or not segments or not run.config.lead:
+    if kind is None or not best.segments or not run.config.lead:
         return None
-    numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(segments, 1))
+    numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(best.segments, 1))
+    chunks = lead_chunks(best, run.config.ndocs)
     try:
         parsed = await run.ask(
             "answer_lead",
             logprobs=False,
             question=run.question,
-            kind="yes/no" if kind == "yes_no" else "factoid",
+            kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind, "factoid"),
             sentences=numbered,
+            documents=run.documents(f"lead{best.id}", chunks) if chunks else "(no documents)",
         )
     except FatalLLMError:
         raise
     except (LLMError, PromptNotSupportedError):  # a model that cannot pose the lead prompt gets no lead
         return None
     assert isinstance(parsed.value, LeadReply)
-    return lead_text(kind, parsed.value.answer, [s.text for s in segments])
+    read = [*(s.text for s in best.segments), *(c.text for c in chunks)]
+    return lead_text(kind, parsed.value.answer, read, run.question)

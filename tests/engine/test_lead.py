@@ -1,13 +1,15 @@
-"""The short answer first: yes/no and factoid questions lead with their answer, checked against the sentences."""
+"""The short answer first: yes/no, choice and factoid questions lead with their answer, read off the documents the
+answer drew on and checked against them."""
 
 from __future__ import annotations
 
 import pytest
 from helpers import fused
 
-from selfrag import LeadEvent, SegmentEvent
+from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.lead import UNSETTLED, lead_text, question_kind
+from selfrag.engine.lead import UNSETTLED, lead_chunks, lead_text, options, question_kind
+from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
 
@@ -26,13 +28,40 @@ DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
         ("Global warming is driving polar bears toward extinction.", None),  # a bare statement asks nothing
         ("Why do refunds take time?", None),
         ("Explain the refund policy.", None),
+        ("What is the refund policy?", None),  # "what is X?" asks for an explanation
+        ("The shop has a warranty. Does it cover defects?", "yes_no"),  # the question after a statement
+        ("Which band was formed first, The Exies or Circus Diablo?", "choice"),
+        ("Between Iain Banks and Irwin Shaw, which writer had a more diverse career?", "choice"),
+        ("Was Summit or Crosstrack created first?", "choice"),
+        ("Should I pick red or blue wine?", None),  # an "or" between common words offers no names
+        ("Both films were released by what label?", "factoid"),
+        ("What show does the retired player host?", "factoid"),
+        ("Kate Ramsay is a character created by who?", "factoid"),
+        ("Name the mother of Edward Stafford.", "factoid"),
     ],
 )
 def test_questions_with_a_short_answer_are_recognised(question, kind):
     assert question_kind(question) == kind
 
 
+@pytest.mark.parametrize(
+    ("question", "offered"),
+    [
+        ("Who is the oldest, Sid Haig or Vic Darchinyan?", ("Sid Haig", "Vic Darchinyan")),
+        ("Which plant is larger, the Pterocarya or the Cotula?", ("Pterocarya", "Cotula")),
+        ("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack")),
+        ("Which came first the forming of The Dandy Warhols or the birth of Robert Young?",
+         ("The Dandy Warhols", "Robert Young")),
+        ("Between Iain Banks and Irwin Shaw, which writer had a more diverse career?", ("Iain Banks", "Irwin Shaw")),
+        ("Should I pick red or blue wine?", None),
+    ],
+)  # fmt: skip
+def test_a_choice_question_offers_the_names_next_to_its_or(question, offered):
+    assert options(question) == offered
+
+
 SENTENCES = ["Since April 2026 refunds are accepted within 30 days of purchase."]
+WARRANTY = "The warranty covers manufacturing defects for two years."
 
 
 @pytest.mark.parametrize(
@@ -52,6 +81,41 @@ def test_the_models_short_answer_is_checked_before_it_leads(kind, answer, lead):
     assert lead_text(kind, answer, SENTENCES) == lead
 
 
+def test_a_factoid_may_take_its_words_from_a_document_the_lead_read():
+    assert lead_text("factoid", "two years", [*SENTENCES, WARRANTY]) == "Two years."
+    assert lead_text("factoid", "three years", [*SENTENCES, WARRANTY]) is None
+
+
+CHOICE = "What author was more popular, Richard Wright or Richard Bach?"
+
+
+@pytest.mark.parametrize(
+    ("answer", "lead"),
+    [
+        ("Richard Bach", "Richard Bach."),
+        ("Bach was more popular in the 70s", "Richard Bach."),  # the option as the question writes it
+        ("Richard", None),  # names what both options share: neither is chosen
+        ("Richard Wright and Richard Bach", None),
+        ("Stephen King", None),
+        ("not settled", UNSETTLED),
+    ],
+)
+def test_a_choice_leads_with_one_of_its_two_options_or_none(answer, lead):
+    assert lead_text("choice", answer, [], CHOICE) == lead
+
+
+def test_the_lead_reads_the_cited_chunks_first_then_the_rest_of_the_last_retrieval():
+    critique = Critique(utility={5: 1.0}, is_final=True)
+    a, b, c, d = (Chunk(f"{name}.md", 0, name) for name in "abcd")
+    best = Beam(
+        "0.1",
+        segments=(Segment("one", critique, c), Segment("two", critique, d, also=(a,))),
+        evidence=(a, b, c, d),
+    )
+    assert lead_chunks(best, 3) == [c, d, a]
+    assert lead_chunks(best, 9) == [c, d, a, b]
+
+
 async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine):
     script = {
         "retrieve_decide": DECIDE_YES,
@@ -67,6 +131,20 @@ async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine)
     assert result.lead == "Yes." and result.sources[0].n == 1
     call = rag.chat.calls_to("answer_lead")[0].messages[1].content
     assert "1. Since April 2026 refunds are accepted within 30 days." in call
+
+
+def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(engine):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+        "answer_lead": {"answer": "no"},
+    }
+    rag = engine(script, ndocs=2, lead=True)
+    result = rag.answer("Are refunds accepted within 14 days of purchase since April 2026?")
+    assert result.lead == "No." and result.answer.startswith("No. ")
+    call = rag.chat.calls_to("answer_lead")[0].messages[1].content
+    assert "refunds are accepted within 30 days of purchase." in call  # the document the answer cites
+    assert "Refunds are accepted within 14 days of purchase." in call  # and the other one retrieved
 
 
 def test_a_factoid_whose_short_answer_the_sentences_do_not_hold_gets_no_lead(engine):
