@@ -40,9 +40,13 @@ _FACTOID = re.compile(
 )
 _EXPLAIN = re.compile(r"^\s*(?:why|how(?! (?:many|much|long|old|far|often|big|tall|large)\b)|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
-_CHOICE = re.compile(r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I)
+_CHOICE = re.compile(
+    r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I
+)
 _NAMES = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|la|von|van|du|del|da)\s+)*[A-Z0-9][\w'’.&-]*)*")
-_OPENER = re.compile(r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I)
+_OPENER = re.compile(
+    r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I
+)
 
 
 def question_kind(question: str) -> str | None:
