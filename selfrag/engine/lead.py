@@ -7,7 +7,8 @@ supported sentences and their citations (one more call, after the search).
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no;
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
-                    the documents read or the answer's sentences contain (it can add no fact of its own)
+                    the documents read or the answer's sentences contain (it can add no fact of its own), and
+                    some word the question lacks
 
 The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
@@ -100,6 +101,8 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
     backed = terms(" ".join(read))
     if not terms(said) or not terms(said) <= backed:
         return None  # a name or number the documents and sentences do not hold is not stated as the answer
+    if not terms(said) - terms(question):
+        return None  # the question's own words ("... starred which actress?" -> "Moment by Moment") answer nothing
     return f"{said[0].upper()}{said[1:]}."
 
 

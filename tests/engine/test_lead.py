@@ -86,6 +86,12 @@ def test_a_factoid_may_take_its_words_from_a_document_the_lead_read():
     assert lead_text("factoid", "three years", [*SENTENCES, WARRANTY]) is None
 
 
+def test_a_factoid_lead_that_only_repeats_the_question_is_not_an_answer():
+    question = "Which defects does the warranty cover?"
+    assert lead_text("factoid", "the warranty", [WARRANTY], question) is None
+    assert lead_text("factoid", "manufacturing defects", [WARRANTY], question) == "Manufacturing defects."
+
+
 CHOICE = "What author was more popular, Richard Wright or Richard Bach?"
 
 
