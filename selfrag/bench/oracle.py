@@ -45,6 +45,9 @@ class NoisyOracle:
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
 
+    def with_lead(self, confidence: float, kind: str | None) -> float:
+        return confidence  # the diagnostic critic speaks of the sentences only
+
     def _flipped(self, item: Rated, label: str) -> bool:
         key = f"{self.seed}|{self.example.id}|{item.chunk_key}|{item.sentence}|{label}".encode()
         draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64

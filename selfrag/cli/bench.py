@@ -74,6 +74,14 @@ def register(commands: Any) -> None:
     fit.add_argument("--out", required=True, help="weights file to write")
     fit.set_defaults(run=fit_claims_command)
 
+    lead = sub.add_parser(
+        "fit-lead", help="count how often the short answer is right where the sentences are not (training runs)"
+    )
+    lead.add_argument("runs", nargs="+", help="Self-RAG QA run folders made with --split train --lead")
+    lead.add_argument("--weights", help="critic weights to add the counts to (default: the shipped ones)")
+    lead.add_argument("--out", required=True, help="weights file to write")
+    lead.set_defaults(run=fit_lead_command)
+
     plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
     plot.add_argument("run_dirs", nargs="+", help="run folders")
     plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
@@ -260,6 +268,35 @@ def fit_claims_command(args: argparse.Namespace) -> int:
         f"{model.abstain_threshold:.3f}, confidence map from {len(voted)} voted claims",
         file=sys.stderr,
     )
+    return 0
+
+
+def fit_lead_command(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from ..bench.leadfit import lead_counts
+    from ..bench.samples import read_samples
+    from ..engine.calibration import load_critic_model
+    from ..files import write_atomic
+
+    records: list[dict[str, Any]] = []
+    for folder in map(Path, args.runs):
+        config = _run_config(folder)
+        if config["sample"].get("split") != "train" or config["dataset"].get("task") != "qa":
+            raise UsageError(f"{folder} is not a --split train QA run; fit only on training ids")
+        if not (config["system"].get("config") or {}).get("lead"):
+            raise UsageError(f"{folder} was run without --lead: its answers hold no short answer")
+        found, _ = read_samples(folder / "samples.jsonl", repair=False)
+        records += found.values()
+    counts = lead_counts(records)
+    if not counts:
+        raise InputError("no training answer in these runs stated a short answer over wrong sentences; nothing to fit")
+    model = load_critic_model(args.weights)
+    source = {"lead": f"{len(records)} training answers of {len(args.runs)} run(s)"}
+    model = replace(model, lead=counts, fitted_on={**model.fitted_on, **source})
+    write_atomic(Path(args.out), model.to_json())
+    said = ", ".join(f"{kind} {right} of {of}" for kind, (right, of) in counts.items())
+    print(f"wrote {args.out}: short answers right where the sentences were not: {said}", file=sys.stderr)
     return 0
 
 

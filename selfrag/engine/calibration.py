@@ -3,6 +3,9 @@
     P(relevant)  = sigmoid(w_rel · x + b_rel)       x = evidence.vector(features), in evidence.FEATURES order
     P(supported) = sigmoid(w_sup · x + b_sup)
     confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
+                   with a short answer (`engine.lead`) stated first: c + (1 - c) · q_kind, q_kind = (right + 1) /
+                   (of + 2) from training answers whose sentences were wrong (`lead`: how often the short answer
+                   of that kind was right there; `selfrag bench fit-lead`)
     answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
                    candidate under the abstention cut on it is declined (a sentence copied well from a chunk
                    about something else is supported, not an answer)
@@ -67,6 +70,15 @@ class CriticModel:
     support_threshold: float = 0.5  # P(supported) at or above which a given statement counts as supported (a verdict)
     abstain_threshold: float = 0.0  # default cut on answer_support: kept >= 90 % of right answers in training
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
+    lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
+
+    def lead_rate(self, kind: str | None) -> float | None:
+        """How often a short answer of this kind was right where the sentences after it were not (Laplace's
+        rule on the training counts); None for a kind the file has no counts for."""
+        if kind not in self.lead:
+            return None
+        right, of = self.lead[kind]
+        return (right + 1) / (of + 2)
 
     def to_json(self) -> str:
         body = {
@@ -80,6 +92,8 @@ class CriticModel:
             "abstain_threshold": self.abstain_threshold,
             "fitted_on": dict(self.fitted_on),
         }
+        if self.lead:
+            body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
 
 
@@ -136,7 +150,27 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     if not _finite(abstain) or not 0 <= abstain < 1:
         raise ConfigError(f"{where}: abstain_threshold must be a number from 0 to below 1")
     fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
-    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted)
+    lead = _lead_counts(body.get("lead", {}), where)
+    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead)
+
+
+LEAD_KINDS = ("yes_no", "choice", "factoid")
+
+
+def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:
+    """The optional `lead` section: {kind: {"right": r, "of": n}} with 0 <= r <= n, kinds of `LEAD_KINDS`."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: lead must map a question kind to its counts")
+    counts = {}
+    for kind, entry in value.items():
+        right, of = (entry.get("right"), entry.get("of")) if isinstance(entry, dict) else (None, None)
+        whole = all(isinstance(n, int) and not isinstance(n, bool) for n in (right, of))
+        if kind not in LEAD_KINDS or not whole or not 0 <= right <= of:
+            raise ConfigError(
+                f"{where}: lead needs kinds among {', '.join(LEAD_KINDS)}, each with whole counts 0 <= right <= of"
+            )
+        counts[kind] = (right, of)
+    return counts
 
 
 def _head(value: Any, where: str, name: str) -> Head:
@@ -347,7 +381,8 @@ class Rated:
 class Rater(Protocol):
     """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support`,
     `verdict_cut` the P(supported) at or above which a given statement is judged supported (critic agreement),
-    and `confidence` maps an answer's P(supported) values to the probability that the answer is right."""
+    `confidence` maps an answer's P(supported) values to the probability that the answer is right, and
+    `with_lead` adds what a short answer of a kind stated before the sentences adds to it."""
 
     threshold: float
 
@@ -357,6 +392,8 @@ class Rater(Protocol):
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
 
     def confidence(self, supported: Sequence[float]) -> float: ...
+
+    def with_lead(self, confidence: float, kind: str | None) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +411,9 @@ class PaperRater:
 
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
+
+    def with_lead(self, confidence: float, kind: str | None) -> float:
+        return confidence  # the paper's confidence speaks of the sentences' critique only
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +440,11 @@ class EvidenceRater:
 
     def confidence(self, supported: Sequence[float]) -> float:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
+
+    def with_lead(self, confidence: float, kind: str | None) -> float:
+        """The answer is right if its sentences are or, where they are not, its short answer is."""
+        rate = self.model.lead_rate(kind)
+        return confidence if rate is None else confidence + (1 - confidence) * rate
 
 
 def rater_for(scorer: str, weights: str | None, shipped: str = SHIPPED) -> Rater:

@@ -73,9 +73,10 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if event is not None:
             yield event
     wall = time.monotonic() - started
+    stated = lead.question_kind(run.question) if short not in (None, lead.UNSETTLED) else None
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info,
-        rater=run.deps.rater, abstention=abstention, lead=short,
+        rater=run.deps.rater, abstention=abstention, lead=short, lead_kind=stated,
     )  # fmt: skip
     yield DoneEvent(result=result)
 

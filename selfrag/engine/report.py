@@ -199,6 +199,7 @@ def build_result(
     rater: Rater | None = None,
     abstention: Abstention | None = None,
     lead: str | None = None,
+    lead_kind: str | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -225,6 +226,8 @@ def build_result(
     if abstention is not None:
         supports = [abstention.best_support or 0.0]
     confidence = (rater or PaperRater()).confidence(supports)
+    if lead and lead_kind and abstention is None:
+        confidence = (rater or PaperRater()).with_lead(confidence, lead_kind)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,

@@ -205,6 +205,10 @@ def _body() -> dict:
         (lambda b: b["relevant"].update(bias="x"), "finite weights"),
         (lambda b: b.update(features=["rank_inv"]), "other features"),
         (lambda b: b.update(support_threshold=1.5), "threshold"),
+        (lambda b: b.update(lead={"why": {"right": 1, "of": 2}}), "lead needs kinds"),
+        (lambda b: b.update(lead={"yes_no": {"right": 3, "of": 2}}), "right <= of"),
+        (lambda b: b.update(lead={"yes_no": {"right": 1.5, "of": 2}}), "whole counts"),
+        (lambda b: b.update(lead=[1, 2]), "lead must map"),
     ],
 )
 def test_a_bad_weights_file_is_refused_naming_it(change, message):
@@ -213,6 +217,17 @@ def test_a_bad_weights_file_is_refused_naming_it(change, message):
     with pytest.raises(ConfigError, match=message) as caught:
         parse_critic_model(json.dumps(body), "critic weights bad.json")
     assert "bad.json" in str(caught.value)
+
+
+def test_a_short_answer_adds_its_training_rate_where_the_sentences_are_wrong():
+    body = _body() | {"lead": {"yes_no": {"right": 3, "of": 4}}}
+    model = parse_critic_model(json.dumps(body), "critic weights lead.json")
+    assert model.lead == {"yes_no": (3, 4)} and model.lead_rate("yes_no") == pytest.approx(4 / 6)
+    assert parse_critic_model(model.to_json(), "again").lead == model.lead  # round trip
+    rater = EvidenceRater(model)
+    assert rater.with_lead(0.1, "yes_no") == pytest.approx(0.1 + 0.9 * 4 / 6)
+    assert rater.with_lead(0.1, "factoid") == 0.1  # no counts for this kind: the sentences' confidence stands
+    assert rater.with_lead(0.1, None) == 0.1
 
 
 def test_a_weights_file_with_a_nan_is_refused():

@@ -168,3 +168,26 @@ def test_an_explanation_question_makes_no_lead_call(engine):
     rag = engine(script, ndocs=1, lead=True)
     assert rag.answer("Why do refunds take time?").lead is None
     assert not rag.chat.calls_to("answer_lead")
+
+
+def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine, tmp_path):
+    from dataclasses import replace
+
+    from selfrag.engine.calibration import load_critic_model
+
+    weights = tmp_path / "lead.json"
+    weights.write_text(replace(load_critic_model(), lead={"yes_no": (8, 8)}).to_json())
+    question = "Are refunds accepted within 30 days?"
+
+    def confidence(answer: str, lead: bool) -> float:
+        script = {
+            "retrieve_decide": DECIDE_YES,
+            "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+            "answer_lead": {"answer": answer},
+        }
+        rag = engine(script, ndocs=1, lead=lead, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0)
+        return rag.answer(question).confidence
+
+    alone = confidence("yes", lead=False)
+    assert confidence("yes", lead=True) == pytest.approx(alone + (1 - alone) * 0.9, abs=1e-5)
+    assert confidence("not settled", lead=True) == pytest.approx(alone)  # "the documents don't settle it" adds none

@@ -1,0 +1,44 @@
+"""How often the short answer (`engine.lead`) is right where the sentences after it are not, from training runs.
+
+The answer's confidence is calibrated on its sentences (`engine.calibration`); a short answer read off the
+documents can be right where they are not ("No." to a yes/no question that a copied sentence does not decide).
+`selfrag bench fit-lead` counts, per question kind, the training answers that stated a short answer (not "the
+documents don't settle it") and whose sentences held no gold answer, and how many of those short answers did;
+the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
+short answer as the start of `prediction`, before the sentences' text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..engine.lead import UNSETTLED, question_kind
+from .metrics import answer_in
+
+
+def lead_of(record: Mapping[str, Any]) -> str:
+    """The short answer a QA record's prediction opens with ("" when it has none)."""
+    prediction = str(record.get("prediction") or "")
+    sentences = " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
+    if not sentences or not prediction.endswith(sentences):
+        return ""
+    return prediction[: len(prediction) - len(sentences)].strip()
+
+
+def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """kind -> (short answers right, short answers stated) over answered records whose sentences were wrong."""
+    right: Counter[str] = Counter()
+    stated: Counter[str] = Counter()
+    for record in records:
+        lead, gold = lead_of(record), record.get("answers") or []
+        if record.get("status") != "ok" or not lead or lead == UNSETTLED or not gold:
+            continue
+        sentences = " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
+        kind = question_kind(str(record.get("question", "")))
+        if kind is None or answer_in(sentences, gold):
+            continue
+        stated[kind] += 1
+        right[kind] += bool(answer_in(lead, gold))
+    return {kind: (right[kind], stated[kind]) for kind in sorted(stated)}

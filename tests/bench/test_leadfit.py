@@ -1,0 +1,69 @@
+"""How often the short answer is right where the sentences are not: counted on training runs only, written into
+the critic weights, and read back by the engine's confidence."""
+
+from __future__ import annotations
+
+import json
+
+from selfrag.bench.leadfit import lead_counts, lead_of
+from selfrag.cli import main
+from selfrag.engine.calibration import load_critic_model
+from selfrag.engine.lead import UNSETTLED
+
+YES_NO = "Are Medici and Senet both board games?"
+FACTOID = "Which label released both films?"
+
+
+def record(question, answers, lead, sentence, status="ok"):
+    prediction = f"{lead} {sentence}".strip()
+    return {"status": status, "question": question, "answers": answers, "prediction": prediction,
+            "segments": [{"text": sentence}]}  # fmt: skip
+
+
+def test_the_lead_is_what_the_prediction_says_before_the_sentences():
+    assert lead_of(record(YES_NO, ["yes"], "Yes.", "Medici is a board game.")) == "Yes."
+    assert lead_of(record(YES_NO, ["yes"], "", "Medici is a board game.")) == ""
+    assert lead_of({"prediction": "Yes.", "segments": []}) == ""
+
+
+def test_only_short_answers_over_wrong_sentences_are_counted():
+    records = [
+        record(YES_NO, ["yes"], "Yes.", "Medici is a board game."),  # counted, right
+        record(YES_NO, ["no"], "Yes.", "Senet is a board game."),  # counted, wrong
+        record(YES_NO, ["no"], UNSETTLED, "Senet is old."),  # no short answer stated
+        record(FACTOID, ["Walt Disney Pictures"], "Walt Disney Pictures.", "Walt Disney Pictures released it."),
+        record(FACTOID, ["Walt Disney Pictures"], "Carbyn.", "The film is by Carbyn."),  # counted, wrong
+        record(YES_NO, ["yes"], "Yes.", "x", status="failed"),
+        record("Why is the sky blue?", ["scattering"], "Scattering.", "It is blue."),  # no kind
+    ]
+    assert lead_counts(records) == {"factoid": (0, 1), "yes_no": (1, 2)}
+
+
+def _run(folder, *, split="train", lead=True, records=()):
+    folder.mkdir(parents=True)
+    config = {"dataset": {"name": "halueval", "task": "qa"}, "sample": {"split": split},
+              "system": {"kind": "selfrag", "config": {"lead": lead}}}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "samples.jsonl").write_text(
+        "".join(json.dumps({"id": str(n), **r}) + "\n" for n, r in enumerate(records))
+    )
+    return folder
+
+
+def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_training_data(tmp_path, capsys):
+    rows = [record(YES_NO, ["no"], "No.", "Senet is a board game."), record(YES_NO, ["no"], "Yes.", "Senet.")]
+    out = tmp_path / "w.json"
+    assert main(["bench", "fit-lead", str(_run(tmp_path / "train", records=rows)), "--out", str(out)]) == 0
+    fitted, shipped = load_critic_model(out), load_critic_model()
+    assert fitted.lead == {"yes_no": (1, 2)} and fitted.supported == shipped.supported
+    assert "yes_no 1 of 2" in capsys.readouterr().err
+
+    refused = tmp_path / "refused.json"
+    for folder, code, message in (
+        (_run(tmp_path / "test", split="all", records=rows), 2, "fit only on training ids"),
+        (_run(tmp_path / "nolead", lead=False, records=rows), 2, "without --lead"),
+        (_run(tmp_path / "empty", records=[]), 1, "nothing to fit"),
+    ):
+        assert main(["bench", "fit-lead", str(folder), "--out", str(refused)]) == code
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1 and not refused.exists()
