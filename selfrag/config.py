@@ -76,7 +76,7 @@ class Config:
     scorer: str = "auto"  # paper: the model's labels alone; evidence: labels + evidence features, fitted; auto:
     # evidence on the embedded model (where the weights were fitted and measured to win), paper on an endpoint
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
-    lead: bool = True  # a yes/no or factoid question gets its short answer first (one more call)
+    lead: bool = True  # a yes/no, choice or factoid question gets its short answer first (one more call)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
     abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the

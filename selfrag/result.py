@@ -138,7 +138,7 @@ class Result(_Out):
     confidence: float  # P(the answer is supported and right): evidence scorer, calibrated; paper: mean support
     stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
     abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
-    lead: str | None = None  # the short answer that opens `answer` (yes/no and factoid questions)
+    lead: str | None = None  # the short answer that opens `answer` (yes/no, choice and factoid questions)
     usage: Usage
     trace: Trace
     model: str
@@ -162,7 +162,7 @@ class SegmentEvent(_Out):
 
 
 class LeadEvent(_Out):
-    """The short answer of a yes/no or factoid question, sent before the sentences that back it."""
+    """The short answer of a yes/no, choice or factoid question, sent before the sentences that back it."""
 
     type: Literal["lead"] = "lead"
     text: str

@@ -73,7 +73,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument(
         "--lead",
         action=argparse.BooleanOptionalAction,
-        help="a yes/no or factoid question gets its short answer first (default on; benchmarks: off)",
+        help="a yes/no, choice or factoid question gets its short answer first (default on; benchmarks: off)",
     )
     search.add_argument(
         "--pooled",

@@ -154,7 +154,7 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead)
 
 
-LEAD_KINDS = ("yes_no", "choice", "factoid")
+LEAD_KINDS = ("yes_no", "choice", "factoid")  # the kinds of engine.lead.question_kind that get a short answer
 
 
 def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:

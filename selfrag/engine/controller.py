@@ -97,7 +97,8 @@ def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, 
 
 
 async def _lead(best: Beam, run: Run, deadline: float) -> str | None:
-    """The short answer of a yes/no or factoid question (⑥); none when the budget or the deadline is spent."""
+    """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
+    spent."""
     try:
         async with asyncio.timeout_at(deadline):
             return await lead.write_lead(run, best)

@@ -65,9 +65,9 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
 )
 _YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
+_ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question ends with "." or "!"
 # words that ask for a value or a choice; not "who" or "which", which may open a relative clause ("Is the man who
 # directed Jaws American?" is a yes/no question)
-_ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question ends with "." or "!"
 _OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
