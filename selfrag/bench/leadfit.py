@@ -3,7 +3,8 @@
 The answer's confidence is calibrated on its sentences (`engine.calibration`); a short answer read off the
 documents can be right where they are not ("No." to a yes/no question that a copied sentence does not decide).
 `selfrag bench fit-lead` counts, per question kind, the training answers that stated a short answer (not "the
-documents don't settle it") and whose sentences held no gold answer, and how many of those short answers did;
+documents don't settle it") saying more than their sentences (`engine.lead.adds_to`: a name the sentences already
+hold is right or wrong with them) and whose sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.
 """
@@ -14,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..engine.lead import UNSETTLED, question_kind
+from ..engine.lead import UNSETTLED, adds_to, question_kind
 from .metrics import answer_in
 
 
@@ -37,7 +38,7 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
             continue
         sentences = " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
         kind = question_kind(str(record.get("question", "")))
-        if kind is None or answer_in(sentences, gold):
+        if kind is None or answer_in(sentences, gold) or not adds_to(kind, lead, [sentences]):
             continue
         stated[kind] += 1
         right[kind] += bool(answer_in(lead, gold))

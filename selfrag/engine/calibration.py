@@ -5,7 +5,7 @@
     confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
                    with a short answer (`engine.lead`) stated first: c + (1 - c) · q_kind, q_kind = (right + 1) /
                    (of + 2) from training answers whose sentences were wrong (`lead`: how often the short answer
-                   of that kind was right there; `selfrag bench fit-lead`)
+                   of that kind was right there; `selfrag bench fit-lead`), once `of` reaches MIN_LEAD_ANSWERS
     answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
                    candidate under the abstention cut on it is declined (a sentence copied well from a chunk
                    about something else is supported, not an answer)
@@ -36,6 +36,7 @@ FORMAT = "selfrag-critic"
 VERSION = 1
 SHIPPED = "critic-v1.json"
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
+MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
 MAX_FILE_BYTES = 1 << 20
 
 
@@ -74,11 +75,10 @@ class CriticModel:
 
     def lead_rate(self, kind: str | None) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (Laplace's
-        rule on the training counts); None for a kind the file has no counts for."""
-        if kind not in self.lead:
-            return None
-        right, of = self.lead[kind]
-        return (right + 1) / (of + 2)
+        rule on the training counts); None for a kind with fewer than `MIN_LEAD_ANSWERS` training answers: a
+        rate from a handful of answers is noise, and the sentences' confidence stands."""
+        right, of = self.lead.get(kind or "", (0, 0))
+        return (right + 1) / (of + 2) if of >= MIN_LEAD_ANSWERS else None
 
     def to_json(self) -> str:
         body = {

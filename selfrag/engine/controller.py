@@ -73,10 +73,12 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    stated = lead.question_kind(run.question) if short not in (None, lead.UNSETTLED) else None
+    kind = lead.question_kind(run.question)
+    texts = [segment.text for segment in best.segments]
+    adds = kind is not None and short not in (None, lead.UNSETTLED) and lead.adds_to(kind, short, texts)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info,
-        rater=run.deps.rater, abstention=abstention, lead=short, lead_kind=stated,
+        rater=run.deps.rater, abstention=abstention, lead=short, lead_kind=kind if adds else None,
     )  # fmt: skip
     yield DoneEvent(result=result)
 

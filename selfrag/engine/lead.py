@@ -5,6 +5,7 @@ supported sentences and their citations (one more call, after the search).
                     "How many ...?", "What label ...?") | None
     options         the two names a choice question offers
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
+    adds_to         whether it says more than the sentences (the confidence counts only such a short answer)
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no;
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
@@ -104,6 +105,12 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
     if not terms(said) - terms(question):
         return None  # the question's own words ("... starred which actress?" -> "Moment by Moment") answer nothing
     return f"{said[0].upper()}{said[1:]}."
+
+
+def adds_to(kind: str, lead: str, sentences: Sequence[str]) -> bool:
+    """Whether a short answer says more than the sentences after it: a yes/no always does; a name or number
+    whose words all occur in the sentences restates their answer, and is right or wrong with them."""
+    return kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences))
 
 
 def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:

@@ -32,7 +32,8 @@ def test_only_short_answers_over_wrong_sentences_are_counted():
         record(YES_NO, ["no"], "Yes.", "Senet is a board game."),  # counted, wrong
         record(YES_NO, ["no"], UNSETTLED, "Senet is old."),  # no short answer stated
         record(FACTOID, ["Walt Disney Pictures"], "Walt Disney Pictures.", "Walt Disney Pictures released it."),
-        record(FACTOID, ["Walt Disney Pictures"], "Carbyn.", "The film is by Carbyn."),  # counted, wrong
+        record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn."),  # counted, wrong
+        record(FACTOID, ["Walt Disney Pictures"], "Carbyn.", "The film is by Carbyn."),  # restates the sentences
         record(YES_NO, ["yes"], "Yes.", "x", status="failed"),
         record("Why is the sky blue?", ["scattering"], "Scattering.", "It is blue."),  # no kind
     ]

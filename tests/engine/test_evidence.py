@@ -220,13 +220,14 @@ def test_a_bad_weights_file_is_refused_naming_it(change, message):
 
 
 def test_a_short_answer_adds_its_training_rate_where_the_sentences_are_wrong():
-    body = _body() | {"lead": {"yes_no": {"right": 3, "of": 4}}}
+    body = _body() | {"lead": {"yes_no": {"right": 14, "of": 20}, "factoid": {"right": 3, "of": 4}}}
     model = parse_critic_model(json.dumps(body), "critic weights lead.json")
-    assert model.lead == {"yes_no": (3, 4)} and model.lead_rate("yes_no") == pytest.approx(4 / 6)
+    assert model.lead == {"yes_no": (14, 20), "factoid": (3, 4)} and model.lead_rate("yes_no") == pytest.approx(15 / 22)
     assert parse_critic_model(model.to_json(), "again").lead == model.lead  # round trip
     rater = EvidenceRater(model)
-    assert rater.with_lead(0.1, "yes_no") == pytest.approx(0.1 + 0.9 * 4 / 6)
-    assert rater.with_lead(0.1, "factoid") == 0.1  # no counts for this kind: the sentences' confidence stands
+    assert rater.with_lead(0.1, "yes_no") == pytest.approx(0.1 + 0.9 * 15 / 22)
+    assert rater.with_lead(0.1, "factoid") == 0.1  # four training answers are too few: the sentences' stands
+    assert rater.with_lead(0.1, "choice") == 0.1  # no counts for this kind
     assert rater.with_lead(0.1, None) == 0.1
 
 

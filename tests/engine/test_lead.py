@@ -8,7 +8,7 @@ from helpers import fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.lead import UNSETTLED, lead_chunks, lead_text, options, question_kind
+from selfrag.engine.lead import UNSETTLED, adds_to, lead_chunks, lead_text, options, question_kind
 from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
@@ -90,6 +90,12 @@ def test_a_factoid_lead_that_only_repeats_the_question_is_not_an_answer():
     question = "Which defects does the warranty cover?"
     assert lead_text("factoid", "the warranty", [WARRANTY], question) is None
     assert lead_text("factoid", "manufacturing defects", [WARRANTY], question) == "Manufacturing defects."
+
+
+def test_only_a_short_answer_that_says_more_than_the_sentences_adds_to_the_confidence():
+    assert adds_to("yes_no", "Yes.", SENTENCES)
+    assert not adds_to("factoid", "30 days.", SENTENCES)  # the sentences' own answer, right or wrong with them
+    assert adds_to("factoid", "Two years.", SENTENCES)
 
 
 CHOICE = "What author was more popular, Richard Wright or Richard Bach?"
@@ -176,10 +182,9 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
     from selfrag.engine.calibration import load_critic_model
 
     weights = tmp_path / "lead.json"
-    weights.write_text(replace(load_critic_model(), lead={"yes_no": (8, 8)}).to_json())
-    question = "Are refunds accepted within 30 days?"
+    weights.write_text(replace(load_critic_model(), lead={"yes_no": (20, 20), "factoid": (20, 20)}).to_json())
 
-    def confidence(answer: str, lead: bool) -> float:
+    def confidence(answer: str, lead: bool, question: str = "Are refunds accepted within 30 days?") -> float:
         script = {
             "retrieve_decide": DECIDE_YES,
             "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
@@ -189,5 +194,10 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
         return rag.answer(question).confidence
 
     alone = confidence("yes", lead=False)
-    assert confidence("yes", lead=True) == pytest.approx(alone + (1 - alone) * 0.9, abs=1e-5)
+    assert confidence("yes", lead=True) == pytest.approx(alone + (1 - alone) * 21 / 22, abs=1e-5)
     assert confidence("not settled", lead=True) == pytest.approx(alone)  # "the documents don't settle it" adds none
+    factoid = "How many days do I have for a refund?"
+    restated = confidence("30 days", lead=True, question=factoid)  # the sentence's own answer
+    assert restated == pytest.approx(confidence("30 days", lead=False, question=factoid))
+    added = confidence("30 days of purchase", lead=True, question=factoid)  # "purchase": from the document
+    assert added == pytest.approx(restated + (1 - restated) * 21 / 22, abs=1e-5)
