@@ -5,11 +5,11 @@ supported sentences and their citations (one more call, after the search).
                     "How many ...?", "What label ...?") | None
     options         the two names a choice question offers
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
-    adds_to         whether it says more than the sentences (the confidence counts only such a short answer)
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no;
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
+    adds_to         whether the short answer says more than the sentences (the confidence counts only such a one)
 
 The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
