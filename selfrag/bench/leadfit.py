@@ -3,7 +3,7 @@
 The answer's confidence is calibrated on its sentences (`engine.calibration`); a short answer read off the
 documents can be right where they are not ("No." to a yes/no question that a copied sentence does not decide).
 `selfrag bench fit-lead` counts, per question kind, the training answers that stated a short answer (not "the
-documents don't settle it") saying more than their sentences (`engine.lead.adds_to`: a name the sentences already
+documents don't settle it") saying more than their sentences (`engine.lead.counted_kind`: a name the sentences already
 hold is right or wrong with them) and whose sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.
@@ -15,14 +15,17 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..engine.lead import UNSETTLED, adds_to, question_kind
+from ..engine.lead import counted_kind, question_kind
 from .metrics import answer_in
+
+
+def _sentences(record: Mapping[str, Any]) -> str:
+    return " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
 
 
 def lead_of(record: Mapping[str, Any]) -> str:
     """The short answer a QA record's prediction opens with ("" when it has none)."""
-    prediction = str(record.get("prediction") or "")
-    sentences = " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
+    prediction, sentences = str(record.get("prediction") or ""), _sentences(record)
     if not sentences or not prediction.endswith(sentences):
         return ""
     return prediction[: len(prediction) - len(sentences)].strip()
@@ -33,12 +36,9 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
     right: Counter[str] = Counter()
     stated: Counter[str] = Counter()
     for record in records:
-        lead, gold = lead_of(record), record.get("answers") or []
-        if record.get("status") != "ok" or not lead or lead == UNSETTLED or not gold:
-            continue
-        sentences = " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
-        kind = question_kind(str(record.get("question", "")))
-        if kind is None or answer_in(sentences, gold) or not adds_to(kind, lead, [sentences]):
+        lead, gold, sentences = lead_of(record), record.get("answers") or [], _sentences(record)
+        kind = counted_kind(question_kind(str(record.get("question", ""))), lead, [sentences])
+        if record.get("status") != "ok" or kind is None or not gold or answer_in(sentences, gold):
             continue
         stated[kind] += 1
         right[kind] += bool(answer_in(lead, gold))

@@ -28,7 +28,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
     steps, citations, streamed, stop, failure = [], report.Citations(), 0, StopReason.MAX_DEPTH, None
-    hold = run.config.lead and lead.question_kind(run.question) is not None  # the short answer is printed first
+    kind = lead.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):
@@ -52,7 +52,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         frontier = beam.prune(pool, run.config.beam_width)  # ⑤
         steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
         yield StepEvent(step=steps[-1])
-        settled = 0 if hold else report.committed_prefix(frontier)
+        settled = 0 if kind else report.committed_prefix(frontier)
         for index in range(streamed, settled):
             event = citations.event(index, frontier[0].segments[index])
             if event is not None:
@@ -65,7 +65,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
     if not best.segments and abstention is None:
         _nothing_written(stop, run, failure)
-    short = await _lead(best, run, deadline) if hold and abstention is None else None
+    short = await _lead(best, run, kind, deadline) if kind and abstention is None else None
     if short is not None:
         yield LeadEvent(text=short)
     for index in range(streamed, len(best.segments)):
@@ -73,12 +73,10 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    kind = lead.question_kind(run.question)
-    texts = [segment.text for segment in best.segments]
-    adds = kind is not None and short not in (None, lead.UNSETTLED) and lead.adds_to(kind, short, texts)
+    counted = lead.counted_kind(kind, short, [segment.text for segment in best.segments])
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info,
-        rater=run.deps.rater, abstention=abstention, lead=short, lead_kind=kind if adds else None,
+        rater=run.deps.rater, abstention=abstention, lead=short, lead_kind=counted,
     )  # fmt: skip
     yield DoneEvent(result=result)
 
@@ -98,12 +96,12 @@ def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, 
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
 
 
-async def _lead(best: Beam, run: Run, deadline: float) -> str | None:
+async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> str | None:
     """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
     spent."""
     try:
         async with asyncio.timeout_at(deadline):
-            return await lead.write_lead(run, best)
+            return await lead.write_lead(run, best, kind)
     except (BudgetError, TimeoutError):
         return None
 

@@ -9,7 +9,7 @@ supported sentences and their citations (one more call, after the search).
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
-    adds_to         whether the short answer says more than the sentences (the confidence counts only such a one)
+    counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences
 
 The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
@@ -99,18 +99,21 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
         return _chosen(said, options(question))
     if not said or len(said.split()) > MAX_LEAD_WORDS:
         return None
-    backed = terms(" ".join(read))
-    if not terms(said) or not terms(said) <= backed:
+    words = terms(said)
+    if not words or not words <= terms(" ".join(read)):
         return None  # a name or number the documents and sentences do not hold is not stated as the answer
-    if not terms(said) - terms(question):
+    if not words - terms(question):
         return None  # the question's own words ("... starred which actress?" -> "Moment by Moment") answer nothing
     return f"{said[0].upper()}{said[1:]}."
 
 
-def adds_to(kind: str, lead: str, sentences: Sequence[str]) -> bool:
-    """Whether a short answer says more than the sentences after it: a yes/no always does; a name or number
-    whose words all occur in the sentences restates their answer, and is right or wrong with them."""
-    return kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences))
+def counted_kind(kind: str | None, lead: str | None, sentences: Sequence[str]) -> str | None:
+    """The kind whose training rate the confidence adds for this short answer, or None: only a stated answer
+    ("The documents don't settle it." states none) that says more than the sentences after it. A yes/no always
+    does; a name or number whose words all occur in the sentences restates their answer, right or wrong with them."""
+    if kind is None or not lead or lead == UNSETTLED:
+        return None
+    return kind if kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences)) else None
 
 
 def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
@@ -123,10 +126,9 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     return f"{picks[0]}." if len(picks) == 1 else None
 
 
-async def write_lead(run: Run, best: Beam) -> str | None:
-    """One call for the lead of a short-answer question (None: no lead for this question)."""
-    kind = question_kind(run.question)
-    if kind is None or not best.segments or not run.config.lead:
+async def write_lead(run: Run, best: Beam, kind: str) -> str | None:
+    """One call for the lead of a question of this kind (`question_kind`; None: no usable lead)."""
+    if not best.segments:
         return None
     numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(best.segments, 1))
     chunks = lead_chunks(best, run.config.ndocs)

@@ -225,9 +225,8 @@ def build_result(
     supports = [_support(s.critique) for s in best.segments]
     if abstention is not None:
         supports = [abstention.best_support or 0.0]
-    confidence = (rater or PaperRater()).confidence(supports)
-    if lead and lead_kind and abstention is None:
-        confidence = (rater or PaperRater()).with_lead(confidence, lead_kind)
+    rater = rater or PaperRater()
+    confidence = rater.with_lead(rater.confidence(supports), lead_kind)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,

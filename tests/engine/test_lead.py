@@ -8,7 +8,7 @@ from helpers import fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.lead import UNSETTLED, adds_to, lead_chunks, lead_text, options, question_kind
+from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text, options, question_kind
 from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
@@ -93,9 +93,11 @@ def test_a_factoid_lead_that_only_repeats_the_question_is_not_an_answer():
 
 
 def test_only_a_short_answer_that_says_more_than_the_sentences_adds_to_the_confidence():
-    assert adds_to("yes_no", "Yes.", SENTENCES)
-    assert not adds_to("factoid", "30 days.", SENTENCES)  # the sentences' own answer, right or wrong with them
-    assert adds_to("factoid", "Two years.", SENTENCES)
+    assert counted_kind("yes_no", "Yes.", SENTENCES) == "yes_no"
+    assert counted_kind("factoid", "30 days.", SENTENCES) is None  # the sentences' own answer, right or wrong with them
+    assert counted_kind("factoid", "Two years.", SENTENCES) == "factoid"
+    assert counted_kind("yes_no", UNSETTLED, SENTENCES) is None and counted_kind("yes_no", None, SENTENCES) is None
+    assert counted_kind(None, "Two years.", SENTENCES) is None
 
 
 CHOICE = "What author was more popular, Richard Wright or Richard Bach?"
