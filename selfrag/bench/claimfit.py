@@ -9,6 +9,10 @@ The file has the QA scorer's format (`engine.calibration.CriticModel`), read the
     abstain_threshold the cut on max P(on topic)·P(settles) under which the answer is NEI: the one with the best
                       balanced accuracy of "settled" against NEI on the training claims
     support_threshold the cut on P(settles) with the best balanced accuracy on the training rows (a verdict)
+    refutes           P(refutes): a chunk that settles the claim refutes it rather than supports it, from the
+                      polarity cues (`evidence.polarity`) of the training claims' settling evidence (CLIMATE-FEVER:
+                      its SUPPORTS and REFUTES sentences; SciFact: the documents with rationales of SUPPORT and
+                      CONTRADICT claims); left out when either side has fewer than `MIN_POLARITY_ROWS`
     confidence        Platt scaling of the vote's score (the largest weight for a verdict, one minus it for NEI)
                       against whether the label was right, on training runs of the claim protocol
 
@@ -29,17 +33,20 @@ import numpy as np
 from ..engine.calibration import (
     CriticModel,
     EvidenceRater,
+    Head,
     JudgedRow,
     Platt,
     balanced_threshold,
     fit_logistic,
     fit_platt,
 )
-from ..engine.evidence import vector
+from ..engine.evidence import polarity, vector
 from ..errors import InputError
 from ..schema import Hit
 from .claims import claim_question, rate_candidates, settled_vote
 from .datasets import Dataset, Example
+
+MIN_POLARITY_ROWS = 20  # settling chunks of each side (supporting, refuting) needed to fit the polarity head
 
 
 def evidence_of(dataset: Dataset, example: Example) -> tuple[set[str], set[str]]:
@@ -48,6 +55,31 @@ def evidence_of(dataset: Dataset, example: Example) -> tuple[set[str], set[str]]
         return {pair.chunk for pair in example.pairs} | set(example.gold_chunks), set(example.gold_chunks)
     settles = {sentence.rsplit("/", 1)[0] for sentence in example.gold_sentences}
     return set(example.gold_chunks) | settles, settles
+
+
+def polarity_rows(dataset: Dataset, example: Example) -> list[tuple[str, bool]]:
+    """(chunk key, refutes) for each chunk that settles a training claim one way or the other."""
+    if dataset.name == "climate_fever":
+        return [(p.chunk, p.gold_label == "REFUTES") for p in example.pairs if p.gold_label in ("SUPPORTS", "REFUTES")]
+    if example.label not in ("SUPPORT", "CONTRADICT"):
+        return []
+    return [(key, example.label == "CONTRADICT") for key in sorted(evidence_of(dataset, example)[1])]
+
+
+def fit_polarity(claims: Iterable[tuple[Dataset, Example]]) -> tuple[Head | None, int]:
+    """The polarity head from the training claims' settling chunks, and how many rows it saw; None when either
+    side has fewer than `MIN_POLARITY_ROWS` rows (then the writer's verdict stands)."""
+    x, y = [], []
+    texts: dict[str, dict[str, str]] = {}
+    for dataset, example in claims:
+        text = texts.setdefault(dataset.name, {chunk.key: chunk.text for chunk in dataset.corpus})
+        for key, refutes in polarity_rows(dataset, example):
+            if key in text:
+                x.append(polarity(example.question, text[key]))
+                y.append(refutes)
+    if min(sum(y), len(y) - sum(y)) < MIN_POLARITY_ROWS:
+        return None, len(y)
+    return fit_logistic(np.array(x), np.array(y, dtype=float)), len(y)
 
 
 def claim_rows(dataset: Dataset, example: Example, hits: Sequence[Hit]) -> list[JudgedRow]:
@@ -76,8 +108,8 @@ def nei_cut(best: Sequence[float], settled: Sequence[bool]) -> float:
     return round(balanced_threshold(best, settled, cuts=sorted(set(best))), 6)
 
 
-def fit_heads(claims: Iterable[tuple[Dataset, Example, Sequence[Hit]]], fitted_on: Mapping[str, Any]) -> CriticModel:
-    """Both heads, the verdict cut and the NEI cut from training claims and their retrieved chunks (no model)."""
+def fit_heads(claims: Sequence[tuple[Dataset, Example, Sequence[Hit]]], fitted_on: Mapping[str, Any]) -> CriticModel:
+    """The heads, the verdict cut and the NEI cut from training claims and their retrieved chunks (no model)."""
     rows, claim_of = [], []
     for n, (dataset, example, hits) in enumerate(claims):
         made = claim_rows(dataset, example, hits)
@@ -98,8 +130,9 @@ def fit_heads(claims: Iterable[tuple[Dataset, Example, Sequence[Hit]]], fitted_o
         best[claim] = max(w, best.get(claim, 0.0))
     cut = nei_cut(list(best.values()), [settled for _, settled in best])
     threshold = balanced_threshold(p_sup, [row.supported for row in rows])
-    info = {"rows": len(rows), "claims": len(best), "task": "claim", **fitted_on}
-    return CriticModel(relevant, supported, Platt(), threshold, cut, info)
+    refutes, polar = fit_polarity((dataset, example) for dataset, example, _ in claims)
+    info = {"rows": len(rows), "claims": len(best), "task": "claim", "polarity_rows": polar, **fitted_on}
+    return CriticModel(relevant, supported, Platt(), threshold, cut, info, refutes=refutes)
 
 
 def revote(model: CriticModel, record: Mapping[str, Any], hits: Sequence[Hit]) -> tuple[str, float] | None:

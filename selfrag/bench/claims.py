@@ -22,6 +22,10 @@ dataset's training claims only by `selfrag bench fit-claims`) the critic is evid
 - the verdicts are summed by that weight; when no chunk settles the claim well enough (the largest weight is
   under the weights' `abstain_threshold`), the answer is NEI: the documents do not settle it, as the QA engine
   abstains when nothing supports a sentence;
+- where the weights carry a polarity head (`refutes`, fitted on the training claims' supporting and refuting
+  evidence), a chunk's verdict is that head's, P(refutes) over 0.5 voting CONTRADICT and the rest SUPPORT, and the
+  writer's own verdict is kept as `model_label`: on CLIMATE-FEVER's training claims the 135M model called all 7
+  refuting sentences it was shown supporting (benchmarks/README.md);
 - confidence: the weights' calibration map of the largest weight for a verdict, of one minus it for NEI.
 """
 
@@ -135,6 +139,7 @@ async def closed_set(system: System, example: Example, ctx: Context) -> Outcome:
 
 
 UNSETTLED = "NEI"  # what the evidence-scored vote answers when no chunk settles the claim
+REFUTES_CUT = 0.5  # a settling chunk whose P(refutes) is over this votes CONTRADICT (the polarity head's MAP)
 
 
 def claim_weights(dataset: str) -> str:
@@ -148,7 +153,8 @@ def rate_candidates(
 ) -> list[dict[str, Any]]:
     """The (not failed) candidates with the evidence scorer's P(on topic), P(settles) and their product
     `settles`: each rated as the claim itself against its chunk, with the chunk's rank and relative score in
-    the retrieval."""
+    the retrieval. With a polarity head, each also carries `p_refutes` and the head's verdict as its `label`
+    (the writer's in `model_label`)."""
     place = {hit.chunk.key: (rank, hit) for rank, hit in enumerate(hits)}
     top = hits[0].score if hits and hits[0].score > 0 else None
     items = []
@@ -160,8 +166,14 @@ def rate_candidates(
     out = []
     for candidate, r in zip(candidates, rater.rate(claim_question(claim), items), strict=True):
         settles = answer_support(r.p_relevant, r.p_supported)
-        out.append({**candidate, "p_relevant": round(r.p_relevant, 6), "p_supported": round(r.p_supported, 6),
-                    "settles": round(settles, 6)})  # fmt: skip
+        rated = {**candidate, "p_relevant": round(r.p_relevant, 6), "p_supported": round(r.p_supported, 6),
+                 "settles": round(settles, 6)}  # fmt: skip
+        refutes = rater.refutes(claim, place[candidate["chunk"]][1].chunk.text)
+        if refutes is not None:
+            verdict = "CONTRADICT" if refutes > REFUTES_CUT else "SUPPORT"
+            rated.update(model_label=candidate.get("model_label", candidate["label"]), label=verdict,
+                         p_refutes=round(refutes, 6))  # fmt: skip
+        out.append(rated)
     return out
 
 

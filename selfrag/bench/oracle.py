@@ -48,6 +48,9 @@ class NoisyOracle:
     def with_lead(self, confidence: float, kind: str | None) -> float:
         return confidence  # the diagnostic critic speaks of the sentences only
 
+    def refutes(self, claim: str, text: str) -> float | None:
+        return None  # the diagnostic critic flips relevance and support labels, not verdicts
+
     def _flipped(self, item: Rated, label: str) -> bool:
         key = f"{self.seed}|{self.example.id}|{item.chunk_key}|{item.sentence}|{label}".encode()
         draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64

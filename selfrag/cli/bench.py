@@ -263,9 +263,11 @@ def fit_claims_command(args: argparse.Namespace) -> int:
     if voted:
         model = claimfit.fit_confidence(model, voted, len(runs))
     write_atomic(Path(args.out), model.to_json())
+    rows = model.fitted_on["polarity_rows"]
+    polar = f"polarity head from {rows} settling chunks" if model.refutes else f"no polarity head ({rows} rows)"
     print(
         f"wrote {args.out}: {model.fitted_on['rows']} rows of {model.fitted_on['claims']} training claims, NEI cut "
-        f"{model.abstain_threshold:.3f}, confidence map from {len(voted)} voted claims",
+        f"{model.abstain_threshold:.3f}, {polar}, confidence map from {len(voted)} voted claims",
         file=sys.stderr,
     )
     return 0

@@ -9,6 +9,8 @@
     answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
                    candidate under the abstention cut on it is declined (a sentence copied well from a chunk
                    about something else is supported, not an answer)
+    P(refutes)   = sigmoid(w_ref · y + b_ref)       y = evidence.polarity(claim, text), optional (`refutes`): the
+                   claim protocol's verdict, once a chunk settles a claim, in the claim weights only
 
 Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
 training ids only (its `fitted_on` and `benchmarks/README.md` say which), and `selfrag critic fit` refits it
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from .evidence import FEATURES, features, vector
+from .evidence import FEATURES, POLARITY, features, polarity, vector
 
 FORMAT = "selfrag-critic"
 VERSION = 1
@@ -72,6 +74,7 @@ class CriticModel:
     abstain_threshold: float = 0.0  # default cut on answer_support: kept >= 90 % of right answers in training
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
+    refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
 
     def lead_rate(self, kind: str | None) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (Laplace's
@@ -92,6 +95,9 @@ class CriticModel:
             "abstain_threshold": self.abstain_threshold,
             "fitted_on": dict(self.fitted_on),
         }
+        if self.refutes is not None:
+            body["refutes"] = {"features": list(POLARITY), "weights": list(self.refutes.weights),
+                               "bias": self.refutes.bias}  # fmt: skip
         if self.lead:
             body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
@@ -151,7 +157,14 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
         raise ConfigError(f"{where}: abstain_threshold must be a number from 0 to below 1")
     fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
     lead = _lead_counts(body.get("lead", {}), where)
-    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead)
+    refutes = None
+    if "refutes" in body:
+        if not isinstance(body["refutes"], dict):
+            raise ConfigError(f"{where}: refutes needs its features, {len(POLARITY)} weights and a bias")
+        if body["refutes"].get("features") != list(POLARITY):
+            raise ConfigError(f"{where}: refutes was fitted on other features than this selfrag computes; refit it")
+        refutes = _head(body["refutes"], where, "refutes", POLARITY)
+    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
 LEAD_KINDS = ("yes_no", "choice", "factoid")  # the kinds of engine.lead.question_kind that get a short answer
@@ -173,12 +186,12 @@ def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:
     return counts
 
 
-def _head(value: Any, where: str, name: str) -> Head:
+def _head(value: Any, where: str, name: str, names: Sequence[str] = FEATURES) -> Head:
     if not isinstance(value, dict) or not isinstance(value.get("weights"), list):
         raise ConfigError(f"{where}: {name} needs weights and a bias")
     weights = value["weights"]
-    if len(weights) != len(FEATURES) or not all(_finite(w) for w in weights) or not _finite(value.get("bias")):
-        raise ConfigError(f"{where}: {name} needs {len(FEATURES)} finite weights and a finite bias")
+    if len(weights) != len(names) or not all(_finite(w) for w in weights) or not _finite(value.get("bias")):
+        raise ConfigError(f"{where}: {name} needs {len(names)} finite weights and a finite bias")
     return Head(tuple(float(w) for w in weights), float(value["bias"]))
 
 
@@ -382,7 +395,9 @@ class Rater(Protocol):
     """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support`,
     `verdict_cut` the P(supported) at or above which a given statement is judged supported (critic agreement),
     `confidence` maps an answer's P(supported) values to the probability that the answer is right, and
-    `with_lead` adds what a short answer of a kind stated before the sentences adds to it."""
+    `with_lead` adds what a short answer of a kind stated before the sentences adds to it, and `refutes` is
+    P(a text that settles a claim refutes it), or None where the rater has no such head (the writer's verdict
+    stands)."""
 
     threshold: float
 
@@ -394,6 +409,8 @@ class Rater(Protocol):
     def confidence(self, supported: Sequence[float]) -> float: ...
 
     def with_lead(self, confidence: float, kind: str | None) -> float: ...
+
+    def refutes(self, claim: str, text: str) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +431,9 @@ class PaperRater:
 
     def with_lead(self, confidence: float, kind: str | None) -> float:
         return confidence  # the paper's confidence speaks of the sentences' critique only
+
+    def refutes(self, claim: str, text: str) -> float | None:
+        return None  # the paper's verdict is the writer's
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +465,10 @@ class EvidenceRater:
         """The answer is right if its sentences are or, where they are not, its short answer is."""
         rate = self.model.lead_rate(kind)
         return confidence if rate is None else confidence + (1 - confidence) * rate
+
+    def refutes(self, claim: str, text: str) -> float | None:
+        head = self.model.refutes
+        return None if head is None else head.probability(polarity(claim, text))
 
 
 def rater_for(scorer: str, weights: str | None, shipped: str = SHIPPED) -> Rater:

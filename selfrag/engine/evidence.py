@@ -23,6 +23,15 @@ fake. Each is a number in [0, 1], computed from text alone (pure functions, no I
 `drawn_on` says which chunks a sentence written from several at once draws its words from: the one it cites,
 plus the one holding the most of what that one lacks (a two-hop sentence needs both of its facts' chunks).
 
+`polarity` gives the cues that a text which settles a claim refutes it rather than supports it (the claim
+protocol's third head, `POLARITY`):
+
+    claim_negated       the claim says "not", "no", "never", "n't", ...
+    text_negated        the text does
+    negation_differs    one of the two does and the other does not
+    direction_differs   one says a quantity rises (increase, more, higher, warming, ...) where the other says it
+                        falls (decrease, less, lower, cooling, ...)
+
 `degeneracy` names what is wrong with a sentence that must not be kept as written: the question restated, a
 sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one).
 """
@@ -49,6 +58,8 @@ FEATURES = (
     "model_sup",
 )
 
+POLARITY = ("claim_negated", "text_negated", "negation_differs", "direction_differs")
+
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have having he
@@ -69,6 +80,15 @@ _ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question
 # words that ask for a value or a choice; not "who" or "which", which may open a relative clause ("Is the man who
 # directed Jaws American?" is a yes/no question)
 _OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|no|never|nothing|none|nor|neither|cannot|without)\b|n['’]t\b", re.I)
+_RISES = re.compile(
+    r"\b(?:increas\w*|rise|rises|rising|rose|more|higher|warm\w*|grow\w*|gain\w*|expand\w*|accelerat\w*)\b", re.I
+)
+_FALLS = re.compile(
+    r"\b(?:decreas\w*|declin\w*|fall|falls|falling|fell|less|lower|cool\w*|shrink\w*|loss|lose|losing|lost|slow\w*"
+    r"|drop\w*|reduc\w*)\b",
+    re.I,
+)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
@@ -183,6 +203,23 @@ def _found(items: Sequence[str], text: str) -> frozenset[str]:
 
 def vector(values: Mapping[str, float]) -> list[float]:
     return [float(values[name]) for name in FEATURES]
+
+
+def polarity(claim: str, text: str) -> list[float]:
+    """The `POLARITY` cues of a text against a claim, in that order (see the module docstring)."""
+    claim_negated, text_negated = bool(_NEGATION.search(claim)), bool(_NEGATION.search(text))
+    claim_way, text_way = _direction(claim), _direction(text)
+    return [
+        float(claim_negated),
+        float(text_negated),
+        float(claim_negated != text_negated),
+        float(claim_way * text_way < 0),
+    ]
+
+
+def _direction(text: str) -> int:
+    """1 when the text says something rises and nothing falls, -1 the reverse, else 0."""
+    return int(bool(_RISES.search(text))) - int(bool(_FALLS.search(text)))
 
 
 def asks_yes_no(question: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from helpers import by_document
@@ -169,6 +170,56 @@ def test_evidence_scorer_answers_nei_when_no_chunk_settles_the_claim(tmp_path):
     assert outcome.confidence == pytest.approx(1 / (1 + math.exp(-odds)), abs=1e-5)  # the map, fitted or given
 
 
+def _polar_rater(cut: float = 0.3):
+    """The rank rater with a polarity head that reads only whether the claim is negated."""
+    from selfrag.engine.calibration import EvidenceRater, Head
+
+    model = _rank_rater(-4.0, cut=cut).model
+    return EvidenceRater(replace(model, refutes=Head((4.0, 0.0, 0.0, 0.0), -2.0)))
+
+
+def test_a_polarity_head_gives_each_settling_chunk_its_verdict_and_keeps_the_writers(tmp_path):
+    # the writer says a supports, b and c refute; the polarity head reads the claim's negation, not the writer
+    system = System("selfrag", Config(nonce_seed="t", ndocs=3, scorer="evidence"))
+    example = ds.load("scifact", write_scifact(tmp_path / "s")).examples[0]
+    ctx = context(tmp_path, ScriptedChatModel(SCRIPT))
+    ctx.rater = _polar_rater()
+    plain = asyncio.run(claims.closed_set(system, example, ctx))
+    assert plain.label == "SUPPORT" and plain.citations == ["a#0", "b#0", "c#0"]  # every chunk now votes SUPPORT
+    assert [s["model_label"] for s in plain.segments] == ["SUPPORT", "CONTRADICT", "CONTRADICT"]
+    assert all(s["p_refutes"] == pytest.approx(0.119203, abs=1e-6) for s in plain.segments)
+    negated = replace(example, question="Paris is not the capital of France.")
+    refuted = asyncio.run(claims.closed_set(system, negated, ctx))
+    assert refuted.label == "CONTRADICT" and {s["label"] for s in refuted.segments} == {"CONTRADICT"}
+    assert refuted.confidence == pytest.approx(max(s["settles"] for s in refuted.segments), abs=1e-6)
+    ctx.rater = _polar_rater(cut=0.9999)  # nothing settles it: NEI, whatever the verdicts
+    assert asyncio.run(claims.closed_set(system, negated, ctx)).label == "NEI"
+
+
+def test_the_polarity_head_is_fitted_on_training_claims_settling_evidence(tmp_path):
+    from selfrag.bench.claimfit import MIN_POLARITY_ROWS, fit_polarity
+    from selfrag.engine.evidence import polarity
+
+    def row(n: int, negated: bool, label: str) -> dict:
+        city = list(CAPITALS)[n % len(CAPITALS)]
+        claim = f"{city} is {'not ' if negated else ''}the capital of {CAPITALS[city]} ({n})"
+        said = {"evidence_id": f"{city}:0", "evidence_label": label, "article": city, "evidence": f"{city} is the "
+                f"capital of {CAPITALS[city]}.", "entropy": 0.0, "votes": [label]}  # fmt: skip
+        other = dict(said, evidence_id=f"{city}:1", evidence_label="NOT_ENOUGH_INFO", evidence=f"{city} is old.")
+        claim_label = "REFUTES" if label == "REFUTES" else "SUPPORTS"
+        return {"claim_id": str(n), "claim": claim, "claim_label": claim_label, "evidences": [said, other]}
+
+    rows = [row(n, n % 2 == 1, "REFUTES" if n % 2 else "SUPPORTS") for n in range(ds.TEST_POOL + 60)]
+    train = ds.load("climate_fever", write_climate(tmp_path / "c", rows), split="train")
+    head, seen = fit_polarity((train, example) for example in train.examples)
+    assert seen == 60 and head is not None  # one settling sentence per training claim; the pool's 500 unseen
+    negated, plain = "Rome is not the capital of Italy", "Rome is the capital of Italy"
+    assert head.probability(polarity(negated, "Rome is the capital of Italy.")) > 0.5
+    assert head.probability(polarity(plain, "Rome is the capital of Italy.")) < 0.5
+    few, seen = fit_polarity((train, example) for example in train.examples[: 2 * MIN_POLARITY_ROWS - 2])
+    assert few is None and seen == 2 * MIN_POLARITY_ROWS - 2  # under MIN_POLARITY_ROWS of each side
+
+
 def _training_scifact(root):
     """A datasets folder whose SciFact train split has 18 claims: for every city one it supports, one it refutes, and
     one it says nothing about (NEI, the city's document cited without evidence)."""
@@ -199,6 +250,7 @@ def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it
     model = load_critic_model(out)
     assert model.fitted_on["task"] == "claim" and model.fitted_on["claims"] == 18
     assert 0 < model.abstain_threshold < 1
+    assert model.refutes is None and "no polarity head (12 rows)" in capsys.readouterr().err  # 6 of each side
     claim = "Paris is the capital of France."
     own, other = (
         Rated(claim, text, key, rank, score, None, 0.5, 0.5, ())

@@ -192,6 +192,10 @@ def test_a_bad_judgment_is_refused_with_its_line_and_field(record, message):
     assert str(caught.value).startswith("j.jsonl line 3")
 
 
+def _polar(**change) -> dict:
+    return {"features": list(evidence.POLARITY), "weights": [1.0, 0.0, 0.0, 0.0], "bias": -0.5} | change
+
+
 def _body() -> dict:
     return json.loads(CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0)).to_json())
 
@@ -209,6 +213,10 @@ def _body() -> dict:
         (lambda b: b.update(lead={"yes_no": {"right": 3, "of": 2}}), "right <= of"),
         (lambda b: b.update(lead={"yes_no": {"right": 1.5, "of": 2}}), "whole counts"),
         (lambda b: b.update(lead=[1, 2]), "lead must map"),
+        (lambda b: b.update(refutes={"features": ["claim_negated"], "weights": [1.0], "bias": 0.0}), "refutes was"),
+        (lambda b: b.update(refutes=_polar(weights=[1.0, 2.0])), "refutes needs 4 finite weights"),
+        (lambda b: b.update(refutes=_polar(bias=None)), "refutes needs 4 finite weights"),
+        (lambda b: b.update(refutes=[1, 2]), "refutes needs its features"),
     ],
 )
 def test_a_bad_weights_file_is_refused_naming_it(change, message):
@@ -229,6 +237,29 @@ def test_a_short_answer_adds_its_training_rate_where_the_sentences_are_wrong():
     assert rater.with_lead(0.1, "factoid") == 0.1  # four training answers are too few: the sentences' stands
     assert rater.with_lead(0.1, "choice") == 0.1  # no counts for this kind
     assert rater.with_lead(0.1, None) == 0.1
+
+
+def test_a_polarity_head_round_trips_and_rates_a_claim_against_a_text():
+    model = parse_critic_model(json.dumps(_body() | {"refutes": _polar(weights=[3.0, 0.0, 0.0, 0.0], bias=-1.5)}), "w")
+    assert parse_critic_model(model.to_json(), "again") == model
+    rater = EvidenceRater(model)
+    assert rater.refutes("Sea level is not rising.", "Sea level rose 20 cm.") == pytest.approx(1 / (1 + math.exp(-1.5)))
+    assert rater.refutes("Sea level is rising.", "Sea level rose 20 cm.") == pytest.approx(1 / (1 + math.exp(1.5)))
+    assert EvidenceRater(parse_critic_model(json.dumps(_body()), "w")).refutes("a", "b") is None  # no head
+
+
+@pytest.mark.parametrize(
+    ("claim", "text", "cues"),
+    [
+        ("Global warming is not happening.", "Temperatures have risen since 1900.", [1, 0, 1, 0]),
+        ("CO2 isn't a pollutant.", "CO2 is not a pollutant in that sense.", [1, 1, 0, 0]),
+        ("Arctic sea ice is increasing.", "Arctic sea ice has declined sharply.", [0, 0, 0, 1]),
+        ("Arctic sea ice is shrinking.", "Arctic sea ice has declined sharply.", [0, 0, 0, 0]),
+        ("Antarctica is gaining ice.", "It has no ice loss in the east.", [0, 1, 1, 1]),
+    ],
+)
+def test_polarity_cues_read_negation_and_direction(claim, text, cues):
+    assert evidence.polarity(claim, text) == cues
 
 
 def test_a_weights_file_with_a_nan_is_refused():
