@@ -12,7 +12,8 @@ The file has the QA scorer's format (`engine.calibration.CriticModel`), read the
     refutes           P(refutes): a chunk that settles the claim refutes it rather than supports it, from the
                       polarity cues (`evidence.polarity`) of the training claims' settling evidence (CLIMATE-FEVER:
                       its SUPPORTS and REFUTES sentences; SciFact: the documents with rationales of SUPPORT and
-                      CONTRADICT claims); left out when either side has fewer than `MIN_POLARITY_ROWS`
+                      CONTRADICT claims); left out when either side has fewer than `MIN_POLARITY_ROWS`, or
+                      when the training runs' claims re-voted with it are not right more often than without
     confidence        Platt scaling of the vote's score (the largest weight for a verdict, one minus it for NEI)
                       against whether the label was right, on training runs of the claim protocol
 
@@ -146,6 +147,36 @@ def revote(model: CriticModel, record: Mapping[str, Any], hits: Sequence[Hit]) -
     rated = rate_candidates(rater, record["question"], candidates, list(hits))
     label, score, _ = settled_vote(rated, rater)
     return label, score
+
+
+TrainingClaim = tuple[Mapping[str, Any], Sequence[Hit]]  # a training run's record and its claim's retrieval
+
+
+def voted(model: CriticModel, claims: Sequence[TrainingClaim]) -> list[tuple[float, bool]]:
+    """(vote score, label right) of each training claim re-voted with `model` (those with a vote)."""
+    out = []
+    for record, hits in claims:
+        again = revote(model, record, hits)
+        if again is not None:
+            out.append((again[1], again[0] == record["gold_label"]))
+    return out
+
+
+def keep_polarity(model: CriticModel, claims: Sequence[TrainingClaim]) -> tuple[CriticModel, str]:
+    """The model with its polarity head only where it wins, and what was decided (for the command's line): the
+    training runs' claims re-voted with the head must be right more often than without it; a tie, or no
+    training run to show it, leaves the head out and the writer's verdict stands."""
+    rows = model.fitted_on.get("polarity_rows", 0)
+    if model.refutes is None:
+        return model, f"no polarity head ({rows} settling chunks)"
+    without = replace(model, refutes=None)
+    if not claims:
+        return without, "polarity head left out (no training run to show that it helps)"
+    right, right_without = (sum(ok for _, ok in voted(m, claims)) for m in (model, without))
+    counts = f"{right} training claims right with it, {right_without} without"
+    if right > right_without:
+        return model, f"polarity head from {rows} settling chunks ({counts})"
+    return without, f"polarity head left out ({counts})"
 
 
 def fit_confidence(model: CriticModel, voted: Sequence[tuple[float, bool]], runs: int) -> CriticModel:

@@ -250,21 +250,17 @@ def fit_claims_command(args: argparse.Namespace) -> int:
     index = Index.build(dataset.corpus)
     claims = [(dataset, e, index.find_relevant_chunks(e.question, args.ndocs)) for e in dataset.examples]
     model = claimfit.fit_heads(claims, {"source": f"{args.dataset} training claims (split train)"})
-    voted = []
+    trained = []
     for folder, config in zip(runs, configs, strict=True):
         records, _ = read_samples(folder / "samples.jsonl", repair=False)
         ndocs = (config["system"].get("config") or {}).get("ndocs", args.ndocs)
-        for record in records.values():
-            if record.get("status") != "ok":
-                continue
-            again = claimfit.revote(model, record, index.find_relevant_chunks(record["question"], ndocs))
-            if again is not None:
-                voted.append((again[1], again[0] == record["gold_label"]))
+        ok = [record for record in records.values() if record.get("status") == "ok"]
+        trained += [(record, index.find_relevant_chunks(record["question"], ndocs)) for record in ok]
+    model, polar = claimfit.keep_polarity(model, trained)
+    voted = claimfit.voted(model, trained)
     if voted:
         model = claimfit.fit_confidence(model, voted, len(runs))
     write_atomic(Path(args.out), model.to_json())
-    rows = model.fitted_on["polarity_rows"]
-    polar = f"polarity head from {rows} settling chunks" if model.refutes else f"no polarity head ({rows} rows)"
     print(
         f"wrote {args.out}: {model.fitted_on['rows']} rows of {model.fitted_on['claims']} training claims, NEI cut "
         f"{model.abstain_threshold:.3f}, {polar}, confidence map from {len(voted)} voted claims",

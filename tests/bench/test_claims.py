@@ -220,6 +220,30 @@ def test_the_polarity_head_is_fitted_on_training_claims_settling_evidence(tmp_pa
     assert few is None and seen == 2 * MIN_POLARITY_ROWS - 2  # under MIN_POLARITY_ROWS of each side
 
 
+def test_the_polarity_head_is_kept_only_where_it_rights_more_training_claims():
+    from selfrag.bench.claimfit import keep_polarity
+    from selfrag.schema import Hit
+
+    model = replace(_polar_rater(cut=0.1).model, fitted_on={"polarity_rows": 60})
+    hits = [Hit(chunk, 1.0) for chunk in CHUNKS]
+    segments = [{"chunk": c.key, "label": "SUPPORT", "s_rel": 1.0, "s_sup": 1.0, "quote_ok": None} for c in CHUNKS]
+
+    def record(claim: str, gold: str) -> dict:
+        return {"question": claim, "gold_label": gold, "segments": segments}
+
+    # the writer says SUPPORT to both; the head says CONTRADICT to the negated claim
+    refuted = [(record("Paris is not the capital of France.", "CONTRADICT"), hits),
+               (record("Paris is the capital of France.", "SUPPORT"), hits)]  # fmt: skip
+    kept, line = keep_polarity(model, refuted)
+    assert kept.refutes is model.refutes and "2 training claims right with it, 1 without" in line
+    supported = [(record("Paris is not the capital of Spain.", "SUPPORT"), hits)]  # the head makes it wrong
+    kept, line = keep_polarity(model, supported)
+    assert kept.refutes is None and line == "polarity head left out (0 training claims right with it, 1 without)"
+    tie = [(record("Paris is the capital of France.", "SUPPORT"), hits)]
+    assert keep_polarity(model, tie)[0].refutes is None  # no better: the writer's verdict stands
+    assert keep_polarity(model, [])[0].refutes is None
+
+
 def _training_scifact(root):
     """A datasets folder whose SciFact train split has 18 claims: for every city one it supports, one it refutes, and
     one it says nothing about (NEI, the city's document cited without evidence)."""
@@ -250,7 +274,7 @@ def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it
     model = load_critic_model(out)
     assert model.fitted_on["task"] == "claim" and model.fitted_on["claims"] == 18
     assert 0 < model.abstain_threshold < 1
-    assert model.refutes is None and "no polarity head (12 rows)" in capsys.readouterr().err  # 6 of each side
+    assert model.refutes is None and "no polarity head (12 settling chunks)" in capsys.readouterr().err  # 6 a side
     claim = "Paris is the capital of France."
     own, other = (
         Rated(claim, text, key, rank, score, None, 0.5, 0.5, ())
