@@ -43,7 +43,7 @@ from ..engine.calibration import (
 )
 from ..engine.evidence import polarity, vector
 from ..errors import InputError
-from ..schema import Hit
+from ..schema import Chunk, Hit
 from .claims import claim_question, rate_candidates, settled_vote
 from .datasets import Dataset, Example
 
@@ -71,12 +71,12 @@ def fit_polarity(claims: Iterable[tuple[Dataset, Example]]) -> tuple[Head | None
     """The polarity head from the training claims' settling chunks, and how many rows it saw; None when either
     side has fewer than `MIN_POLARITY_ROWS` rows (then the writer's verdict stands)."""
     x, y = [], []
-    texts: dict[str, dict[str, str]] = {}
+    chunks: dict[str, dict[str, Chunk]] = {}
     for dataset, example in claims:
-        text = texts.setdefault(dataset.name, {chunk.key: chunk.text for chunk in dataset.corpus})
+        corpus = chunks.setdefault(dataset.name, dataset.chunk_texts())
         for key, refutes in polarity_rows(dataset, example):
-            if key in text:
-                x.append(polarity(example.question, text[key]))
+            if key in corpus:
+                x.append(polarity(example.question, corpus[key].text))
                 y.append(refutes)
     if min(sum(y), len(y) - sum(y)) < MIN_POLARITY_ROWS:
         return None, len(y)
@@ -150,9 +150,10 @@ def revote(model: CriticModel, record: Mapping[str, Any], hits: Sequence[Hit]) -
 
 
 TrainingClaim = tuple[Mapping[str, Any], Sequence[Hit]]  # a training run's record and its claim's retrieval
+Votes = list[tuple[float, bool]]  # (vote score, label right) of re-voted training claims
 
 
-def voted(model: CriticModel, claims: Sequence[TrainingClaim]) -> list[tuple[float, bool]]:
+def voted(model: CriticModel, claims: Sequence[TrainingClaim]) -> Votes:
     """(vote score, label right) of each training claim re-voted with `model` (those with a vote)."""
     out = []
     for record, hits in claims:
@@ -162,21 +163,23 @@ def voted(model: CriticModel, claims: Sequence[TrainingClaim]) -> list[tuple[flo
     return out
 
 
-def keep_polarity(model: CriticModel, claims: Sequence[TrainingClaim]) -> tuple[CriticModel, str]:
-    """The model with its polarity head only where it wins, and what was decided (for the command's line): the
-    training runs' claims re-voted with the head must be right more often than without it; a tie, or no
-    training run to show it, leaves the head out and the writer's verdict stands."""
+def keep_polarity(model: CriticModel, claims: Sequence[TrainingClaim]) -> tuple[CriticModel, Votes, str]:
+    """The model with its polarity head only where it wins, the training claims re-voted with it (for the
+    confidence map), and what was decided (for the command's line): the training runs' claims re-voted with the
+    head must be right more often than without it; a tie, or no training run to show it, leaves the head out
+    and the writer's verdict stands."""
     rows = model.fitted_on.get("polarity_rows", 0)
     if model.refutes is None:
-        return model, f"no polarity head ({rows} settling chunks)"
+        return model, voted(model, claims), f"no polarity head ({rows} settling chunks)"
     without = replace(model, refutes=None)
     if not claims:
-        return without, "polarity head left out (no training run to show that it helps)"
-    right, right_without = (sum(ok for _, ok in voted(m, claims)) for m in (model, without))
+        return without, [], "polarity head left out (no training run to show that it helps)"
+    with_head, without_head = voted(model, claims), voted(without, claims)
+    right, right_without = sum(ok for _, ok in with_head), sum(ok for _, ok in without_head)
     counts = f"{right} training claims right with it, {right_without} without"
     if right > right_without:
-        return model, f"polarity head from {rows} settling chunks ({counts})"
-    return without, f"polarity head left out ({counts})"
+        return model, with_head, f"polarity head from {rows} settling chunks ({counts})"
+    return without, without_head, f"polarity head left out ({counts})"
 
 
 def fit_confidence(model: CriticModel, voted: Sequence[tuple[float, bool]], runs: int) -> CriticModel:

@@ -154,7 +154,8 @@ def rate_candidates(
     """The (not failed) candidates with the evidence scorer's P(on topic), P(settles) and their product
     `settles`: each rated as the claim itself against its chunk, with the chunk's rank and relative score in
     the retrieval. With a polarity head, each also carries `p_refutes` and the head's verdict as its `label`
-    (the writer's in `model_label`)."""
+    (the writer's in `model_label`); without one, `label` is the writer's verdict, also for a record that was
+    voted with a head before (re-voted by `fit-claims`)."""
     place = {hit.chunk.key: (rank, hit) for rank, hit in enumerate(hits)}
     top = hits[0].score if hits and hits[0].score > 0 else None
     items = []
@@ -164,15 +165,16 @@ def rate_candidates(
         model = (candidate["s_rel"], candidate["s_sup"])
         items.append(Rated(claim, hit.chunk.text, hit.chunk.key, rank, score_rel, candidate["quote_ok"], *model, ()))
     out = []
-    for candidate, r in zip(candidates, rater.rate(claim_question(claim), items), strict=True):
+    for candidate, item, r in zip(candidates, items, rater.rate(claim_question(claim), items), strict=True):
         settles = answer_support(r.p_relevant, r.p_supported)
-        rated = {**candidate, "p_relevant": round(r.p_relevant, 6), "p_supported": round(r.p_supported, 6),
-                 "settles": round(settles, 6)}  # fmt: skip
-        refutes = rater.refutes(claim, place[candidate["chunk"]][1].chunk.text)
+        writer = candidate.get("model_label", candidate["label"])
+        rated = {**candidate, "label": writer, "p_relevant": round(r.p_relevant, 6),
+                 "p_supported": round(r.p_supported, 6), "settles": round(settles, 6)}  # fmt: skip
+        rated.pop("model_label", None)
+        refutes = rater.refutes(claim, item.chunk_text)
         if refutes is not None:
             verdict = "CONTRADICT" if refutes > REFUTES_CUT else "SUPPORT"
-            rated.update(model_label=candidate.get("model_label", candidate["label"]), label=verdict,
-                         p_refutes=round(refutes, 6))  # fmt: skip
+            rated.update(model_label=writer, label=verdict, p_refutes=round(refutes, 6))
         out.append(rated)
     return out
 

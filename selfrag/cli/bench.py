@@ -256,8 +256,7 @@ def fit_claims_command(args: argparse.Namespace) -> int:
         ndocs = (config["system"].get("config") or {}).get("ndocs", args.ndocs)
         ok = [record for record in records.values() if record.get("status") == "ok"]
         trained += [(record, index.find_relevant_chunks(record["question"], ndocs)) for record in ok]
-    model, polar = claimfit.keep_polarity(model, trained)
-    voted = claimfit.voted(model, trained)
+    model, voted, polar = claimfit.keep_polarity(model, trained)
     if voted:
         model = claimfit.fit_confidence(model, voted, len(runs))
     write_atomic(Path(args.out), model.to_json())

@@ -234,11 +234,18 @@ def test_the_polarity_head_is_kept_only_where_it_rights_more_training_claims():
     # the writer says SUPPORT to both; the head says CONTRADICT to the negated claim
     refuted = [(record("Paris is not the capital of France.", "CONTRADICT"), hits),
                (record("Paris is the capital of France.", "SUPPORT"), hits)]  # fmt: skip
-    kept, line = keep_polarity(model, refuted)
+    kept, votes, line = keep_polarity(model, refuted)
     assert kept.refutes is model.refutes and "2 training claims right with it, 1 without" in line
+    assert [right for _, right in votes] == [True, True]  # the votes the confidence map is fitted on: the head's
     supported = [(record("Paris is not the capital of Spain.", "SUPPORT"), hits)]  # the head makes it wrong
-    kept, line = keep_polarity(model, supported)
+    kept, votes, line = keep_polarity(model, supported)
     assert kept.refutes is None and line == "polarity head left out (0 training claims right with it, 1 without)"
+    assert [right for _, right in votes] == [True]
+    # a record voted with the head before (a selfrag+evidence training run) carries the head's labels
+    voted_with_head = claims.rate_candidates(_polar_rater(cut=0.1), refuted[0][0]["question"], segments, hits)
+    assert {s["label"] for s in voted_with_head} == {"CONTRADICT"}
+    again = [(record("Paris is not the capital of France.", "SUPPORT") | {"segments": voted_with_head}, hits)]
+    assert [right for _, right in keep_polarity(model, again)[1]] == [True]  # without the head: the writer's SUPPORT
     tie = [(record("Paris is the capital of France.", "SUPPORT"), hits)]
     assert keep_polarity(model, tie)[0].refutes is None  # no better: the writer's verdict stands
     assert keep_polarity(model, [])[0].refutes is None
