@@ -139,6 +139,7 @@ class Result(_Out):
     stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
     abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
     lead: str | None = None  # the short answer that opens `answer` (yes/no, choice and factoid questions)
+    lead_from: Literal["model", "dates"] | None = None  # one call to the model, or the options' dates (no call)
     usage: Usage
     trace: Trace
     model: str

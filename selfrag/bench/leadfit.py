@@ -4,7 +4,8 @@ The answer's confidence is calibrated on its sentences (`engine.calibration`); a
 documents can be right where they are not ("No." to a yes/no question that a copied sentence does not decide).
 `selfrag bench fit-lead` counts, per question kind, the training answers that stated a short answer (not "the
 documents don't settle it") saying more than their sentences (`engine.lead.counted_kind`: a name the sentences already
-hold is right or wrong with them) and whose sentences held no gold answer, and how many of those short answers did;
+hold is right or wrong with them; a choice the documents' dates decided counts apart, as "dates") and whose
+sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.
 """
@@ -37,7 +38,8 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
     stated: Counter[str] = Counter()
     for record in records:
         lead, gold, sentences = lead_of(record), record.get("answers") or [], _sentences(record)
-        kind = counted_kind(question_kind(str(record.get("question", ""))), lead, [sentences])
+        source = record.get("lead_from") or "model"
+        kind = counted_kind(question_kind(str(record.get("question", ""))), lead, [sentences], source)
         if record.get("status") != "ok" or kind is None or not gold or answer_in(sentences, gold):
             continue
         stated[kind] += 1

@@ -107,6 +107,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         candidates=candidates,
         stop_reason=result.stop_reason,
         abstained=result.abstention is not None,
+        lead_from=result.lead_from,
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,

@@ -167,7 +167,8 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
-LEAD_KINDS = ("yes_no", "choice", "factoid")  # the kinds of engine.lead.question_kind that get a short answer
+# the kinds of engine.lead.question_kind that get a short answer, and "dates": a choice decided by the documents' dates
+LEAD_KINDS = ("yes_no", "choice", "factoid", "dates")
 
 
 def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:

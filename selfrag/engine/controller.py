@@ -67,16 +67,17 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         _nothing_written(stop, run, failure)
     short = await _lead(best, run, kind, deadline) if kind and abstention is None else None
     if short is not None:
-        yield LeadEvent(text=short)
+        yield LeadEvent(text=short.text)
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    counted = lead.counted_kind(kind, short, [segment.text for segment in best.segments])
+    said = short.text if short else None
+    counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], short and short.source)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info,
-        rater=run.deps.rater, abstention=abstention, lead=short, lead_kind=counted,
+        rater=run.deps.rater, abstention=abstention, lead=said, lead_kind=counted, lead_from=short and short.source,
     )  # fmt: skip
     yield DoneEvent(result=result)
 
@@ -96,7 +97,7 @@ def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, 
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
 
 
-async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> str | None:
+async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> lead.Lead | None:
     """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
     spent."""
     try:

@@ -10,6 +10,9 @@ supported sentences and their citations (one more call, after the search).
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences
+    write_lead      the lead of a question of a kind: a choice about time ("Who was born first, A or B?") is
+                    decided by the documents' dates where they give both (`engine.compare`, no call), else one
+                    call asks the model
 
 The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
@@ -21,14 +24,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..schema import Beam, Chunk
+from .compare import decide
 from .context import Run
 from .evidence import asks_yes_no, terms
 from .replies import LeadReply
 
 UNSETTLED = "The documents don't settle it."
+DATES = "dates"  # the kind a lead decided by the documents' dates is counted as (its rate is not the model's)
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    text: str
+    source: Literal["model", "dates"]  # one call to the model, or the two options' dates in the documents read
+
+
 MAX_LEAD_WORDS = 12
 _FACTOID = re.compile(
     r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
@@ -107,13 +122,18 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
     return f"{said[0].upper()}{said[1:]}."
 
 
-def counted_kind(kind: str | None, lead: str | None, sentences: Sequence[str]) -> str | None:
+def counted_kind(
+    kind: str | None, lead: str | None, sentences: Sequence[str], source: str | None = "model"
+) -> str | None:
     """The kind whose training rate the confidence adds for this short answer, or None: only a stated answer
     ("The documents don't settle it." states none) that says more than the sentences after it. A yes/no always
-    does; a name or number whose words all occur in the sentences restates their answer, right or wrong with them."""
+    does; a name or number whose words all occur in the sentences restates their answer, right or wrong with them.
+    A choice the documents' dates decided counts as `DATES`: how often that is right is not the model's rate."""
     if kind is None or not lead or lead == UNSETTLED:
         return None
-    return kind if kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences)) else None
+    if kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences)):
+        return DATES if source == DATES else kind
+    return None
 
 
 def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
@@ -126,12 +146,18 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     return f"{picks[0]}." if len(picks) == 1 else None
 
 
-async def write_lead(run: Run, best: Beam, kind: str) -> str | None:
-    """One call for the lead of a question of this kind (`question_kind`; None: no usable lead)."""
+async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
+    """The lead of a question of this kind (`question_kind`; None: no usable lead): from the documents' dates
+    for a choice about time where they give both options' dates, else from one call."""
     if not best.segments:
         return None
-    numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(best.segments, 1))
     chunks = lead_chunks(best, run.config.ndocs)
+    offered = options(run.question) if kind == "choice" else None
+    if offered is not None:
+        decided = decide(run.question, offered, [c.text for c in chunks] + [s.text for s in best.segments])
+        if decided is not None:
+            return Lead(f"{decided}.", "dates")
+    numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(best.segments, 1))
     try:
         parsed = await run.ask(
             "answer_lead",
@@ -147,4 +173,5 @@ async def write_lead(run: Run, best: Beam, kind: str) -> str | None:
         return None
     assert isinstance(parsed.value, LeadReply)
     read = [*(s.text for s in best.segments), *(c.text for c in chunks)]
-    return lead_text(kind, parsed.value.answer, read, run.question)
+    text = lead_text(kind, parsed.value.answer, read, run.question)
+    return Lead(text, "model") if text is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import Enum
+from typing import Literal
 
 from ..config import Config, config_dict
 from ..labels import Decision
@@ -200,6 +201,7 @@ def build_result(
     abstention: Abstention | None = None,
     lead: str | None = None,
     lead_kind: str | None = None,
+    lead_from: Literal["model", "dates"] | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -259,6 +261,7 @@ def build_result(
         stop_reason=stop_reason.value,
         abstention=abstention,
         lead=lead,
+        lead_from=lead_from,
         usage=usage,
         trace=trace,
         model=info.model,

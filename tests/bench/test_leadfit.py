@@ -40,6 +40,16 @@ def test_only_short_answers_over_wrong_sentences_are_counted():
     assert lead_counts(records) == {"factoid": (0, 1), "yes_no": (1, 2)}
 
 
+def test_a_choice_decided_by_the_documents_dates_is_counted_apart_from_the_models_choices():
+    choice = "Who was born first, Pablo Trapero or Aleksander Ford?"
+    dated = {
+        **record(choice, ["Aleksander Ford"], "Aleksander Ford.", "Pablo Trapero is a director."),
+        "lead_from": "dates",
+    }
+    guessed = record(choice, ["Aleksander Ford"], "Pablo Trapero.", "Both were film directors.")
+    assert lead_counts([dated, guessed]) == {"choice": (0, 1), "dates": (1, 1)}
+
+
 def _run(folder, *, split="train", lead=True, records=()):
     folder.mkdir(parents=True)
     config = {"dataset": {"name": "halueval", "task": "qa"}, "sample": {"split": split},

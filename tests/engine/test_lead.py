@@ -203,3 +203,34 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
     assert restated == pytest.approx(confidence("30 days", lead=False, question=factoid))
     added = confidence("30 days of purchase", lead=True, question=factoid)  # "purchase": from the document
     assert added == pytest.approx(restated + (1 - restated) * 21 / 22, abs=1e-5)
+
+
+DIRECTORS = [
+    Chunk("trapero.md", 0, "Pablo Trapero (born 4 October 1971) is an Argentine film producer and director."),
+    Chunk("ford.md", 0, "Aleksander Ford (24 November 1908 – 4 April 1980) was a Polish film director."),
+]
+
+
+def test_a_choice_about_time_is_decided_by_the_documents_dates_without_a_call(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford born"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        "answer_lead": {"answer": "Pablo Trapero"},  # the model's coin flip, not asked
+    }
+    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    result = rag.answer("Who was born first, Pablo Trapero or Aleksander Ford?")
+    assert result.lead == "Aleksander Ford." and result.lead_from == "dates"
+    assert result.answer.startswith("Aleksander Ford. Pablo Trapero (born 4 October 1971)")
+    assert not rag.chat.calls_to("answer_lead")
+
+
+def test_a_choice_the_dates_cannot_settle_asks_the_model(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        "answer_lead": {"answer": "Pablo Trapero"},
+    }
+    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    result = rag.answer("Who directed more films, Pablo Trapero or Aleksander Ford?")
+    assert result.lead == "Pablo Trapero." and result.lead_from == "model"
+    assert len(rag.chat.calls_to("answer_lead")) == 1
