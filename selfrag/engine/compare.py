@@ -44,6 +44,7 @@ _GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 
 _UNGLUED = re.compile(r"(?<=[a-z0-9)\"”])\.(?=[A-Z][a-z])")  # "... record producer.Anette Olsson (born ..."
 _RANGE = re.compile(r"\s*(?:[-–—]|to)?\s*")
 _WORDS = re.compile(r"\w+")
+_ARTICLES = ("the", "a", "an")
 OPENING = 4  # words at a sentence's start within which a named option is the sentence's subject
 FOLLOWING = 1  # sentences after the option's own that may still hold its date ("... The magazine was started in 1989.")
 
@@ -109,7 +110,7 @@ _NO_END: Date = (0, 0, 0)  # a date with no range after it, asked for a death
 def _opens(option: str, sentence: str) -> bool:
     """The sentence is about the option: it names it (all of its words, in any form: "Rómulo Ángel del Monte
     Carmelo Gallegos Freire" for "Rómulo Gallegos") and opens with its first word (give or take a title)."""
-    first = _phrase(option).split()[:1]
+    first = [word for word in _phrase(option).split() if word not in _ARTICLES][:1]  # "The Exies": "exies"
     return (
         bool(first)
         and first[0] in _phrase(" ".join(sentence.split()[:OPENING])).split()

@@ -52,6 +52,11 @@ def test_the_sentence_an_option_opens_is_read_before_one_that_mentions_it():
     assert date_after("Anette Olzon", texts) == (1971, 6, 21)
 
 
+def test_an_options_article_does_not_make_every_sentence_its_own():
+    texts = ["The tour of 2004 was shared with The Exies.", "The Exies are an American band formed in 1997."]
+    assert date_after("The Exies", texts) == (1997, 0, 0)
+
+
 def test_a_date_may_come_in_the_next_sentence_but_not_from_the_other_options():
     texts = ["First for Women is a magazine published in the USA. The magazine was started in 1989."]
     assert date_after("First for Women", texts) == (1989, 0, 0)
