@@ -233,6 +233,25 @@ def test_labels_without_logprobs_show_no_probabilities(engine):
     assert "relevant 1.00" not in text
 
 
+def test_the_short_answer_opens_the_answer_and_says_where_it_came_from(engine):
+    born = [
+        Chunk("trapero.md", 0, "Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        Chunk("ford.md", 0, "Aleksander Ford (24 November 1908 – 4 April 1980) was a Polish film director."),
+    ]
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford born"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+    }
+    dated = engine(script, ndocs=2, lead=True, chunks=born).answer(
+        "Who was born first, Pablo Trapero or Aleksander Ford?"
+    )
+    page = _Page(render_trace_html(dated))
+    bold = [attrs.get("title") for tag, attrs in page.tags if tag == "b" and attrs.get("title")]
+    assert "Aleksander Ford." in page.text and bold == ["the short answer: the two options' dates in the documents"]
+    answer = " ".join(" ".join(page.text).split())
+    assert "Aleksander Ford. Pablo Trapero (born 4 October 1971)" in answer
+
+
 def test_a_result_without_steps_still_renders(result):
     empty = result.model_copy(update={"trace": result.trace.model_copy(update={"steps": [], "final_path": []})})
     assert "No step was recorded." in render_trace_html(empty)
