@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from ..errors import BudgetError, LLMError
+from ..labels import Mode
 from ..result import DoneEvent, Event, LeadEvent, StepEvent
-from ..schema import Beam, Candidate
+from ..schema import Beam, Candidate, Plan
 from . import beam, critic, generator, lead, report, retriever
 from .context import Run
-from .state import RunInfo, StepOutcome, StopReason
+from .state import Evidence, RunInfo, StepOutcome, StopReason
 
 
 async def search(run: Run, info: RunInfo, deadline: float | None = None) -> AsyncIterator[Event]:
@@ -88,8 +89,31 @@ async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
     evidence = await retriever.gather(live, plans, run)  # ②
     candidates = await generator.expand(live, plans, evidence, run)  # ③
     candidates = await critic.assess(candidates, run)  # ④
+    plans, evidence, candidates = await _read_instead(live, plans, evidence, candidates, run)
     candidates += await generator.fallback(live, candidates, run)  # ③ only for beams left with nothing
     return StepOutcome(live, plans, evidence, tuple(_grow(candidates, run)))
+
+
+async def _read_instead(
+    live: tuple[Beam, ...],
+    plans: tuple[Plan, ...],
+    evidence: tuple[Evidence, ...],
+    candidates: tuple[Candidate, ...],
+    run: Run,
+) -> tuple[tuple[Plan, ...], tuple[Evidence, ...], tuple[Candidate, ...]]:
+    """Beams that chose not to retrieve and had their sentence declined retrieve with the question and write
+    again, in the same step: an answer never says that the documents do not say without having read them."""
+    unread = retriever.unread(live, plans, candidates) if run.config.mode is Mode.ADAPTIVE else []
+    if not unread:
+        return plans, evidence, candidates
+    beams = tuple(live[i] for i in unread)
+    again = tuple(retriever.read_instead(plans[i]) for i in unread)
+    found = await retriever.gather(beams, again, run)  # ②
+    written = await critic.assess(await generator.expand(beams, again, found, run), run)  # ③ ④
+    redone = dict(zip(unread, zip(again, found, strict=True), strict=True))
+    plans = tuple(redone[i][0] if i in redone else p for i, p in enumerate(plans))
+    evidence = tuple(redone[i][1] if i in redone else e for i, e in enumerate(evidence))
+    return plans, evidence, candidates + written
 
 
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:

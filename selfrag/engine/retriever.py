@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from ..config import variant_kinds
 from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
-from ..schema import Beam, Hit, Plan
+from ..schema import Beam, Candidate, Hit, Plan
 from .context import Run, run_all
 from .replies import DecideReply, VariantsReply, plan_from
 from .state import Evidence
@@ -65,6 +65,24 @@ async def _ask(beam: Beam, run: Run) -> Plan:
         return Plan(Decision.YES, "", None, "decision failed")
     assert isinstance(parsed.value, DecideReply)
     return plan_from(parsed, "retrieve", "query", run.config.threshold, has_cache=bool(beam.evidence))
+
+
+def unread(live: Sequence[Beam], plans: Sequence[Plan], candidates: Sequence[Candidate]) -> list[int]:
+    """The live beams (their indexes) with no sentence yet that wrote without documents this step and had
+    every sentence declined (it restated the question, say): they read before the answer may say that the
+    documents do not say. A beam with sentences stops instead, as when its candidates from documents are declined."""
+    out = []
+    for i, (beam, step_plan) in enumerate(zip(live, plans, strict=True)):
+        own = [c for c in candidates if c.parent.id == beam.id]
+        if not beam.segments and step_plan.decision is Decision.NO and own and all(c.flag for c in own):
+            out.append(i)
+    return out
+
+
+def read_instead(step_plan: Plan) -> Plan:
+    """The plan of a beam in `unread`: retrieve, with the question (the model's query was for no retrieval)."""
+    said = step_plan.raw_label or Decision.NO.value
+    return Plan(Decision.YES, "", step_plan.p_retrieve, f"{said}; its sentence was declined, so it read")
 
 
 def _query(query: str, run: Run) -> str:

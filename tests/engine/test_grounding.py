@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import by_document, fused
+from helpers import by_document, fused, plain
 
 from selfrag import Chunk
 from selfrag.cli import main
@@ -199,3 +199,30 @@ def test_a_sentence_from_a_superseded_document_yields_to_its_current_version(eng
     assert flags == {"fees-2024.md#0": "superseded", "fees-2026.md#0": None}
     alone = engine(script, chunks=[old], ndocs=1).answer("What is the late fee?")
     assert alone.answer == "The late fee is 5 euros per day [1]."  # with no newer version in hand, it stands
+
+
+def test_a_beam_that_did_not_read_reads_before_it_may_say_the_documents_do_not_say(engine):
+    """The model chose not to retrieve and restated the question: the sentence is declined, and the beam
+    retrieves with the question in the same step instead of answering "The documents do not say." unread."""
+    script = {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("How many days do I have to return a purchase for a refund?"),
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+    }
+    rag = engine(script, ndocs=1)
+    result = rag.answer(Q)
+    assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]." and result.abstention is None
+    step = result.trace.steps[0]
+    assert step.beams[0].decision == "yes" and "declined" in step.beams[0].raw_label
+    assert [c.flag for c in step.candidates] == ["restates_question", None]
+    assert step.beams[0].chunks and not step.beams[0].query  # searched with the question: the model gave no query
+    assert result.usage.llm_calls == 3  # the decision, the declined sentence, one candidate from the chunk
+
+
+def test_a_search_told_never_to_retrieve_does_not_read(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("How many days do I have to return a purchase for a refund?"),
+    }
+    result = engine(script, ndocs=1, mode="never").answer(Q)
+    assert result.answer == ABSTAIN_ANSWER and not result.trace.steps[0].beams[0].chunks
