@@ -137,8 +137,9 @@ def _first_date(text: str, *, death: bool = False) -> Date | None:
         return None
     if not death:
         return _date(match)
-    then = _DATE.match(text, match.end() + len(_RANGE.match(text, match.end()).group(0)))  # type: ignore[union-attr]
-    return _date(then) if then is not None and then.start() > match.end() else _NO_END
+    gap = _RANGE.match(text, match.end())  # always matches: every part of it is optional
+    then = _DATE.match(text, gap.end()) if gap is not None and gap.end() > match.end() else None
+    return _date(then) if then is not None else _NO_END
 
 
 def _date(match: re.Match[str]) -> Date:

@@ -74,11 +74,11 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    said = short.text if short else None
-    counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], short and short.source)
+    said, source = (short.text, short.source) if short else (None, None)
+    counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], source)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info,
-        rater=run.deps.rater, abstention=abstention, lead=said, lead_kind=counted, lead_from=short and short.source,
+        rater=run.deps.rater, abstention=abstention, lead=said, lead_kind=counted, lead_from=source,
     )  # fmt: skip
     yield DoneEvent(result=result)
 

@@ -36,14 +36,6 @@ from .replies import LeadReply
 
 UNSETTLED = "The documents don't settle it."
 DATES = "dates"  # the kind a lead decided by the documents' dates is counted as (its rate is not the model's)
-
-
-@dataclass(frozen=True, slots=True)
-class Lead:
-    text: str
-    source: Literal["model", "dates"]  # one call to the model, or the two options' dates in the documents read
-
-
 MAX_LEAD_WORDS = 12
 _FACTOID = re.compile(
     r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
@@ -64,6 +56,14 @@ _NAMES = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|la|von|van|d
 _OPENER = re.compile(
     r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """A short answer as printed, and where it came from."""
+
+    text: str
+    source: Literal["model", "dates"]  # one call to the model, or the two options' dates in the documents read
 
 
 def question_kind(question: str) -> str | None:
