@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ..engine.beam import s_rel, s_sup
-from ..engine.calibration import Rated
+from ..engine.calibration import Rated, Rater
 from ..errors import ConfigError
 from ..schema import Critique, Meter
+from .claims import REFUTES_CUT
 from .datasets import Example
 from .shortform import closed_vote
 from .systems import Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
@@ -125,6 +126,17 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
 # -- critic agreement ----------------------------------------------------------------------------------
 
 
+def pair_verdict(rater: Rater, claim: str | None, text: str, p_supported: float) -> tuple[float, bool]:
+    """A judged pair's P(supported) and verdict: P(supported) at or over the rater's verdict cut. For a claim,
+    with a rater that has a polarity head (claim weights), the supported head says whether the text settles the
+    claim, which a refuting text does too: the text supports it when it settles it and does not refute it
+    (P(refutes) at most `REFUTES_CUT`), and its P(supported) is P(settles) · (1 - P(refutes))."""
+    refutes = rater.refutes(claim, text) if claim is not None else None
+    if refutes is None:
+        return p_supported, p_supported >= rater.verdict_cut
+    return p_supported * (1 - refutes), p_supported >= rater.verdict_cut and refutes <= REFUTES_CUT
+
+
 PAIR_RANK_DEPTH = 100  # a pair's chunk is looked for in the question's top 100 BM25 hits (its rank feature)
 
 
@@ -157,12 +169,14 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
             (),  # type: ignore[arg-type]
         )
         rating = rater.rate(question, [item])[0]
+        claim = example.question if ctx.dataset.task == "claim" else None
+        p_supported, supported = pair_verdict(rater, claim, chunk.text, rating.p_supported)
         pairs.append(
             {
                 "rank": rank,
                 "score_rel": round(score_rel, 6),
-                "p_supported": round(rating.p_supported, 6),
-                "supported": rating.p_supported >= rater.verdict_cut,
+                "p_supported": round(p_supported, 6),
+                "supported": supported,
                 "chunk": pair.chunk,
                 "statement": pair.statement,
                 "gold_supported": pair.supported,

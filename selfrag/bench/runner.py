@@ -170,9 +170,15 @@ def _critic_weights(system: System, dataset: ds.Dataset) -> dict[str, str]:
 
 def shipped_weights(dataset: ds.Dataset, system: System) -> str:
     """The shipped evidence-scorer weights a run is scored with: the claim protocol has its own per dataset, whose
-    P(settles) counts a refuting sentence as settling; the critic system judges whether a sentence supports a
-    statement, which is what the QA weights' P(supported) says, on every dataset."""
-    return claim_weights(dataset.name) if dataset.task == "claim" and system.kind != "critic" else SHIPPED
+    P(settles) counts a refuting sentence as settling. The critic system judges whether a sentence supports a
+    statement: on a claim dataset whose weights carry a polarity head that is a settling sentence that does not
+    refute (`qa.pair_verdict`); elsewhere it is what the QA weights' P(supported) says."""
+    if dataset.task != "claim":
+        return SHIPPED
+    own = claim_weights(dataset.name)
+    if system.kind != "critic":
+        return own
+    return own if load_critic_model(None, own).refutes is not None else SHIPPED
 
 
 def run_folder(out: Path, dataset: str, label: str, config_hash: str) -> Path:

@@ -334,9 +334,10 @@ def test_a_benchmark_run_of_the_evidence_scorer_on_claims_uses_the_claim_weights
     assert {r["label"] for r in records} <= {"SUPPORT", "NEI"} and all(0 < r["confidence"] < 1 for r in records)
 
 
-def test_the_critic_system_judges_claim_sentences_with_the_supported_weights_not_the_claim_weights(tmp_path):
-    """Gold pairs on CLIMATE-FEVER count only SUPPORTS sentences as supporting; the claim weights' P(settles)
-    counts refuting ones too, so the critic system reads the QA weights there, as a run given them by path does."""
+def test_the_critic_system_judges_climate_fever_sentences_with_its_claim_weights_and_their_polarity(tmp_path):
+    """Gold pairs on CLIMATE-FEVER count only SUPPORTS sentences as supporting. The claim weights' P(settles)
+    counts refuting ones too, but with their polarity head a settling sentence that refutes is not supporting,
+    so the critic system reads the claim weights there, as a run given them by path does."""
     from importlib import resources
 
     from selfrag.bench.cache import digest
@@ -355,17 +356,18 @@ def test_the_critic_system_judges_claim_sentences_with_the_supported_weights_not
         report = run_benchmark(options, chat=ScriptedChatModel({"critique_candidate": critique}))
         records = [json.loads(line) for line in (report.run_dir / "samples.jsonl").read_text().splitlines()]
         config = json.loads((report.run_dir / "config.json").read_text())
-        return [p["p_supported"] for r in records for p in r["pairs"]], config["critic_weights"]
+        return [(p["p_supported"], p["supported"]) for r in records for p in r["pairs"]], config["critic_weights"]
 
     shipped, weights = run(None, "a")
+    claim_model = load_critic_model(None, claims.claim_weights("climate_fever"))
+    claim_file = tmp_path / "claims.json"
+    claim_file.write_text(claim_model.to_json())
+    given, _ = run(str(claim_file), "b")
     qa_file = tmp_path / "qa.json"
     qa_file.write_text(resources.files("selfrag").joinpath("data", SHIPPED).read_text(encoding="utf-8"))
-    given, _ = run(str(qa_file), "b")
-    claim_file = tmp_path / "claims.json"
-    claim_file.write_text(load_critic_model(None, claims.claim_weights("climate_fever")).to_json())
-    settling, _ = run(str(claim_file), "c")
-    assert weights == digest(load_critic_model(None, SHIPPED).to_json())
-    assert shipped == given and shipped != settling
+    supported_only, _ = run(str(qa_file), "c")
+    assert weights == digest(claim_model.to_json())
+    assert shipped == given and shipped != supported_only
 
 
 def test_fit_claims_maps_confidence_from_a_training_run_revoted_with_the_new_heads(tmp_path, capsys):
@@ -387,3 +389,31 @@ def test_fit_claims_maps_confidence_from_a_training_run_revoted_with_the_new_hea
     assert model.fitted_on["confidence_claims"] == 18 and model.fitted_on["confidence_runs"] == 1
     assert (model.confidence.a, model.confidence.c) != (1.0, 0.0)  # fitted, not the identity
     assert "confidence map from 18 voted claims" in capsys.readouterr().err
+
+
+def test_a_claim_pair_is_supported_when_its_text_settles_the_claim_and_does_not_refute_it():
+    from selfrag.bench.qa import pair_verdict
+
+    rater = _polar_rater()  # P(refutes) 0.88 for a negated claim, 0.12 otherwise; verdict cut 0.5
+    text = "Paris is the capital and largest city of France."
+    p, supported = pair_verdict(rater, "Paris is the capital of France.", text, 0.8)
+    assert supported and p == pytest.approx(0.8 * (1 - 0.119203), abs=1e-5)
+    p, supported = pair_verdict(rater, "Paris is not the capital of France.", text, 0.8)  # settles it, refuting
+    assert not supported and p == pytest.approx(0.8 * 0.119203, abs=1e-5)
+    assert pair_verdict(rater, "Paris is the capital of France.", text, 0.4)[1] is False  # does not settle it
+    assert pair_verdict(_rank_rater(0.0, cut=0.3), "Paris is not the capital of France.", text, 0.8) == (0.8, True)
+    assert pair_verdict(rater, None, text, 0.8) == (0.8, True)  # a QA statement: no polarity
+
+
+def test_the_critic_system_judges_claims_with_the_claim_weights_where_they_carry_a_polarity_head(tmp_path):
+    from selfrag.bench.runner import shipped_weights
+    from selfrag.engine.calibration import SHIPPED, load_critic_model
+
+    critic, claim = System("critic", Config(scorer="evidence")), System("selfrag", Config(scorer="evidence"))
+    climate = ds.load("climate_fever", write_climate(tmp_path / "c"))
+    scifact = ds.load("scifact", write_scifact(tmp_path / "s"))
+    assert load_critic_model(None, claims.claim_weights("climate_fever")).refutes is not None
+    assert shipped_weights(climate, critic) == claims.claim_weights("climate_fever")
+    assert load_critic_model(None, claims.claim_weights("scifact")).refutes is None
+    assert shipped_weights(scifact, critic) == SHIPPED  # without one, "settles" would count refuting texts
+    assert shipped_weights(scifact, claim) == claims.claim_weights("scifact")
