@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from ..errors import BudgetError, LLMError
 from ..labels import Mode
@@ -20,6 +21,8 @@ from ..schema import Beam, Candidate, Plan
 from . import beam, critic, generator, lead, report, retriever
 from .context import Run
 from .state import Evidence, RunInfo, StepOutcome, StopReason
+
+T = TypeVar("T")
 
 
 async def search(run: Run, info: RunInfo, deadline: float | None = None) -> AsyncIterator[Event]:
@@ -86,34 +89,29 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
 async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
     live = tuple(b for b in frontier if not b.final)
     plans = await retriever.plan(live, run)  # ②
-    evidence = await retriever.gather(live, plans, run)  # ②
-    candidates = await generator.expand(live, plans, evidence, run)  # ③
-    candidates = await critic.assess(candidates, run)  # ④
-    plans, evidence, candidates = await _read_instead(live, plans, evidence, candidates, run)
+    evidence, candidates = await _write(live, plans, run)  # ② ③ ④
+    unread = retriever.unread(live, plans, candidates) if run.config.mode is Mode.ADAPTIVE else []
+    if unread:  # chose not to retrieve and had its sentence declined: it reads before the answer may abstain
+        again = tuple(retriever.read_instead(plans[i]) for i in unread)
+        found, written = await _write(tuple(live[i] for i in unread), again, run)  # ② ③ ④
+        plans, evidence = _put(plans, unread, again), _put(evidence, unread, found)
+        candidates += written
     candidates += await generator.fallback(live, candidates, run)  # ③ only for beams left with nothing
     return StepOutcome(live, plans, evidence, tuple(_grow(candidates, run)))
 
 
-async def _read_instead(
-    live: tuple[Beam, ...],
-    plans: tuple[Plan, ...],
-    evidence: tuple[Evidence, ...],
-    candidates: tuple[Candidate, ...],
-    run: Run,
-) -> tuple[tuple[Plan, ...], tuple[Evidence, ...], tuple[Candidate, ...]]:
-    """Beams that chose not to retrieve and had their sentence declined retrieve with the question and write
-    again, in the same step: an answer never says that the documents do not say without having read them."""
-    unread = retriever.unread(live, plans, candidates) if run.config.mode is Mode.ADAPTIVE else []
-    if not unread:
-        return plans, evidence, candidates
-    beams = tuple(live[i] for i in unread)
-    again = tuple(retriever.read_instead(plans[i]) for i in unread)
-    found = await retriever.gather(beams, again, run)  # ②
-    written = await critic.assess(await generator.expand(beams, again, found, run), run)  # ③ ④
-    redone = dict(zip(unread, zip(again, found, strict=True), strict=True))
-    plans = tuple(redone[i][0] if i in redone else p for i, p in enumerate(plans))
-    evidence = tuple(redone[i][1] if i in redone else e for i, e in enumerate(evidence))
-    return plans, evidence, candidates + written
+async def _write(
+    live: tuple[Beam, ...], plans: tuple[Plan, ...], run: Run
+) -> tuple[tuple[Evidence, ...], tuple[Candidate, ...]]:
+    """The chunks each beam's plan fetches, and its candidates written from them and critiqued."""
+    evidence = await retriever.gather(live, plans, run)
+    return evidence, await critic.assess(await generator.expand(live, plans, evidence, run), run)
+
+
+def _put(items: tuple[T, ...], at: list[int], new: Sequence[T]) -> tuple[T, ...]:
+    """`items` with `new[k]` in place of `items[at[k]]`."""
+    replaced = dict(zip(at, new, strict=True))
+    return tuple(replaced.get(i, item) for i, item in enumerate(items))
 
 
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
