@@ -67,10 +67,36 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
     1971), known as Anette Olzon, ..."), else the first date after the option in a sentence naming it (all of its
     words, as written) or in the next `FOLLOWING` sentences, stopping at one that names the other option. With
     `death`, the end of a range ("(2 August 1884 – 5 April 1969)") instead, and None without one."""
+    return _date_of(option, _split(texts), other, death)
+
+
+def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> str | None:
+    """The option the documents' dates pick, or None when they cannot."""
+    order = asked_order(question, offered)
+    if order is None:
+        return None
+    death, split = bool(_DEATH.search(question)), _split(texts)
+    first = _date_of(offered[0], split, offered[1], death)
+    second = _date_of(offered[1], split, offered[0], death)
+    if first is None or second is None:
+        return None
+    if first[1] == 0 or second[1] == 0:  # a year against a full date compares years only
+        first, second = (first[0], 0, 0), (second[0], 0, 0)
+    if first == second:
+        return None
+    earlier, later = (offered[0], offered[1]) if first < second else (offered[1], offered[0])
+    return earlier if order == "earlier" else later
+
+
+def _split(texts: Sequence[str]) -> list[list[str]]:
+    """Each text's sentences, with the dashes and spaces HaluEval's texts lose put back."""
+    return [sentences(_UNGLUED.sub(". ", _GLUED.sub(r"\1 – ", text))) for text in texts]
+
+
+def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: bool) -> Date | None:
     theirs = terms(other) - terms(option)
     if not terms(option):
         return None
-    split = [sentences(_UNGLUED.sub(". ", _GLUED.sub(r"\1 – ", text))) for text in texts]
     for opening in (True, False):
         for parts in split:
             for n, sentence in enumerate(parts):
@@ -84,24 +110,6 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
                     if found is not None:
                         return found if found != _NO_END else None
     return None
-
-
-def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> str | None:
-    """The option the documents' dates pick, or None when they cannot."""
-    order = asked_order(question, offered)
-    if order is None:
-        return None
-    death = bool(_DEATH.search(question))
-    first = date_after(offered[0], texts, offered[1], death=death)
-    second = date_after(offered[1], texts, offered[0], death=death)
-    if first is None or second is None:
-        return None
-    if first[1] == 0 or second[1] == 0:  # a year against a full date compares years only
-        first, second = (first[0], 0, 0), (second[0], 0, 0)
-    if first == second:
-        return None
-    earlier, later = (offered[0], offered[1]) if first < second else (offered[1], offered[0])
-    return earlier if order == "earlier" else later
 
 
 _NO_END: Date = (0, 0, 0)  # a date with no range after it, asked for a death
