@@ -119,6 +119,7 @@ class Trace(_Out):
 
 
 ABSTAIN_ANSWER = "The documents do not say."
+LeadSource = Literal["model", "dates"]  # where a short answer came from: one call, or the two options' dates
 
 
 class Abstention(_Out):
@@ -139,7 +140,7 @@ class Result(_Out):
     stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
     abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
     lead: str | None = None  # the short answer that opens `answer` (yes/no, choice and factoid questions)
-    lead_from: Literal["model", "dates"] | None = None  # one call to the model, or the options' dates (no call)
+    lead_from: LeadSource | None = None  # one call to the model, or the options' dates (no call)
     usage: Usage
     trace: Trace
     model: str

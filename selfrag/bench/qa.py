@@ -148,6 +148,7 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
     run = ctx.run(system, example.question, meter)
     rater = ctx.rater
     question = example.question if ctx.dataset.task == "qa" else f"Is this claim true? {example.question}"
+    claim = example.question if ctx.dataset.task == "claim" else None  # judged with its polarity, if the rater has one
     hits = ctx.index.find_relevant_chunks(example.question, PAIR_RANK_DEPTH)
     places = {
         hit.chunk.key: (rank, hit.score / hits[0].score if hits[0].score > 0 else 0.0) for rank, hit in enumerate(hits)
@@ -169,7 +170,6 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
             (),  # type: ignore[arg-type]
         )
         rating = rater.rate(question, [item])[0]
-        claim = example.question if ctx.dataset.task == "claim" else None
         p_supported, supported = pair_verdict(rater, claim, chunk.text, rating.p_supported)
         pairs.append(
             {

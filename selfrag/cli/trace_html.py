@@ -141,15 +141,12 @@ def _estimators(result: Result) -> str:
     return " + ".join(sorted(found)) or "–"
 
 
-LEAD_FROM = {"dates": "the short answer: the two options' dates in the documents", "model": "the short answer"}
-
-
 def _answer(result: Result) -> str:
     if not result.segments:
         return f'<span class="meta">{_e(result.answer) or "(no answer)"}</span>'
     parts = []
     if result.lead:  # the short answer that opens the answer, and where it came from
-        how = LEAD_FROM.get(result.lead_from or "model", "the short answer")
+        how = "the short answer" + (": the two options' dates in the documents" if result.lead_from == "dates" else "")
         parts.append(f'<b title="{_e(how)}">{_e(result.lead)}</b>')
     for segment in result.segments:
         text, n = segment.text.rstrip(), segment.citation

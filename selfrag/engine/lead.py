@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
+from ..result import LeadSource
 from ..schema import Beam, Chunk
 from .compare import decide
 from .context import Run
@@ -63,7 +63,7 @@ class Lead:
     """A short answer as printed, and where it came from."""
 
     text: str
-    source: Literal["model", "dates"]  # one call to the model, or the two options' dates in the documents read
+    source: LeadSource
 
 
 def question_kind(question: str) -> str | None:

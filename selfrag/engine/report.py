@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Literal
 
 from ..config import Config, config_dict
 from ..labels import Decision
@@ -14,6 +13,7 @@ from ..result import (
     ABSTAIN_ANSWER,
     Abstention,
     CritiqueOut,
+    LeadSource,
     Result,
     SegmentEvent,
     SegmentOut,
@@ -201,7 +201,7 @@ def build_result(
     abstention: Abstention | None = None,
     lead: str | None = None,
     lead_kind: str | None = None,
-    lead_from: Literal["model", "dates"] | None = None,
+    lead_from: LeadSource | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
