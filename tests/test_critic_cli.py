@@ -73,3 +73,42 @@ def test_a_bad_weights_file_is_refused_naming_it(tmp_path, capsys):
     assert "bad.json" in capsys.readouterr().err
     index = tmp_path / "missing-index"
     assert main(["ask", "q?", "--index", str(index), "--scorer", "evidence", "--scorer-weights", str(bad)]) != 0
+
+
+def answers(n: int) -> list[dict]:
+    """n questions, each with its right sentence and a wrong one."""
+    return [row(i, good) | {"question": f"How long for refunds ({i})?"} for i in range(n) for good in (True, False)]
+
+
+def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, capsys):
+    from selfrag.engine.calibration import load_critic_model
+
+    judged = write(tmp_path / "j.jsonl", answers(40))
+    out = tmp_path / "w.json"
+    assert main(["critic", "cut", str(judged), "--keep", "0.95", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "abstention cut" in said and "of the 40 right answers" in said
+    shipped, refitted = load_critic_model(), load_critic_model(out)
+    assert (refitted.relevant, refitted.supported, refitted.lead) == (shipped.relevant, shipped.supported, shipped.lead)
+    assert "keep 0.95 at 0.8 confidence" in refitted.fitted_on["abstain_cut"]
+    assert refitted.abstain_threshold != shipped.abstain_threshold
+
+
+@pytest.mark.parametrize(
+    ("flags", "rows", "message"),
+    [
+        (["--keep", "1.5"], 40, "--keep must be a share"),
+        (["--confidence", "0"], 40, "--confidence must be a share"),
+        ([], 10, "too few"),
+    ],
+)
+def test_cut_refuses_bad_input_in_one_line(tmp_path, capsys, flags, rows, message):
+    before = digest(SHIPPED)
+    judged = write(tmp_path / "j.jsonl", answers(rows))
+    out = tmp_path / "w.json"
+    assert main(["critic", "cut", str(judged), *flags, "--out", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists() and digest(SHIPPED) == before
+    assert main(["critic", "cut", str(judged), "--out", str(SHIPPED)]) != 0
+    assert digest(SHIPPED) == before

@@ -1,7 +1,11 @@
-"""`selfrag critic fit|check`: refit the evidence critic from your own judged data, and check a weights file.
+"""`selfrag critic fit|cut|check`: refit the evidence critic from your own judged data, and check a weights file.
 
     selfrag critic fit JUDGMENTS.jsonl --out WEIGHTS.json    fit both heads, the threshold and the confidence map
+    selfrag critic cut JUDGMENTS.jsonl --out WEIGHTS.json    refit only the abstention cut, under given weights
     selfrag critic check [WEIGHTS.json]                      validate a weights file (default: the shipped one)
+
+The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 80 %): a
+one-sided bound on the share of right answers lost, so the cut keeps a margin when it is fitted on few answers.
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
@@ -18,8 +22,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..engine.calibration import MAX_FILE_BYTES, SHIPPED, fit_critic, judged_row, load_critic_model
-from ..errors import InputError
+from ..engine.calibration import (
+    KEEP,
+    KEEP_CONFIDENCE,
+    MAX_FILE_BYTES,
+    SHIPPED,
+    fit_abstain_cut,
+    fit_critic,
+    judged_row,
+    load_critic_model,
+)
+from ..errors import InputError, UsageError
 from ..files import write_atomic
 
 MAX_JUDGMENTS_BYTES = 256 << 20
@@ -37,16 +50,23 @@ def register(commands: Any) -> None:
     fit.add_argument("judgments", help="JSONL file of judged candidates")
     fit.add_argument("--out", required=True, help="weights file to write")
     fit.set_defaults(run=fit_command)
+    cut = sub.add_parser("cut", help="refit the abstention cut alone from a judgments file, under given weights")
+    cut.add_argument("judgments", help="JSONL file of judged candidates, with 'correct'")
+    cut.add_argument("--weights", help="weights whose heads rate the candidates (default: the shipped ones)")
+    cut.add_argument("--keep", type=float, default=KEEP, help=f"share of right answers to keep (default {KEEP:g})")
+    cut.add_argument(
+        "--confidence", type=float, default=KEEP_CONFIDENCE,
+        help=f"confidence that the share is kept beyond these answers (default {KEEP_CONFIDENCE:g})",
+    )  # fmt: skip
+    cut.add_argument("--out", required=True, help="weights file to write")
+    cut.set_defaults(run=cut_command)
     check = sub.add_parser("check", help="validate a weights file and print what it was fitted on")
     check.add_argument("weights", nargs="?", help="weights file (default: the shipped one)")
     check.set_defaults(run=check_command)
 
 
 def fit_command(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    shipped = Path(__file__).resolve().parents[1] / "data" / SHIPPED
-    if out.resolve() == shipped:
-        raise InputError(f"--out {out} is the shipped weights file; write your weights elsewhere")
+    out = _writable(args.out)
     rows = read_judgments(Path(args.judgments))
     model = fit_critic(rows, {"source": Path(args.judgments).name})
     text = model.to_json()
@@ -60,6 +80,29 @@ def fit_command(args: argparse.Namespace) -> int:
         f"{model.support_threshold:.2f}, confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}"
     )
     return 0
+
+
+def cut_command(args: argparse.Namespace) -> int:
+    for flag, value in (("--keep", args.keep), ("--confidence", args.confidence)):
+        if not 0 < value < 1:
+            raise UsageError(f"{flag} must be a share between 0 and 1, got {value:g}")
+    out = _writable(args.out)
+    model = load_critic_model(args.weights)
+    model, fit = fit_abstain_cut(model, read_judgments(Path(args.judgments)), args.keep, args.confidence)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, model.to_json())
+    said = f"wrote {out}: abstention cut {fit.cut:.4f}; it keeps {fit.kept} of the {fit.right} right answers here"
+    if fit.unanswerable:
+        said += f" and abstains on {fit.abstained} of {fit.unanswerable} unanswerable questions"
+    print(said)
+    return 0
+
+
+def _writable(path: str) -> Path:
+    out = Path(path)
+    if out.resolve() == Path(__file__).resolve().parents[1] / "data" / SHIPPED:
+        raise InputError(f"--out {out} is the shipped weights file; write your weights elsewhere")
+    return out
 
 
 def check_command(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +40,7 @@ SHIPPED = "critic-v1.json"
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
 MAX_FILE_BYTES = 1 << 20
+KEEP, KEEP_CONFIDENCE = 0.9, 0.8  # the abstention cut keeps 90 % of right answers, promised at 80 % confidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ class CriticModel:
     supported: Head
     confidence: Platt = Platt()
     support_threshold: float = 0.5  # P(supported) at or above which a given statement counts as supported (a verdict)
-    abstain_threshold: float = 0.0  # default cut on answer_support: kept >= 90 % of right answers in training
+    abstain_threshold: float = 0.0  # default cut on answer_support: see abstain_cut
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
@@ -231,14 +232,42 @@ def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
     return Platt(head.weights[0], head.bias)
 
 
-def abstain_cut(right: Sequence[float], keep: float = 0.9) -> float:
-    """The abstention cut that keeps `keep` of the right answers' answer support (training rows): just under the
-    value at that quantile; 0 (never abstain) without right answers to measure it on."""
-    if not right:
-        return 0.0
+def abstain_cut(right: Sequence[float], keep: float = KEEP, confidence: float = KEEP_CONFIDENCE) -> float:
+    """The abstention cut on answer support from the right answers of training questions: the highest cut for
+    which, with `confidence`, at most 1 - `keep` of right answers fall under it beyond these rows (a one-sided
+    Clopper-Pearson bound on the share lost, so a cut fitted on few answers keeps a margin instead of promising
+    on them alone); 0 (never abstain) when too few right answers promise it even for a cut under all of them."""
     ordered = sorted(right)
-    at = ordered[min(len(ordered) - 1, int((1 - keep) * len(ordered)))]
-    return round(max(0.0, at - 1e-3), 4)
+    n = len(ordered)
+    if not n or lost_bound(0, n, confidence) > 1 - keep:
+        return 0.0
+    lost = 0  # right answers allowed under the cut
+    while lost + 1 < n and lost_bound(lost + 1, n, confidence) <= 1 - keep:
+        lost += 1
+    return round(max(0.0, ordered[lost] - 1e-3), 4)
+
+
+def lost_bound(lost: int, n: int, confidence: float) -> float:
+    """The one-sided Clopper-Pearson upper bound on a share, with `lost` of `n` seen: the share p for which
+    seeing `lost` or fewer has probability 1 - confidence (bisection on the binomial distribution)."""
+    if lost >= n:
+        return 1.0
+    low, high = lost / n, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _binomial_cdf(lost, n, mid) > 1 - confidence else (low, mid)
+    return high
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0 if k < n else 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = (math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+             for i in range(k + 1))  # fmt: skip
+    return min(1.0, sum(math.exp(t) for t in terms))
 
 
 def balanced_threshold(p: Sequence[float], y: Sequence[bool], cuts: Sequence[float] | None = None) -> float:
@@ -339,19 +368,87 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     statements = [i for i, row in enumerate(rows) if row.correct is None]  # given statements judged, not candidates
     verdicts = statements if len({rows[i].supported for i in statements}) == 2 else range(len(rows))
     threshold = balanced_threshold([p_sup[i] for i in verdicts], [rows[i].supported for i in verdicts])
-    kept: dict[str, tuple[float, float, float, bool]] = {}  # per question, the candidate the engine would keep
-    for row, r, s in zip(rows, p_rel, p_sup, strict=True):
-        if row.correct is not None and row.answerable and (row.question not in kept or r + s > kept[row.question][0]):
-            kept[row.question] = (r + s, s, answer_support(r, s), row.correct)
-    answers = [(s, c) for _, s, _, c in kept.values()]
-    abstain = abstain_cut([a for _, _, a, c in kept.values() if c])
+    answers = [k for k in kept_answers(rows, p_rel, p_sup) if k.answerable]
+    abstain = abstain_cut([k.support for k in answers if k.correct])
     platt = Platt()
-    if len({c for _, c in answers}) == 2:
-        platt = fit_platt([s for s, _ in answers], [c for _, c in answers])
+    if len({k.correct for k in answers}) == 2:
+        platt = fit_platt([k.p_supported for k in answers], [bool(k.correct) for k in answers])
     unanswerable = sum(not row.answerable for row in rows)
-    info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(kept), "answers": len(answers)}
+    info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(answers), "answers": len(answers)}
     info |= fitted_on or {}
     return CriticModel(relevant, supported, platt, threshold, abstain, info)
+
+
+@dataclass(frozen=True, slots=True)
+class KeptAnswer:
+    """One question's answer in judged rows: the candidate the engine would keep (the highest P(relevant) +
+    P(supported)), its P(supported) and answer support, whether it was right, and the best answer support of
+    any of the question's candidates (the engine abstains when even that is under the cut)."""
+
+    p_supported: float
+    support: float
+    correct: bool
+    answerable: bool
+    best_support: float
+
+
+def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
+    """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
+    given statements judged without `correct` are not candidates and are left out."""
+    kept: dict[tuple[str, bool], tuple[float, KeptAnswer]] = {}
+    for row, r, s in zip(rows, p_rel, p_sup, strict=True):
+        if row.correct is None:
+            continue
+        key, support = (row.question, row.answerable), answer_support(r, s)
+        rank, before = kept.get(key, (-1.0, None))
+        best = max(support, before.best_support) if before else support
+        if r + s > rank:
+            kept[key] = (r + s, KeptAnswer(s, support, row.correct, row.answerable, best))
+        elif before is not None:
+            kept[key] = (rank, replace(before, best_support=best))
+    return [answer for _, answer in kept.values()]
+
+
+@dataclass(frozen=True, slots=True)
+class CutFit:
+    """What an abstention cut was fitted on and what it does there: right answers kept of those fitted on, and
+    (when the rows hold unanswerable questions) those questions' answers it would abstain on."""
+
+    cut: float
+    right: int
+    kept: int
+    questions: int
+    unanswerable: int
+    abstained: int
+
+
+def fit_abstain_cut(
+    model: CriticModel, rows: Sequence[JudgedRow], keep: float = KEEP, confidence: float = KEEP_CONFIDENCE
+) -> tuple[CriticModel, CutFit]:
+    """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`),
+    everything else kept; refuses rows with too few right answers to promise `keep` at `confidence`."""
+    x = [vector(row.features()) for row in rows]
+    p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
+    answers = kept_answers(rows, p_rel, p_sup)
+    right = [a.support for a in answers if a.answerable and a.correct]
+    if lost_bound(0, len(right), confidence) > 1 - keep:
+        need = math.ceil(math.log(1 - confidence) / math.log(keep))
+        raise InputError(
+            f"{len(right)} right answers are too few to promise keeping {keep:.0%} of them at {confidence:.0%} "
+            f"confidence; give judged candidates (with 'correct') holding at least {need}"
+        )
+    cut = abstain_cut(right, keep, confidence)
+    unanswerable = [a for a in answers if not a.answerable]
+    fit = CutFit(
+        cut,
+        len(right),
+        sum(v >= cut for v in right),
+        sum(a.answerable for a in answers),
+        len(unanswerable),
+        sum(a.best_support < cut for a in unanswerable),
+    )
+    said = f"{fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g} confidence"
+    return replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said}), fit
 
 
 # -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------

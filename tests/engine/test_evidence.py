@@ -19,11 +19,14 @@ from selfrag.engine.calibration import (
     JudgedRow,
     Platt,
     Rated,
+    abstain_cut,
     balanced_threshold,
+    fit_abstain_cut,
     fit_critic,
     fit_logistic,
     judged_row,
     load_critic_model,
+    lost_bound,
     parse_critic_model,
 )
 from selfrag.errors import ConfigError, InputError
@@ -155,6 +158,61 @@ def test_the_verdict_cut_is_fitted_on_judged_statements_and_the_answer_maps_on_a
     assert model.support_threshold == balanced_threshold(p_sup, [row.supported for row in statements])
     assert judged_row({**row_dict(unanswerable[0])}, "j").answerable is False
     assert judged_row({**row_dict(statements[0]), "answerable": None}, "j").answerable is True
+
+
+def _binomial_at_most(k: int, n: int, p: float) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+@pytest.mark.parametrize(("lost", "n"), [(0, 20), (3, 60), (10, 200)])
+def test_the_bound_on_the_share_lost_is_clopper_pearsons(lost, n):
+    bound = lost_bound(lost, n, 0.8)
+    assert bound > lost / n
+    assert _binomial_at_most(lost, n, bound) == pytest.approx(0.2, abs=1e-6)  # seeing so few is that unlikely
+    if lost == 0:
+        assert bound == pytest.approx(1 - 0.2 ** (1 / n))
+
+
+def test_the_abstention_cut_keeps_a_margin_that_shrinks_with_more_answers():
+    few, many = [i / 60 for i in range(1, 61)], [i / 600 for i in range(1, 601)]
+    quantile_kept = 0.9  # what the cut at the plain 10 % quantile keeps on its own rows
+    for right in (few, many):
+        cut = abstain_cut(right, keep=0.9, confidence=0.8)
+        kept = sum(v >= cut for v in right) / len(right)
+        assert kept > quantile_kept
+        assert abstain_cut(right, 0.9, 0.95) <= cut <= abstain_cut(right, 0.9, 0.5)
+    margins = [sum(v >= abstain_cut(r) for v in r) / len(r) - quantile_kept for r in (few, many)]
+    assert margins[0] > margins[1] > 0
+    assert abstain_cut([0.5] * 15) == 0.0  # 15 right answers cannot promise 90 % at 80 % confidence
+    assert abstain_cut([0.5] * 16) > 0.0
+
+
+def _answers(n: int) -> list[JudgedRow]:
+    """n questions, each with a right sentence from its chunk and a wrong one from another chunk."""
+    rows = []
+    for i in range(n):
+        q = f"Who directed the 19{50 + i} film number {i}?"
+        chunk = f"Film number {i} (19{50 + i}) was directed by Ann Lee {i}."
+        right = JudgedRow(q, f"Ann Lee {i} directed film number {i}.", chunk, True, True, 0, 1.0, True, 1.0, 1.0,
+                          correct=True)  # fmt: skip
+        wrong = replace(right, sentence="Orson Welles directed it.", chunk=CHUNK, relevant=False, supported=False,
+                        rank=1, score_rel=0.5, quote_ok=False, model_rel=0.2, model_sup=0.2, correct=False)  # fmt: skip
+        rows += [right, wrong]
+    return rows
+
+
+def test_refitting_the_cut_keeps_the_heads_and_counts_what_it_does():
+    model = fit_critic(_answers(40))
+    unanswerable = [replace(row, answerable=False, correct=False) for row in _answers(10)[1::2]]
+    refitted, fit = fit_abstain_cut(replace(model, abstain_threshold=0.0), _answers(40) + unanswerable)
+    assert (refitted.relevant, refitted.supported, refitted.confidence) == (model.relevant, model.supported,
+                                                                          model.confidence)  # fmt: skip
+    assert refitted.abstain_threshold == fit.cut > 0
+    assert (fit.right, fit.questions, fit.unanswerable) == (40, 40, 10)
+    assert fit.kept >= 36 and fit.abstained == 10  # the wrong chunk's sentences are far under the right ones
+    assert "40 right answers of 40 questions" in refitted.fitted_on["abstain_cut"]
+    with pytest.raises(InputError, match="at least 16"):
+        fit_abstain_cut(model, _answers(12))
 
 
 @pytest.mark.parametrize(
