@@ -119,7 +119,8 @@ class Trace(_Out):
 
 
 ABSTAIN_ANSWER = "The documents do not say."
-LeadSource = Literal["model", "dates"]  # where a short answer came from: one call, or the two options' dates
+# where a short answer came from: one call, the two options' dates, or a trait found for one option only
+LeadSource = Literal["model", "dates", "traits"]
 
 
 class Abstention(_Out):

@@ -4,7 +4,7 @@ The answer's confidence is calibrated on its sentences (`engine.calibration`); a
 documents can be right where they are not ("No." to a yes/no question that a copied sentence does not decide).
 `selfrag bench fit-lead` counts, per question kind, the training answers that stated a short answer (not "the
 documents don't settle it") saying more than their sentences (`engine.lead.counted_kind`: a name the sentences already
-hold is right or wrong with them; a choice the documents' dates decided counts apart, as "dates") and whose
+hold is right or wrong with them; a choice the documents decided counts apart, as "dates" or "traits") and whose
 sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.

@@ -141,12 +141,18 @@ def _estimators(result: Result) -> str:
     return " + ".join(sorted(found)) or "–"
 
 
+DECIDED_BY = {  # a short answer the documents decided, with no model call (engine.compare)
+    "dates": ": the two options' dates in the documents",
+    "traits": ": what the question asks for, found in one option's own sentences only",
+}
+
+
 def _answer(result: Result) -> str:
     if not result.segments:
         return f'<span class="meta">{_e(result.answer) or "(no answer)"}</span>'
     parts = []
     if result.lead:  # the short answer that opens the answer, and where it came from
-        how = "the short answer" + (": the two options' dates in the documents" if result.lead_from == "dates" else "")
+        how = "the short answer" + DECIDED_BY.get(result.lead_from or "", "")
         parts.append(f'<b title="{_e(how)}">{_e(result.lead)}</b>')
     for segment in result.segments:
         text, n = segment.text.rstrip(), segment.citation

@@ -168,8 +168,9 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
-# the kinds of engine.lead.question_kind that get a short answer, and "dates": a choice decided by the documents' dates
-LEAD_KINDS = ("yes_no", "choice", "factoid", "dates")
+# the kinds of engine.lead.question_kind that get a short answer, and "dates" and "traits": a choice the documents
+# decided by the options' dates or by a trait found for one option only (engine.compare)
+LEAD_KINDS = ("yes_no", "choice", "factoid", "dates", "traits")
 
 
 def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:

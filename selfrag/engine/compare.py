@@ -1,21 +1,28 @@
-"""⑥ A choice question about time decided by the documents' own dates: "Who was born first, A or B?", "Which
-film was released earlier, A or B?", "Who is younger, A or B?".
+"""⑥ A choice question decided by the documents, with no model call: by the two options' dates for a choice
+about time ("Who was born first, A or B?", "Which film was released earlier, A or B?", "Who is younger, A or
+B?"), by what each option's own sentences say for a choice about a trait ("Which composer was Hungarian, A or
+B?", "Who was also an airline pilot, A or B?").
 
     asked_order   "earlier" or "later": which end of time the question asks for, or None (no time word, or both)
+    asked_trait   the words a choice about a trait asks for, or None (a comparison such as "more species", a
+                  choice about time, or nothing left once the options and the question's own words are out)
     date_after    the first date the documents give after naming an option, within its sentence and the next
-    decide        the option the two dates pick, as the question writes it; None when either date is missing,
-                  the dates tie, or the question asks no order
+    decide        the option the documents pick, as the question writes it, and by what ("dates" or "traits");
+                  None when they cannot: a date missing or tied, a trait found as often for both options
 
 A small model answers these questions by a coin flip between the two names even when both documents state the
-dates; comparing two dates needs no model. Where this cannot decide, the model's short answer stands.
+dates; comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no
+model. Where this cannot decide, the model's short answer stands.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
+from ..result import LeadSource
 from .evidence import sentences, terms
 
 Order = Literal["earlier", "later"]
@@ -47,6 +54,34 @@ _WORDS = re.compile(r"\w+")
 _ARTICLES = ("the", "a", "an")
 OPENING = 4  # words at a sentence's start within which a named option is the sentence's subject
 FOLLOWING = 1  # sentences after the option's own that may still hold its date ("... The magazine was started in 1989.")
+OWN_SENTENCES = 3  # an option's own sentences: the first it opens and the next ones of its text, up to the other's
+TRAIT_MARGIN = 2  # a trait decides when its words are found for one option only, or this many more of them
+
+# a comparison ("more species", "the highest") or an order ("formed before 1990"): words found do not decide it
+_COMPARISON = re.compile(
+    r"\b(?:more|most|less|least|fewer|fewest|better|best|worse|worst|before|after|since|until|second|third|last|"
+    r"(?:larg|bigg|small|long|short|high|low|tall|wid|deep|heav|farth|furth|great|clos|fast|slow|rich|strong|hott"
+    r"|cold|dens|light)(?:er|est))\b",
+    re.I,
+)
+_ASKING = terms("which who whom whose what one both these two following also")
+_COUNTRIES = {  # a country's name as its people's adjective, so "from Germany" finds "German film director"
+    "American": r"United States(?: of America)?|U\.S\.(?:A\.)?|USA|US|America",
+    "British": r"United Kingdom|U\.K\.|UK|Great Britain|Britain",
+    "English": "England", "Scottish": "Scotland", "Irish": "Ireland", "Welsh": "Wales", "French": "France",
+    "German": "Germany", "Italian": "Italy", "Spanish": "Spain", "Portuguese": "Portugal", "Dutch": "Netherlands",
+    "Belgian": "Belgium", "Swiss": "Switzerland", "Austrian": "Austria", "Swedish": "Sweden", "Norwegian": "Norway",
+    "Danish": "Denmark", "Finnish": "Finland", "Polish": "Poland", "Czech": "Czech Republic|Czechia",
+    "Hungarian": "Hungary", "Greek": "Greece", "Turkish": "Turkey", "Russian": "Russia", "Ukrainian": "Ukraine",
+    "Canadian": "Canada", "Mexican": "Mexico", "Brazilian": "Brazil", "Argentine": "Argentina",
+    "Chilean": "Chile", "Australian": "Australia", "Indian": "India", "Chinese": "China", "Japanese": "Japan",
+    "Korean": "South Korea|North Korea|Korea", "Filipino": "Philippines", "Egyptian": "Egypt", "Iranian": "Iran",
+    "Israeli": "Israel", "Nigerian": "Nigeria", "South African": "South Africa", "New Zealander": "New Zealand",
+}  # fmt: skip
+_COUNTRY = re.compile(
+    r"\b(?:" + "|".join(f"(?P<c{n}>{names})" for n, names in enumerate(_COUNTRIES.values())) + r")(?!\w)"
+)
+_PEOPLE = tuple(_COUNTRIES)
 
 
 def asked_order(question: str, offered: tuple[str, str]) -> Order | None:
@@ -70,12 +105,79 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
     return _date_of(option, _split(texts), other, death)
 
 
-def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> str | None:
-    """The option the documents' dates pick, or None when they cannot."""
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The option the documents pick, as the question writes it, and what picked it."""
+
+    option: str
+    by: LeadSource
+
+
+def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Decision | None:
+    """The option the documents pick, by dates for a choice about time, by a trait otherwise; None when they
+    cannot."""
     order = asked_order(question, offered)
-    if order is None:
+    if order is not None:
+        picked = _by_dates(question, offered, _split(texts), order)
+        return Decision(picked, "dates") if picked else None
+    trait = asked_trait(question, offered)
+    picked = _by_trait(trait, offered, _split(texts)) if trait else None
+    return Decision(picked, "traits") if picked else None
+
+
+def asked_trait(question: str, offered: tuple[str, str]) -> frozenset[str] | None:
+    """The words a choice asks for once its options are out: "Which film director is from Germany, A or B?" ->
+    {film, director, german}. None for a comparison, a question about time, or options written where their
+    own words cannot be told from the question's (no comma, colon or bracket before the first)."""
+    first = question.find(offered[0])
+    second = question.find(offered[1], first + len(offered[0])) if first >= 0 else -1
+    start = max(question.rfind(mark, 0, first) for mark in ",:;(") if first >= 0 else -1
+    if second < 0 or start < 0:
         return None
-    death, split = bool(_DEATH.search(question)), _split(texts)
+    after = second + len(offered[1])
+    end = min((at for at in (question.find(mark, after) for mark in ",;)?") if at >= 0), default=len(question))
+    rest = question[:start] + " " + question[end:]  # "Which man was a comedian?": the options' span, all of it, out
+    timely = _EARLIER.search(rest) or _LATER.search(rest) or _DATE.search(rest) or _ASKS_DATE.search(rest)
+    if timely or _COMPARISON.search(rest):
+        return None
+    return _traits(rest) - _ASKING - _traits(" ".join(offered)) or None
+
+
+def _traits(text: str) -> frozenset[str]:
+    """A text's content words, a country named as its people's adjective ("Germany" -> "german")."""
+    return terms(_COUNTRY.sub(lambda m: _PEOPLE[int(str(m.lastgroup)[1:])], text))
+
+
+def _by_trait(trait: frozenset[str], offered: tuple[str, str], split: Sequence[Sequence[str]]) -> str | None:
+    said = []
+    for option, other in (offered, offered[::-1]):
+        own = _own_sentences(option, other, split)
+        if own is None:
+            return None
+        said.append(trait & _traits(" ".join(own)))
+    found = [len(said[0] - said[1]), len(said[1] - said[0])]  # words both say ("band") tell nothing apart
+    high, low = max(found), min(found)
+    if high == 0 or (low > 0 and high - low < TRAIT_MARGIN):
+        return None
+    return offered[found.index(high)]
+
+
+def _own_sentences(option: str, other: str, split: Sequence[Sequence[str]]) -> list[str] | None:
+    """The first sentence the option opens and the next of its text, up to one that names the other option."""
+    for parts in split:
+        for n, sentence in enumerate(parts):
+            if _opens(option, sentence):
+                own = [sentence]
+                for part in parts[n + 1 : n + OWN_SENTENCES]:
+                    if _phrase(other) in _phrase(part) or _opens(other, part):
+                        break
+                    own.append(part)
+                return own
+    return None
+
+
+def _by_dates(question: str, offered: tuple[str, str], split: Sequence[Sequence[str]], order: Order) -> str | None:
+    death = bool(_DEATH.search(question))
     first = _date_of(offered[0], split, offered[1], death)
     second = _date_of(offered[1], split, offered[0], death)
     if first is None or second is None:

@@ -10,9 +10,9 @@ supported sentences and their citations (one more call, after the search).
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences
-    write_lead      the lead of a question of a kind: a choice about time ("Who was born first, A or B?") is
-                    decided by the documents' dates where they give both (`engine.compare`, no call), else one
-                    call asks the model
+    write_lead      the lead of a question of a kind: a choice the documents decide (`engine.compare`, no call:
+                    "Who was born first, A or B?" by their dates, "Which composer was Hungarian, A or B?" by
+                    what each option's own sentences say), else one call asks the model
 
 The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
@@ -35,7 +35,7 @@ from .evidence import asks_yes_no, terms
 from .replies import LeadReply
 
 UNSETTLED = "The documents don't settle it."
-DATES = "dates"  # the kind a lead decided by the documents' dates is counted as (its rate is not the model's)
+DECIDED = ("dates", "traits")  # the kinds a choice the documents decided is counted as (its rate is not the model's)
 MAX_LEAD_WORDS = 12
 _FACTOID = re.compile(
     r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
@@ -128,11 +128,12 @@ def counted_kind(
     """The kind whose training rate the confidence adds for this short answer, or None: only a stated answer
     ("The documents don't settle it." states none) that says more than the sentences after it. A yes/no always
     does; a name or number whose words all occur in the sentences restates their answer, right or wrong with them.
-    A choice the documents' dates decided counts as `DATES`: how often that is right is not the model's rate."""
+    A choice the documents decided counts as what decided it (`DECIDED`): how often that is right is not the
+    model's rate."""
     if kind is None or not lead or lead == UNSETTLED:
         return None
     if kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences)):
-        return DATES if source == DATES else kind
+        return source if source in DECIDED else kind
     return None
 
 
@@ -147,8 +148,8 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
 
 
 async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
-    """The lead of a question of this kind (`question_kind`; None: no usable lead): from the documents' dates
-    for a choice about time where they give both options' dates, else from one call."""
+    """The lead of a question of this kind (`question_kind`; None: no usable lead): from the documents for a
+    choice they decide (`compare.decide`), else from one call."""
     if not best.segments:
         return None
     chunks = lead_chunks(best, run.config.ndocs)
@@ -156,7 +157,7 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     if offered is not None:
         decided = decide(run.question, offered, [c.text for c in chunks] + [s.text for s in best.segments])
         if decided is not None:
-            return Lead(f"{decided}.", "dates")
+            return Lead(f"{decided.option}.", decided.by)
     numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(best.segments, 1))
     try:
         parsed = await run.ask(

@@ -1,10 +1,12 @@
-"""A choice question about time is decided by the two options' dates in the documents, where they give both."""
+"""A choice question is decided by the documents where they can: by the two options' dates for a choice about
+time, by a trait found in one option's own sentences only for a choice about a trait."""
 
 from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.compare import asked_order, date_after, decide
+from selfrag.engine.compare import Decision, asked_order, asked_trait, date_after, decide
+from selfrag.engine.evidence import terms
 
 PEOPLE = ("Pablo Trapero", "Aleksander Ford")
 TEXTS = [
@@ -81,13 +83,67 @@ def test_words_scattered_over_a_sentence_do_not_name_an_option():
 )
 def test_the_dates_pick_the_option_the_question_asks_for(question, answer):
     offered = PEOPLE if question.index("Pablo") < question.index("Aleksander") else PEOPLE[::-1]
-    assert decide(question, offered, TEXTS) == answer
+    assert decide(question, offered, TEXTS) == (Decision(answer, "dates") if answer else None)
 
 
 def test_a_tie_or_a_missing_date_decides_nothing():
     same_year = ["Summit was created in 1990.", "Crosstrack was created in March 1990."]
     assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), same_year) is None
     months = ["Summit was created in May 1990.", "Crosstrack was created in March 1990."]
-    assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), months) == "Crosstrack"
+    assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), months) == Decision(
+        "Crosstrack", "dates"
+    )
     one = ["Summit was created in 1990.", "Crosstrack is a ski resort."]
     assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), one) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "offered", "trait"),
+    [
+        ("Which film director is from Germany, Peter Schamoni or Norman Z. McLeod?",
+         ("Peter Schamoni", "Norman Z. McLeod"), "film director German"),  # the country as its people's adjective
+        ("Which band is from the US, Pylon or Rivermaya?", ("Pylon", "Rivermaya"), "band American"),
+        ("Which court case, Gonzales v. Carhart or Lawrence v. Texas, struck down the sodomy law?",
+         ("Carhart", "Lawrence v. Texas"), "court case struck down sodomy law"),
+        # an option cut short by the parser ("Iraq in Fragments") leaves none of its words in the trait
+        ("Which documentary is French, Iraq in Fragments or Beyond Hatred?", ("Fragments", "Beyond Hatred"),
+         "documentary French"),
+        ("Which genus has more species, Oemleria or Lygodium?", ("Oemleria", "Lygodium"), None),  # a comparison
+        ("Which rock band was formed before 1990, Pearl Jam or The House of Love?",
+         ("Pearl Jam", "The House of Love"), None),  # an order in time
+        ("Who was born first, Pablo Trapero or Aleksander Ford?", PEOPLE, None),  # the dates' question
+        ("Which was released second, Charley and the Angel or Planes?", ("Charley", "Planes"), None),
+        ("Which genus has more species Ramonda or Gaylussacia?", ("Ramonda", "Gaylussacia"), None),
+        ("Which composer was Hungarian Béla Bartók or Johann Pepusch?", ("Béla Bartók", "Johann Pepusch"), None),
+    ],
+)  # fmt: skip
+def test_a_choice_about_a_trait_says_which_words_it_asks_for(question, offered, trait):
+    assert asked_trait(question, offered) == (terms(trait) if trait else None)
+
+
+BANDS = [  # HaluEval's way: two paragraphs in one text, the space after a full stop lost
+    "Pylon was an American rock band formed in Athens, Georgia, in 1979. The band was influential.Rivermaya is a "
+    "Filipino rock band formed in 1994. It has released nine albums.",
+    "Bruce Dickinson is an English singer and airline pilot, lead singer of Iron Maiden. He also writes novels. "
+    "Billy Gibbons is an American musician, guitarist of ZZ Top.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "offered", "answer"),
+    [
+        ("Which band is from the US, Pylon or Rivermaya?", ("Pylon", "Rivermaya"), "Pylon"),
+        ("Which band is from the Philippines, Pylon or Rivermaya?", ("Pylon", "Rivermaya"), "Rivermaya"),  # Filipino
+        ("Which band is from Peru, Pylon or Rivermaya?", ("Pylon", "Rivermaya"), None),  # said of neither
+        ("Who was also an airline pilot, Billy Gibbons or Bruce Dickinson?", ("Billy Gibbons", "Bruce Dickinson"),
+         "Bruce Dickinson"),
+        ("Which band is Filipino or from Georgia, Pylon or Rivermaya?", ("Pylon", "Rivermaya"), None),  # 1 to 1
+        ("Which band released nine albums in Georgia, Pylon or Rivermaya?", ("Pylon", "Rivermaya"), "Rivermaya"),
+        ("Which singer is English, Billy Gibbons or Bruce Dickinson?", ("Billy Gibbons", "Bruce Dickinson"),
+         "Bruce Dickinson"),
+        # Gibbons's sentences stop before Dickinson's: "English" is not said of him, nor "musician" of Dickinson
+        ("Which musician is English, Billy Gibbons or Bruce Dickinson?", ("Billy Gibbons", "Bruce Dickinson"), None),
+    ],
+)  # fmt: skip
+def test_a_trait_said_of_one_option_only_or_far_more_picks_it(question, offered, answer):
+    assert decide(question, offered, BANDS) == (Decision(answer, "traits") if answer else None)

@@ -224,6 +224,19 @@ def test_a_choice_about_time_is_decided_by_the_documents_dates_without_a_call(en
     assert not rag.chat.calls_to("answer_lead")
 
 
+def test_a_choice_about_a_trait_said_of_one_option_only_is_decided_without_a_call(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford Polish"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        "answer_lead": {"answer": "Pablo Trapero"},  # the model's coin flip, not asked
+    }
+    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    result = rag.answer("Which film director was from Poland, Pablo Trapero or Aleksander Ford?")
+    assert result.lead == "Aleksander Ford." and result.lead_from == "traits"
+    assert not rag.chat.calls_to("answer_lead")
+    assert counted_kind("choice", result.lead, [s.text for s in result.segments], "traits") == "traits"
+
+
 def test_a_choice_the_dates_cannot_settle_asks_the_model(engine):
     script = {
         "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
