@@ -211,30 +211,25 @@ DIRECTORS = [
 ]
 
 
-def test_a_choice_about_time_is_decided_by_the_documents_dates_without_a_call(engine):
+@pytest.mark.parametrize(
+    ("question", "by"),
+    [
+        ("Who was born first, Pablo Trapero or Aleksander Ford?", "dates"),
+        ("Which film director was from Poland, Pablo Trapero or Aleksander Ford?", "traits"),  # "Polish"
+    ],
+)
+def test_a_choice_the_documents_decide_leads_without_a_call_and_counts_apart(engine, question, by):
     script = {
-        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford born"},
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
         "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
         "answer_lead": {"answer": "Pablo Trapero"},  # the model's coin flip, not asked
     }
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
-    result = rag.answer("Who was born first, Pablo Trapero or Aleksander Ford?")
-    assert result.lead == "Aleksander Ford." and result.lead_from == "dates"
+    result = rag.answer(question)
+    assert result.lead == "Aleksander Ford." and result.lead_from == by
     assert result.answer.startswith("Aleksander Ford. Pablo Trapero (born 4 October 1971)")
     assert not rag.chat.calls_to("answer_lead")
-
-
-def test_a_choice_about_a_trait_said_of_one_option_only_is_decided_without_a_call(engine):
-    script = {
-        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford Polish"},
-        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
-        "answer_lead": {"answer": "Pablo Trapero"},  # the model's coin flip, not asked
-    }
-    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
-    result = rag.answer("Which film director was from Poland, Pablo Trapero or Aleksander Ford?")
-    assert result.lead == "Aleksander Ford." and result.lead_from == "traits"
-    assert not rag.chat.calls_to("answer_lead")
-    assert counted_kind("choice", result.lead, [s.text for s in result.segments], "traits") == "traits"
+    assert counted_kind("choice", result.lead, [s.text for s in result.segments], by) == by
 
 
 def test_a_choice_the_dates_cannot_settle_asks_the_model(engine):
