@@ -8,15 +8,20 @@ hold is right or wrong with them; a choice the documents decided counts apart, a
 sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.
+
+A choice the documents decide (`engine.compare.decide`) needs no model, so its rate is counted over a dataset's
+whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice question, its
+BM25 top chunks as the documents, how often the option the documents pick names a gold answer.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.lead import counted_kind, question_kind
+from ..engine.compare import decide
+from ..engine.lead import counted_kind, options, question_kind
 from .metrics import answer_in
 
 
@@ -45,3 +50,17 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
         stated[kind] += 1
         right[kind] += bool(answer_in(lead, gold))
     return {kind: (right[kind], stated[kind]) for kind in sorted(stated)}
+
+
+def decided_counts(questions: Iterable[tuple[str, Sequence[str], Sequence[str]]]) -> dict[str, tuple[int, int]]:
+    """What decided it ("dates", "traits") -> (right, decided) over (question, gold answers, texts read) of
+    training questions: how often the option the documents pick names a gold answer (as the metric reads it)."""
+    right: Counter[str] = Counter()
+    decided: Counter[str] = Counter()
+    for question, gold, texts in questions:
+        offered = options(question) if question_kind(question) == "choice" else None
+        decision = decide(question, offered, texts) if offered and gold else None
+        if decision is not None:
+            decided[decision.by] += 1
+            right[decision.by] += bool(answer_in(decision.option, gold))
+    return {by: (right[by], decided[by]) for by in sorted(decided)}

@@ -77,7 +77,13 @@ def register(commands: Any) -> None:
     lead = sub.add_parser(
         "fit-lead", help="count how often the short answer is right where the sentences are not (training runs)"
     )
-    lead.add_argument("runs", nargs="+", help="Self-RAG QA run folders made with --split train --lead")
+    lead.add_argument("runs", nargs="*", help="Self-RAG QA run folders made with --split train --lead")
+    lead.add_argument(
+        "--decided-on", metavar="DATASET", choices=("halueval",),
+        help="also count the choices the documents decide (dates, traits) over this dataset's training pool",
+    )  # fmt: skip
+    lead.add_argument("--data", help="the dataset folder for --decided-on (default: ../shared/datasets/<name>)")
+    lead.add_argument("--ndocs", type=int, default=5, help="chunks read per question for --decided-on (default 5)")
     lead.add_argument("--weights", help="critic weights to add the counts to (default: the shipped ones)")
     lead.add_argument("--out", required=True, help="weights file to write")
     lead.set_defaults(run=fit_lead_command)
@@ -276,6 +282,8 @@ def fit_lead_command(args: argparse.Namespace) -> int:
     from ..engine.calibration import load_critic_model
     from ..files import write_atomic
 
+    if not args.runs and not args.decided_on:
+        raise UsageError("give training run folders, --decided-on DATASET, or both")
     records: list[dict[str, Any]] = []
     for folder in map(Path, args.runs):
         config = _run_config(folder)
@@ -285,16 +293,43 @@ def fit_lead_command(args: argparse.Namespace) -> int:
             raise UsageError(f"{folder} was run without --lead: its answers hold no short answer")
         found, _ = read_samples(folder / "samples.jsonl", repair=False)
         records += found.values()
-    counts = lead_counts(records)
-    if not counts:
-        raise InputError("no training answer in these runs stated a short answer over wrong sentences; nothing to fit")
     model = load_critic_model(args.weights)
-    source = {"lead": f"{len(records)} training answers of {len(args.runs)} run(s)"}
-    model = replace(model, lead=counts, fitted_on={**model.fitted_on, **source})
+    counts, source = dict(model.lead), dict(model.fitted_on)
+    if args.runs:
+        counts = lead_counts(records)
+        if not counts:
+            raise InputError(
+                "no training answer in these runs stated a short answer over wrong sentences; nothing to fit"
+            )
+        source["lead"] = f"{len(records)} training answers of {len(args.runs)} run(s)"
+    if args.decided_on:
+        decided, source["lead_decided"] = _decided_on(args)
+        counts = {kind: n for kind, n in counts.items() if kind not in decided} | decided
+    model = replace(model, lead=counts, fitted_on=source)
     write_atomic(Path(args.out), model.to_json())
     said = ", ".join(f"{kind} {right} of {of}" for kind, (right, of) in counts.items())
-    print(f"wrote {args.out}: short answers right where the sentences were not: {said}", file=sys.stderr)
+    print(f"wrote {args.out}: short answers right (of those counted): {said}", file=sys.stderr)
     return 0
+
+
+def _decided_on(args: argparse.Namespace) -> tuple[dict[str, tuple[int, int]], str]:
+    """The documents' decisions counted over a dataset's training pool, and where they were counted."""
+    from ..bench import datasets as ds
+    from ..bench.leadfit import decided_counts
+    from ..retrieval.index import Index
+
+    if args.ndocs < 1:
+        raise UsageError(f"--ndocs must be 1 or more, got {args.ndocs}")
+    dataset = ds.load(args.decided_on, args.data, split="train")
+    index = Index.build(dataset.corpus)
+    asked = [
+        (e.question, e.answers, [hit.chunk.text for hit in index.find_relevant_chunks(e.question, args.ndocs)])
+        for e in dataset.examples
+    ]
+    counts = decided_counts(asked)
+    if not counts:
+        raise InputError(f"the documents decided no choice question of {args.decided_on}'s training pool")
+    return counts, f"{args.decided_on} training pool, {len(asked)} questions, BM25 top {args.ndocs} read (no model)"
 
 
 def _run_config(folder: Path) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from selfrag.bench.leadfit import lead_counts, lead_of
+from selfrag.bench.leadfit import decided_counts, lead_counts, lead_of
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.lead import UNSETTLED
@@ -68,6 +68,7 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
     fitted, shipped = load_critic_model(out), load_critic_model()
     assert fitted.lead == {"yes_no": (1, 2)} and fitted.supported == shipped.supported
     assert "yes_no 1 of 2" in capsys.readouterr().err
+    assert main(["bench", "fit-lead", "--out", str(out)]) == 2 and "--decided-on" in capsys.readouterr().err
 
     refused = tmp_path / "refused.json"
     for folder, code, message in (
@@ -78,3 +79,35 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
         assert main(["bench", "fit-lead", str(folder), "--out", str(refused)]) == code
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and not refused.exists()
+
+
+TEXTS = ["Ann Lee (born 1 May 1900) was a Polish director. Bob Day (born 3 June 1950) was an American director."]
+
+
+def test_the_documents_decisions_are_counted_by_what_decided_them():
+    asked = [
+        ("Who was born first, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # dates, right
+        ("Who is younger, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # dates pick Bob Day: a gold that disagrees
+        ("Which director was from Poland, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # traits, right
+        ("Which director made more films, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # a comparison: not decided
+        ("Was Ann Lee a director?", ["yes"], TEXTS),  # not a choice
+    ]
+    assert decided_counts(asked) == {"dates": (1, 2), "traits": (1, 1)}
+
+
+def test_fit_lead_counts_the_decisions_over_a_training_pool_and_keeps_the_models_counts(tmp_path, capsys):
+    lines = []
+    for n in range(520):  # 500 of them are the reserved test pool; the other 20 are training questions
+        a, b = f"Ann Lee{n}", f"Bob Day{n}"
+        question = f"Who was born first, {a} or {b}?" if n % 2 else f"Which director was from Poland, {a} or {b}?"
+        knowledge = f"{a} (born 1 May 1900) was a Polish director. {b} (born 3 June 1950) was an American director."
+        lines.append({"knowledge": knowledge, "question": question, "right_answer": a, "hallucinated_answer": b})
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "w.json"
+    assert main(["bench", "fit-lead", "--decided-on", "halueval", "--data", str(tmp_path), "--out", str(out)]) == 0
+    fitted, shipped = load_critic_model(out), load_critic_model()
+    decided = {kind: fitted.lead[kind] for kind in ("dates", "traits")}
+    assert sum(of for _, of in decided.values()) == 20 and all(right == of for right, of in decided.values())
+    model_kinds = [kind for kind in shipped.lead if kind not in decided]
+    assert model_kinds and all(fitted.lead[kind] == shipped.lead[kind] for kind in model_kinds)  # they stay
+    assert "20 questions" in fitted.fitted_on["lead_decided"] and fitted.supported == shipped.supported
