@@ -90,7 +90,7 @@ def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, ca
     assert "abstention cut" in said and "of the 40 right answers" in said
     shipped, refitted = load_critic_model(), load_critic_model(out)
     assert (refitted.relevant, refitted.supported, refitted.lead) == (shipped.relevant, shipped.supported, shipped.lead)
-    assert "keep 0.95 at 0.8 confidence" in refitted.fitted_on["abstain_cut"]
+    assert "keep 0.95 at 0.8" in refitted.fitted_on["abstain_cut"]
     assert refitted.abstain_threshold != shipped.abstain_threshold
 
 

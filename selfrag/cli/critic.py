@@ -88,7 +88,8 @@ def cut_command(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} must be a share between 0 and 1, got {value:g}")
     out = _writable(args.out)
     model = load_critic_model(args.weights)
-    model, fit = fit_abstain_cut(model, read_judgments(Path(args.judgments)), args.keep, args.confidence)
+    rows = read_judgments(Path(args.judgments))
+    model, fit = fit_abstain_cut(model, rows, args.keep, args.confidence, Path(args.judgments).name)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.to_json())
     said = f"wrote {out}: abstention cut {fit.cut:.4f}; it keeps {fit.kept} of the {fit.right} right answers here"

@@ -424,10 +424,15 @@ class CutFit:
 
 
 def fit_abstain_cut(
-    model: CriticModel, rows: Sequence[JudgedRow], keep: float = KEEP, confidence: float = KEEP_CONFIDENCE
+    model: CriticModel,
+    rows: Sequence[JudgedRow],
+    keep: float = KEEP,
+    confidence: float = KEEP_CONFIDENCE,
+    source: str = "judged rows",
 ) -> tuple[CriticModel, CutFit]:
     """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`),
-    everything else kept; refuses rows with too few right answers to promise `keep` at `confidence`."""
+    everything else kept (`fitted_on` says where the cut came from: `source`); refuses rows with too few right
+    answers to promise `keep` at `confidence`."""
     x = [vector(row.features()) for row in rows]
     p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
     answers = kept_answers(rows, p_rel, p_sup)
@@ -448,7 +453,7 @@ def fit_abstain_cut(
         len(unanswerable),
         sum(a.best_support < cut for a in unanswerable),
     )
-    said = f"{fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g} confidence"
+    said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
     return replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said}), fit
 
 
