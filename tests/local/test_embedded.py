@@ -61,9 +61,18 @@ def test_a_package_without_the_model_file_says_where_it_looked():
 
 def test_a_missing_runtime_names_the_install_command_for_the_extra():
     with pytest.raises(ConfigError) as caught:
-        load_runtime("selfrag_no_such_runtime.server.app")
+        load_runtime("selfrag_no_such_runtime.server.app", process_env={})
     assert INSTALL_RUNTIME in str(caught.value)
     assert "selfrag_no_such_runtime" in str(caught.value)
+
+
+def test_llama_cpps_threads_spin_at_their_barriers_unless_the_user_chose_otherwise():
+    env: dict[str, str] = {}
+    load_runtime("json", process_env=env)  # any importable module: what matters is the environment before it
+    assert env == {"OMP_WAIT_POLICY": "ACTIVE"}
+    mine = {"OMP_WAIT_POLICY": "PASSIVE"}
+    load_runtime("json", process_env=mine)
+    assert mine == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def test_the_cache_folder_follows_selfrag_home_then_xdg_then_home(tmp_path):
