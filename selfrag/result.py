@@ -4,7 +4,7 @@ and the events serialised are its `--jsonl`. Built from the engine's frozen valu
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -121,6 +121,7 @@ class Trace(_Out):
 ABSTAIN_ANSWER = "The documents do not say."
 # where a short answer came from: one call, the two options' dates, or a trait found for one option only
 LeadSource = Literal["model", "dates", "traits"]
+DECIDED: tuple[str, ...] = get_args(LeadSource)[1:]  # the documents decided it, no call (engine.compare)
 
 
 class Abstention(_Out):
@@ -141,7 +142,7 @@ class Result(_Out):
     stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
     abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
     lead: str | None = None  # the short answer that opens `answer` (yes/no, choice and factoid questions)
-    lead_from: LeadSource | None = None  # one call to the model, or the options' dates (no call)
+    lead_from: LeadSource | None = None  # one call to the model, or the documents decided it (`DECIDED`)
     usage: Usage
     trace: Trace
     model: str

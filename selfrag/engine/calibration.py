@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from ..result import DECIDED
 from .evidence import FEATURES, POLARITY, features, polarity, vector
 
 FORMAT = "selfrag-critic"
@@ -168,9 +169,9 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
-# the kinds of engine.lead.question_kind that get a short answer, and "dates" and "traits": a choice the documents
-# decided by the options' dates or by a trait found for one option only (engine.compare)
-LEAD_KINDS = ("yes_no", "choice", "factoid", "dates", "traits")
+# the kinds of engine.lead.question_kind that get a short answer, and what decided a choice the documents decided
+# (result.DECIDED: the options' dates, or a trait said of one option only; engine.compare)
+LEAD_KINDS = ("yes_no", "choice", "factoid", *DECIDED)
 
 
 def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:
@@ -238,14 +239,15 @@ def abstain_cut(right: Sequence[float], keep: float = KEEP, confidence: float = 
     which, with `confidence`, at most 1 - `keep` of right answers fall under it beyond these rows (a one-sided
     Clopper-Pearson bound on the share lost, so a cut fitted on few answers keeps a margin instead of promising
     on them alone); 0 (never abstain) when too few right answers promise it even for a cut under all of them."""
-    ordered = sorted(right)
+    ordered, limit = sorted(right), 1 - keep
     n = len(ordered)
-    if not n or lost_bound(0, n, confidence) > 1 - keep:
+    if not n or lost_bound(0, n, confidence) > limit:
         return 0.0
-    lost = 0  # right answers allowed under the cut
-    while lost + 1 < n and lost_bound(lost + 1, n, confidence) <= 1 - keep:
-        lost += 1
-    return round(max(0.0, ordered[lost] - 1e-3), 4)
+    low, high = 0, n - 1  # the most right answers allowed under the cut: the bound grows with them
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if lost_bound(mid, n, confidence) <= limit else (low, mid - 1)
+    return round(max(0.0, ordered[low] - 1e-3), 4)
 
 
 def lost_bound(lost: int, n: int, confidence: float) -> float:
@@ -396,18 +398,16 @@ class KeptAnswer:
 def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates and are left out."""
-    kept: dict[tuple[str, bool], tuple[float, KeptAnswer]] = {}
+    kept: dict[tuple[str, bool], tuple[float, float, float, bool]] = {}  # r + s, s, answer support, correct
+    best: dict[tuple[str, bool], float] = {}
     for row, r, s in zip(rows, p_rel, p_sup, strict=True):
         if row.correct is None:
             continue
         key, support = (row.question, row.answerable), answer_support(r, s)
-        rank, before = kept.get(key, (-1.0, None))
-        best = max(support, before.best_support) if before else support
-        if r + s > rank:
-            kept[key] = (r + s, KeptAnswer(s, support, row.correct, row.answerable, best))
-        elif before is not None:
-            kept[key] = (rank, replace(before, best_support=best))
-    return [answer for _, answer in kept.values()]
+        best[key] = max(support, best.get(key, 0.0))
+        if key not in kept or r + s > kept[key][0]:
+            kept[key] = (r + s, s, support, row.correct)
+    return [KeptAnswer(s, a, c, key[1], best[key]) for key, (_, s, a, c) in kept.items()]
 
 
 @dataclass(frozen=True, slots=True)

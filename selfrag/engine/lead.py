@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
-from ..result import LeadSource
+from ..result import DECIDED, LeadSource
 from ..schema import Beam, Chunk
 from .compare import decide
 from .context import Run
@@ -35,7 +35,6 @@ from .evidence import asks_yes_no, terms
 from .replies import LeadReply
 
 UNSETTLED = "The documents don't settle it."
-DECIDED = ("dates", "traits")  # the kinds a choice the documents decided is counted as (its rate is not the model's)
 MAX_LEAD_WORDS = 12
 _FACTOID = re.compile(
     r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
