@@ -10,6 +10,7 @@ import pytest
 
 import selfrag
 from selfrag.cli import main
+from selfrag.engine.calibration import load_critic_model
 
 SHIPPED = Path(selfrag.__file__).parent / "data" / "critic-v1.json"
 CHUNK = "Refunds are accepted within 30 days of purchase. A receipt is required."
@@ -37,6 +38,26 @@ def test_fit_writes_weights_that_check_and_load(tmp_path, capsys):
     assert "40 rows" in capsys.readouterr().out
     assert main(["critic", "check", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["fitted_on"]["rows"] == 40
+
+
+def test_fit_reads_several_files_as_one_set_and_keeps_the_short_answer_counts(tmp_path, capsys):
+    first = write(tmp_path / "a.jsonl", [row(n, n % 2 == 0) for n in range(20)])
+    second = write(tmp_path / "b.jsonl", [row(n, n % 2 == 1) for n in range(20, 40)])
+    out = tmp_path / "w.json"
+    assert main(["critic", "fit", str(first), str(second), "--out", str(out)]) == 0
+    assert "40 rows" in capsys.readouterr().out  # 20 alone are too few: both files were read
+    shipped, refitted = load_critic_model(), load_critic_model(out)
+    assert refitted.fitted_on["source"] == "a.jsonl, b.jsonl"
+    assert shipped.lead and refitted.lead == shipped.lead
+    assert refitted.fitted_on["lead_decided"] == shipped.fitted_on["lead_decided"]
+    assert refitted.relevant != shipped.relevant
+    # the counts come from --weights: weights without any keep none
+    bare = json.loads(SHIPPED.read_text())
+    del bare["lead"]
+    bare_path = write(tmp_path / "bare.json", [json.dumps(bare)])
+    assert main(["critic", "fit", str(first), str(second), "--weights", str(bare_path), "--out", str(out)]) == 0
+    assert "short-answer counts kept: none" in capsys.readouterr().out
+    assert load_critic_model(out).lead == {}
 
 
 @pytest.mark.parametrize(
@@ -81,7 +102,6 @@ def answers(n: int) -> list[dict]:
 
 
 def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, capsys):
-    from selfrag.engine.calibration import load_critic_model
 
     judged = write(tmp_path / "j.jsonl", answers(40))
     out = tmp_path / "w.json"

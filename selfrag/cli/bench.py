@@ -279,7 +279,7 @@ def fit_lead_command(args: argparse.Namespace) -> int:
 
     from ..bench.leadfit import lead_counts
     from ..bench.samples import read_samples
-    from ..engine.calibration import load_critic_model
+    from ..engine.calibration import LEAD_POOL, LEAD_RUNS, load_critic_model
     from ..files import write_atomic
 
     if not args.runs and not args.decided_on:
@@ -301,9 +301,9 @@ def fit_lead_command(args: argparse.Namespace) -> int:
             raise InputError(
                 "no training answer in these runs stated a short answer over wrong sentences; nothing to fit"
             )
-        source["lead"] = f"{len(records)} training answers of {len(args.runs)} run(s)"
+        source[LEAD_RUNS] = f"{len(records)} training answers of {len(args.runs)} run(s)"
     if args.decided_on:
-        decided, source["lead_decided"] = _decided_on(args)
+        decided, source[LEAD_POOL] = _decided_on(args)
         counts = {kind: n for kind, n in counts.items() if kind not in decided} | decided
     model = replace(model, lead=counts, fitted_on=source)
     write_atomic(Path(args.out), model.to_json())

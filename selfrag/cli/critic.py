@@ -1,11 +1,14 @@
 """`selfrag critic fit|cut|check`: refit the evidence critic from your own judged data, and check a weights file.
 
-    selfrag critic fit JUDGMENTS.jsonl --out WEIGHTS.json    fit both heads, the threshold and the confidence map
+    selfrag critic fit JUDGMENTS.jsonl... --out WEIGHTS.json fit both heads, the threshold and the confidence map
     selfrag critic cut JUDGMENTS.jsonl --out WEIGHTS.json    refit only the abstention cut, under given weights
     selfrag critic check [WEIGHTS.json]                      validate a weights file (default: the shipped one)
 
 The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 80 %): a
 one-sided bound on the share of right answers lost, so the cut keeps a margin when it is fitted on few answers.
+`fit` reads one or more judgments files as one set, and keeps the short answer's counts (how often a lead of each
+kind was right: `selfrag bench fit-lead`) of `--weights` (default: the shipped ones): they count the short
+answer, not the heads, and a refit without them would leave every lead uncounted in the confidence.
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
@@ -31,6 +34,7 @@ from ..engine.calibration import (
     fit_critic,
     judged_row,
     load_critic_model,
+    with_lead_counts,
 )
 from ..errors import InputError, UsageError
 from ..files import write_atomic
@@ -46,8 +50,9 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = critic.add_subparsers(dest="critic_command", required=True, metavar="SUBCOMMAND")
-    fit = sub.add_parser("fit", help="fit critic weights from a judgments file")
-    fit.add_argument("judgments", help="JSONL file of judged candidates")
+    fit = sub.add_parser("fit", help="fit critic weights from judgments files")
+    fit.add_argument("judgments", nargs="+", help="JSONL files of judged candidates, read as one set")
+    fit.add_argument("--weights", help="weights whose short-answer counts the fit keeps (default: the shipped ones)")
     fit.add_argument("--out", required=True, help="weights file to write")
     fit.set_defaults(run=fit_command)
     cut = sub.add_parser("cut", help="refit the abstention cut alone from a judgments file, under given weights")
@@ -67,8 +72,10 @@ def register(commands: Any) -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     out = _writable(args.out)
-    rows = read_judgments(Path(args.judgments))
-    model = fit_critic(rows, {"source": Path(args.judgments).name})
+    paths = [Path(name) for name in args.judgments]
+    rows = [row for path in paths for row in read_judgments(path)]
+    before = load_critic_model(args.weights)
+    model = with_lead_counts(fit_critic(rows, {"source": ", ".join(path.name for path in paths)}), before)
     text = model.to_json()
     if len(text) > MAX_FILE_BYTES:
         raise InputError("the fitted weights are larger than a weights file may be")
@@ -77,7 +84,8 @@ def fit_command(args: argparse.Namespace) -> int:
     info = model.fitted_on
     print(
         f"wrote {out}: {info['rows']} rows, {info['questions']} questions, support threshold "
-        f"{model.support_threshold:.2f}, confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}"
+        f"{model.support_threshold:.2f}, confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}, "
+        f"abstention cut {model.abstain_threshold:.4f}; short-answer counts kept: {', '.join(model.lead) or 'none'}"
     )
     return 0
 

@@ -41,6 +41,7 @@ SHIPPED = "critic-v1.json"
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
 MAX_FILE_BYTES = 1 << 20
+LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 KEEP, KEEP_CONFIDENCE = 0.9, 0.8  # the abstention cut keeps 90 % of right answers, promised at 80 % confidence
 
 
@@ -380,6 +381,13 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(answers), "answers": len(answers)}
     info |= fitted_on or {}
     return CriticModel(relevant, supported, platt, threshold, abstain, info)
+
+
+def with_lead_counts(model: CriticModel, source: CriticModel) -> CriticModel:
+    """`model` with the short answer's counts of `source` and what they were counted on (`selfrag bench fit-lead`):
+    they count how often a lead was right, whatever heads rate the sentences."""
+    said = {key: value for key, value in source.fitted_on.items() if key in (LEAD_RUNS, LEAD_POOL)}
+    return replace(model, lead=dict(source.lead), fitted_on={**model.fitted_on, **said})
 
 
 @dataclass(frozen=True, slots=True)
