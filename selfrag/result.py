@@ -80,9 +80,9 @@ class TraceCandidate(_Out):
     score: float | None
     aggregate: float | None
     status: Literal["kept", "pruned", "failed", "gated"]
-    flag: str | None = (
-        None  # why it was cut or declined: restates_question, repeats_draft, several_sentences, unsupported
-    )
+    # why it was cut or declined: restates_question, repeats_draft, several_sentences, about_the_document,
+    # unsupported, superseded
+    flag: str | None = None
     fallback: bool = False
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
     also: list[str] = []  # pooled: the other chunks its words come from, rated with the cited one

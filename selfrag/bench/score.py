@@ -39,6 +39,7 @@ RATE_METRICS = (
     "abstained",
 )
 FLAGS = ("restates_question", "repeats_draft", "several_sentences", "unsupported")  # declined or cut candidates
+LATER_FLAGS = ("about_the_document",)  # counted in a run only where one of its candidates has it (older runs never do)
 COST_METRICS = ("llm_calls", "total_tokens", "rounds", "wall_time", "model_seconds")
 
 
@@ -118,6 +119,10 @@ def summarize(
         counts = [_flags(r).get(flag) for r in records]
         if any(c is not None for c in counts):
             put(f"flag_{flag}", counts)
+    for flag in LATER_FLAGS:
+        counts = [_flags(r).get(flag) for r in records]
+        if any(counts):
+            put(f"flag_{flag}", counts)
     results: dict[str, Any] = {}
     for offset, (name, values) in enumerate(columns.items()):
         if any(v is not None for v in values):
@@ -152,7 +157,7 @@ def _flags(record: dict[str, Any]) -> dict[str, float]:
     candidates = record.get("candidates")
     if record["status"] != "ok" or not candidates:
         return {}
-    return {flag: float(sum(c.get("flag") == flag for c in candidates)) for flag in FLAGS}
+    return {flag: float(sum(c.get("flag") == flag for c in candidates)) for flag in (*FLAGS, *LATER_FLAGS)}
 
 
 def calibration(records: Sequence[dict[str, Any]], correct: Sequence[float]) -> dict[str, Any]:
@@ -317,7 +322,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             columns = CLAIM_COLUMNS if task_is_claim else QA_COLUMNS
             out.append(f"### {dataset}\n")
             out.append(
-                "| system | n | failed | " + " | ".join(HEADERS[c] for c in columns) + " | ECE | declined r/p/c/u |"
+                "| system | n | failed | " + " | ".join(HEADERS[c] for c in columns) + " | ECE | declined r/p/c/u(/d) |"
             )
             out.append("|---" * (len(columns) + 5) + "|")
             for r in answer_rows:
@@ -347,12 +352,14 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def _declined(summary: dict[str, Any]) -> str:
     """Candidates declined or cut over the run, by reason: question restated / draft repeated / several
-    sentences cut to one / unsupported ("–" for systems without candidates)."""
+    sentences cut to one / unsupported / about the document ("–" for systems without candidates; the last
+    only where the run counted it)."""
     metrics, n = summary["metrics"], summary["n"]
     counts = [metrics.get(f"flag_{flag}") for flag in FLAGS]
     if all(c is None for c in counts):
         return "–"
-    return "/".join(str(round((c or {}).get("value", 0.0) * (c or {}).get("n", n))) for c in counts)
+    later = [c for c in (metrics.get(f"flag_{flag}") for flag in LATER_FLAGS) if c is not None]
+    return "/".join(str(round((c or {}).get("value", 0.0) * (c or {}).get("n", n))) for c in [*counts, *later])
 
 
 def calibration_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -18,7 +18,7 @@ from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
-from .evidence import best_sentence, degeneracy, drawn_on
+from .evidence import best_sentence, degeneracy, drawn_on, unframed
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
@@ -56,18 +56,21 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
 
 def tidy(candidate: Candidate, question: str) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
-    yields to that version), and so is one that restates the question or repeats the draft; several sentences
-    at once are cut to the one worth keeping (and declined if even that one is degenerate)."""
+    yields to that version), and so is one that restates the question, repeats the draft or speaks of the
+    document instead of the world; a report's frame is taken off what it reports ("The document states that
+    ..."); several sentences at once are cut to the one worth keeping (and declined if even that one is
+    degenerate)."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
         return replace(candidate, gated=True, flag="superseded")
     draft = [segment.text for segment in candidate.parent.segments]
+    candidate = replace(candidate, text=unframed(candidate.text))
     flaw = degeneracy(question, candidate.text, draft, candidate.chunk.text if candidate.chunk else None)
     if flaw == "several_sentences" and candidate.critique.estimator.startswith("reflection"):
         flaw = None  # a Self-RAG checkpoint's segment ends at its own [Retrieval] token: the paper's unit
     if flaw == "several_sentences":
-        cut = best_sentence(question, candidate.text, draft)
+        cut = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft)
         candidate = replace(candidate, text=cut, flag="several_sentences")
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate

@@ -33,7 +33,10 @@ protocol's third head, `POLARITY`):
                         falls (decrease, less, lower, cooling, ...)
 
 `degeneracy` names what is wrong with a sentence that must not be kept as written: the question restated, a
-sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one).
+sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one), a
+sentence about the document instead of the world ("The document is about ...", "The document's version attribute
+says ..."). `unframed` first takes a report's frame off what it reports ("The document states that the fee is
+$15." -> "The fee is $15.", "The answer is: yes, ..." -> "Yes, ...").
 """
 
 from __future__ import annotations
@@ -88,6 +91,23 @@ _FALLS = re.compile(
     r"\b(?:decreas\w*|declin\w*|fall|falls|falling|fell|less|lower|cool\w*|shrink\w*|loss|lose|losing|lost|slow\w*"
     r"|drop\w*|reduc\w*)\b",
     re.I,
+)
+# a sentence about the document rather than the world: "The document is about ...", "This document contains
+# information ...", "The document's version attribute ..." (the prompts call every chunk a document; a name such as
+# "The Document Foundation" goes on with a capital, and "The document must be signed" says something of the world)
+_ABOUT_DOCUMENT = re.compile(
+    r"^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+documents?(?:['’]s?)?\s+(?:"
+    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?(?:about|relevant|irrelevant|between|from|a|an|the|dated)"
+    r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|has|have|provides?|discuss(?:es)?|describes?|talks?|mentions?"
+    r"|gives?|refers?|version|says?|states?|supports?)\b"
+)
+# a report's frame, whose report is the sentence's content: "The document states that ...", "According to the text,
+# ...", "The answer is: ..."
+_REPORT = re.compile(
+    r"^\W*(?:(?:[Tt]he|[Tt]his)\s+(?:document|text|passage|article|paragraph|source|context)\s+"
+    r"(?:states|says|shows|mentions|notes|explains|reports|indicates|confirms)(?:\s+that)?"
+    r"|[Tt]he\s+answer\s+is(?:\s+that)?"
+    r"|[Aa]ccording\s+to\s+(?:the|this)\s+(?:document|text|passage|article|paragraph|source|context))\s*[:,]?\s*"
 )
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
@@ -252,7 +272,21 @@ def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: s
     copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
     if parts >= 3 or (parts == 2 and copied):
         return "several_sentences"
+    if _ABOUT_DOCUMENT.match(sentence):
+        return "about_the_document"
     return None
+
+
+def unframed(sentence: str) -> str:
+    """The sentence without a report's frame ("The document states that", "According to the text,", "The answer
+    is:"): what it reports, capitalised; the sentence itself when it has no frame or nothing after it."""
+    frame = _REPORT.match(sentence)
+    if frame is None:
+        return sentence
+    rest = sentence[frame.end() :].strip(" {}[]\"'")
+    if not rest.strip(" .!?"):
+        return sentence
+    return f"{rest[0].upper()}{rest[1:]}"
 
 
 def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:

@@ -132,3 +132,19 @@ def test_break_even_interpolates_where_the_sweep_meets_plain_rag():
     assert break_even(rows)["break_even"] == pytest.approx(0.70)
     assert break_even([row("rag", 0.5), row("selfrag+oracle0", 0.4)])["break_even"] is None
     assert break_even([row("selfrag+oracle0", 0.4)]) is None
+
+
+def _record(*flags: str | None) -> dict:
+    candidates = [{"flag": flag} for flag in flags]
+    return {"status": "ok", "prediction": "x", "answers": ["x"], "candidates": candidates, "usage": {}}
+
+
+def test_sentences_about_the_document_are_counted_only_in_runs_that_have_them():
+    from selfrag.bench.score import _declined, summarize
+
+    older = summarize([_record("restates_question", None), _record("unsupported")], task="qa")
+    assert "flag_about_the_document" not in older["metrics"]  # a run scored before the rule still checks equal
+    assert _declined(older) == "1/0/0/1"
+    newer = summarize([_record("about_the_document", "unsupported"), _record(None)], task="qa")
+    assert newer["metrics"]["flag_about_the_document"]["value"] == 0.5
+    assert _declined(newer) == "0/0/0/1/1"

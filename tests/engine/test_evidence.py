@@ -94,6 +94,49 @@ def test_degenerate_sentences_are_named(sentence, draft, flaw):
     assert evidence.degeneracy(Q, sentence, draft, CHUNK) == flaw
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The document is about the 1975 film Jaws and its director.",
+        "This document contains information that helps answer the question.",
+        "The document's version attribute says whether it is current.",
+        "The document is between 2019 and 2023, so it is not a new one.",
+        "The documents do not say who directed it.",
+    ],
+)
+def test_a_sentence_about_the_document_is_named(sentence):
+    assert evidence.degeneracy(Q, sentence, [], CHUNK) == "about_the_document"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The Document Foundation was set up in 2010.",  # a name
+        "The document must be signed by both parties.",  # a statement about a document in the world
+        "The text of the treaty was signed in 1975.",
+        "The source of the Nile is Lake Victoria.",
+    ],
+)
+def test_a_sentence_about_a_document_in_the_world_is_not(sentence):
+    assert evidence.degeneracy("What happened?", sentence, []) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "content"),
+    [
+        ("The document states that Steven Spielberg directed Jaws.", "Steven Spielberg directed Jaws."),
+        ("According to the text, Spielberg directed it in 1975.", "Spielberg directed it in 1975."),
+        ("The answer is: { 1975 }", "1975"),
+        ("The answer is yes, Spielberg directed it.", "Yes, Spielberg directed it."),
+        ("The answer is that Spielberg directed it.", "Spielberg directed it."),
+        ("The answer is.", "The answer is."),  # nothing reported: left as written
+        ("Steven Spielberg directed Jaws.", "Steven Spielberg directed Jaws."),
+    ],
+)
+def test_a_reports_frame_is_taken_off_what_it_reports(sentence, content):
+    assert evidence.unframed(sentence) == content
+
+
 def test_a_sentence_that_adds_only_a_number_to_the_questions_words_answers_it():
     question = "What is the late fee for a bike returned after 24 hours?"
     assert evidence.degeneracy(question, "The late fee for a bike returned after 24 hours is $15.", []) is None

@@ -124,6 +124,27 @@ def test_a_restated_question_is_declined_and_a_copied_passage_is_cut_to_one_sent
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
 
 
+def test_a_sentence_about_the_document_is_declined_and_a_reports_frame_is_taken_off(engine):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {
+                "policy-2026.md": fused("The document is about returning a purchase for a refund."),
+                "policy-2024.md": fused(
+                    "The document states that refunds are accepted within 14 days of purchase.",
+                    evidence="Refunds are accepted within 14 days",
+                ),
+            }
+        ),
+    }
+    result = engine(script, ndocs=2).answer(Q)
+    step = result.trace.steps[0]
+    flags = {c.chunk: (c.status, c.flag) for c in step.candidates}
+    assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
+    assert flags["policy-2024.md#0"] == ("kept", None)
+    assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
+
+
 def _invents(body: dict) -> str:
     """A server whose model always answers, confidently, with a fact no document holds."""
     fmt = body.get("response_format") or {}
