@@ -58,20 +58,21 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
-    ..."); several sentences at once are cut to the one worth keeping (and declined if even that one is
-    degenerate)."""
+    ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
+    one worth keeping (and declined if even that one is degenerate)."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
         return replace(candidate, gated=True, flag="superseded")
     draft = [segment.text for segment in candidate.parent.segments]
-    candidate = replace(candidate, text=unframed(candidate.text))
-    flaw = degeneracy(question, candidate.text, draft, candidate.chunk.text if candidate.chunk else None)
+    text, topic = unframed(candidate.text)
+    candidate = replace(candidate, text=text)
+    flaw = degeneracy(question, text, draft, candidate.chunk.text if candidate.chunk else None, topic=topic)
     if flaw == "several_sentences" and candidate.critique.estimator.startswith("reflection"):
         flaw = None  # a Self-RAG checkpoint's segment ends at its own [Retrieval] token: the paper's unit
     if flaw == "several_sentences":
-        cut = unframed(best_sentence(question, candidate.text, draft))
-        flaw = degeneracy(question, cut, draft)
+        cut, topic = unframed(best_sentence(question, candidate.text, draft))
+        flaw = degeneracy(question, cut, draft, topic=topic)
         candidate = replace(candidate, text=cut, flag="several_sentences")
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 

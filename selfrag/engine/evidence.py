@@ -34,9 +34,11 @@ protocol's third head, `POLARITY`):
 
 `degeneracy` names what is wrong with a sentence that must not be kept as written: the question restated, a
 sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one), a
-sentence about the document instead of the world ("The document is about ...", "The document's version attribute
-says ..."). `unframed` first takes a report's frame off what it reports ("The document states that the fee is
-$15." -> "The fee is $15.", "The answer is: yes, ..." -> "Yes, ...").
+sentence about the document instead of the world ("This document contains information ...", "The document's
+version attribute says ..."). `unframed` first takes a report's frame off what it reports ("The document states
+that the fee is $15." -> "The fee is $15.", "The answer is: yes, ..." -> "Yes, ...") and a topic's off the topic
+("The document is about Kimber Manufacturing, a maker of ..." -> "Kimber Manufacturing, a maker of ...": a
+topic states nothing, so it never answers a yes/no question by restating it).
 """
 
 from __future__ import annotations
@@ -97,15 +99,19 @@ _FALLS = re.compile(
 # "The Document Foundation" goes on with a capital, and "The document must be signed" says something of the world)
 _ABOUT_DOCUMENT = re.compile(
     r"^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+documents?(?:['’]s?)?\s+(?:"
-    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?(?:about|relevant|irrelevant|between|from|a|an|the|dated)"
+    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?(?:relevant|irrelevant|between|from|a|an|the|dated)"
     r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|has|have|provides?|discuss(?:es)?|describes?|talks?|mentions?"
     r"|gives?|refers?|version|says?|states?|supports?)\b"
 )
 # a report's frame, whose report is the sentence's content: "The document states that ...", "According to the text,
-# ...", "The answer is: ..."
+# ...", "The answer is: ..."; and a topic's ("The document is about ...": the small model names the topic so, and
+# the topic is often the answer)
+_TEXT = r"(?:[Tt]he|[Tt]his)\s+(?:document|text|passage|article|paragraph|source|context)"
+_TOPIC = re.compile(rf"^\W*{_TEXT}\s+(?:is|was)\s+(?:mainly\s+|mostly\s+)?about\s+")
 _REPORT = re.compile(
-    r"^\W*(?:(?:[Tt]he|[Tt]his)\s+(?:document|text|passage|article|paragraph|source|context)\s+"
-    r"(?:states|says|shows|mentions|notes|explains|reports|indicates|confirms)(?:\s+that)?"
+    rf"^\W*(?:{_TEXT}\s+"
+    r"(?:states|says|shows|mentions|notes|explains|reports|indicates|confirms)"
+    r"(?:\s+that)?"
     r"|[Tt]he\s+answer\s+is(?:\s+that)?"
     r"|[Aa]ccording\s+to\s+(?:the|this)\s+(?:document|text|passage|article|paragraph|source|context))\s*[:,]?\s*"
 )
@@ -251,17 +257,20 @@ def asks_yes_no(question: str) -> bool:
     return bool(_YES_NO.match(asked)) and not _OPEN.search(asked)
 
 
-def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None) -> str | None:
+def degeneracy(
+    question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None, *, topic: bool = False
+) -> str | None:
     """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
     date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
-    France.", answers it, yes or, with a "not", no), `repeats_draft`,
+    France.", answers it, yes or, with a "not", no; not a `topic`, what a document was said to be about, which
+    states nothing), `repeats_draft`,
     `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
     `best_sentence`). A short answer (fewer than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option
     letter the question lists) is an answer, not a restatement."""
     said = terms(sentence)
     restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
     answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
-    asserts = asks_yes_no(question) and not sentence.rstrip().endswith("?")  # "Paris is ..." says yes
+    asserts = asks_yes_no(question) and not topic and not sentence.rstrip().endswith("?")  # "Paris is ..." says yes
     if restated and not answers and not asserts:
         return "restates_question"
     for earlier in draft:
@@ -277,16 +286,16 @@ def degeneracy(question: str, sentence: str, draft: Sequence[str], chunk_text: s
     return None
 
 
-def unframed(sentence: str) -> str:
+def unframed(sentence: str) -> tuple[str, bool]:
     """The sentence without a report's frame ("The document states that", "According to the text,", "The answer
-    is:"): what it reports, capitalised; the sentence itself when it has no frame or nothing after it."""
-    frame = _REPORT.match(sentence)
-    if frame is None:
-        return sentence
-    rest = sentence[frame.end() :].strip(" {}[]\"'")
-    if not rest.strip(" .!?"):
-        return sentence
-    return f"{rest[0].upper()}{rest[1:]}"
+    is:") or a topic's ("The document is about"): what it reports, capitalised, and whether that is a topic; the
+    sentence itself when it has no frame or nothing after it."""
+    for pattern, topic in ((_TOPIC, True), (_REPORT, False)):
+        frame = pattern.match(sentence)
+        rest = sentence[frame.end() :].strip(" {}[]\"'") if frame else ""
+        if rest.strip(" .!?"):
+            return f"{rest[0].upper()}{rest[1:]}", topic
+    return sentence, False
 
 
 def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:

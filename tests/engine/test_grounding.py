@@ -129,7 +129,7 @@ def test_a_sentence_about_the_document_is_declined_and_a_reports_frame_is_taken_
         "retrieve_decide": DECIDE_YES,
         "generate_fused": by_document(
             {
-                "policy-2026.md": fused("The document is about returning a purchase for a refund."),
+                "policy-2026.md": fused("This document contains information about refunds."),
                 "policy-2024.md": fused(
                     "The document states that refunds are accepted within 14 days of purchase.",
                     evidence="Refunds are accepted within 14 days",
