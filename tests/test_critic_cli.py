@@ -101,6 +101,20 @@ def answers(n: int) -> list[dict]:
     return [row(i, good) | {"question": f"How long for refunds ({i})?"} for i in range(n) for good in (True, False)]
 
 
+def test_cut_with_the_confidence_map_refits_it_on_the_same_answers_under_the_same_heads(tmp_path, capsys):
+    judged = write(tmp_path / "j.jsonl", answers(40))
+    out = tmp_path / "w.json"
+    assert main(["critic", "cut", str(judged), "--confidence-map", "--out", str(out)]) == 0
+    assert "confidence map a=" in capsys.readouterr().out
+    shipped, refitted = load_critic_model(), load_critic_model(out)
+    assert (refitted.relevant, refitted.supported, refitted.lead) == (shipped.relevant, shipped.supported, shipped.lead)
+    assert refitted.confidence != shipped.confidence and "40 answers" in refitted.fitted_on["confidence_map"]
+    # a declined candidate is never the answer: declining every right one leaves too few to fit a cut on
+    declined = [r | {"declined": r["correct"]} for r in answers(40)]
+    assert main(["critic", "cut", str(write(tmp_path / "d.jsonl", declined)), "--out", str(out)]) != 0
+    assert "too few" in capsys.readouterr().err
+
+
 def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, capsys):
 
     judged = write(tmp_path / "j.jsonl", answers(40))

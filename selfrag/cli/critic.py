@@ -2,6 +2,7 @@
 
     selfrag critic fit JUDGMENTS.jsonl... --out WEIGHTS.json fit both heads, the threshold and the confidence map
     selfrag critic cut JUDGMENTS.jsonl --out WEIGHTS.json    refit only the abstention cut, under given weights
+        [--confidence-map]                                   ... and the confidence map, on the same answers
     selfrag critic check [WEIGHTS.json]                      validate a weights file (default: the shipped one)
 
 The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 80 %): a
@@ -12,8 +13,9 @@ answer, not the heads, and a refit without them would leave every lead uncounted
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
-"others" (sentences written from the other chunks), "correct" (does the sentence answer rightly) and
-"answerable" (false: written while the question's evidence was kept out of the corpus) are optional.
+"others" (sentences written from the other chunks), "correct" (does the sentence answer rightly),
+"answerable" (false: written while the question's evidence was kept out of the corpus) and "declined" (true: the
+engine declined it by a rule, so it is never an answer) are optional.
 `selfrag bench judgments RUN_DIR` writes one from benchmark runs. Use the result with `--scorer-weights
 WEIGHTS.json` (or `scorer_weights` in the config file). The shipped weights are never overwritten.
 """
@@ -63,6 +65,10 @@ def register(commands: Any) -> None:
         "--confidence", type=float, default=KEEP_CONFIDENCE,
         help=f"confidence that the share is kept beyond these answers (default {KEEP_CONFIDENCE:g})",
     )  # fmt: skip
+    cut.add_argument(
+        "--confidence-map", action="store_true",
+        help="also refit the answer's confidence map (Platt) on the same answers, under the same heads",
+    )  # fmt: skip
     cut.add_argument("--out", required=True, help="weights file to write")
     cut.set_defaults(run=cut_command)
     check = sub.add_parser("check", help="validate a weights file and print what it was fitted on")
@@ -97,12 +103,16 @@ def cut_command(args: argparse.Namespace) -> int:
     out = _writable(args.out)
     model = load_critic_model(args.weights)
     rows = read_judgments(Path(args.judgments))
-    model, fit = fit_abstain_cut(model, rows, args.keep, args.confidence, Path(args.judgments).name)
+    model, fit = fit_abstain_cut(
+        model, rows, args.keep, args.confidence, Path(args.judgments).name, confidence_map=args.confidence_map
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.to_json())
     said = f"wrote {out}: abstention cut {fit.cut:.4f}; it keeps {fit.kept} of the {fit.right} right answers here"
     if fit.unanswerable:
         said += f" and abstains on {fit.abstained} of {fit.unanswerable} unanswerable questions"
+    if args.confidence_map:
+        said += f"; confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}"
     print(said)
     return 0
 

@@ -295,7 +295,10 @@ class JudgedRow:
     `correct` (optional) says whether the sentence answers the question rightly; it fits the confidence map.
     `answerable` False marks a candidate written while the question's gold evidence was out of the corpus: it
     teaches the heads what a well-supported sentence that does not answer *this* question looks like, and is
-    left out of the confidence map and the abstention cut (which are about answers to answerable questions)."""
+    left out of the confidence map and the abstention cut (which are about answers to answerable questions).
+    `declined` marks a candidate the engine declined whatever its ratings (the question restated, the draft
+    repeated, a sentence about the document, a superseded source): the heads learn from it, but it is never an
+    answer, so the confidence map and the abstention cut leave it out."""
 
     question: str
     sentence: str
@@ -310,6 +313,7 @@ class JudgedRow:
     others: tuple[str, ...] = ()
     correct: bool | None = None
     answerable: bool = True
+    declined: bool = False
 
     def features(self) -> dict[str, float]:
         item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
@@ -328,10 +332,10 @@ def judged_row(record: Any, where: str) -> JudgedRow:
             raise InputError(f"{where}: field {name!r} is missing or not text")
         text[name] = value
     flags = {}
-    for name in ("relevant", "supported", "correct", "quote_ok", "answerable"):
+    for name in ("relevant", "supported", "correct", "quote_ok", "answerable", "declined"):
         value = record.get(name)
-        if value is None and name == "answerable":
-            flags[name] = True
+        if value is None and name in ("answerable", "declined"):
+            flags[name] = name == "answerable"
         elif value is None and name in ("correct", "quote_ok"):
             flags[name] = None
         elif isinstance(value, bool):
@@ -405,11 +409,12 @@ class KeptAnswer:
 
 def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
-    given statements judged without `correct` are not candidates and are left out."""
+    given statements judged without `correct` are not candidates, and declined candidates are no answers: both
+    are left out."""
     kept: dict[tuple[str, bool], tuple[float, float, float, bool]] = {}  # r + s, s, answer support, correct
     best: dict[tuple[str, bool], float] = {}
     for row, r, s in zip(rows, p_rel, p_sup, strict=True):
-        if row.correct is None:
+        if row.correct is None or row.declined:
             continue
         key, support = (row.question, row.answerable), answer_support(r, s)
         best[key] = max(support, best.get(key, 0.0))
@@ -437,10 +442,13 @@ def fit_abstain_cut(
     keep: float = KEEP,
     confidence: float = KEEP_CONFIDENCE,
     source: str = "judged rows",
+    *,
+    confidence_map: bool = False,
 ) -> tuple[CriticModel, CutFit]:
     """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`),
-    everything else kept (`fitted_on` says where the cut came from: `source`); refuses rows with too few right
-    answers to promise `keep` at `confidence`."""
+    and with `confidence_map` its confidence map too (Platt, on the same answers: what the heads' P(supported)
+    means once the engine's rules pick the answer); everything else kept (`fitted_on` says where they came
+    from: `source`). Refuses rows with too few right answers to promise `keep` at `confidence`."""
     x = [vector(row.features()) for row in rows]
     p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
     answers = kept_answers(rows, p_rel, p_sup)
@@ -462,7 +470,13 @@ def fit_abstain_cut(
         sum(a.best_support < cut for a in unanswerable),
     )
     said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
-    return replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said}), fit
+    fitted = replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said})
+    if confidence_map:
+        answered = [a for a in answers if a.answerable]
+        platt = fit_platt([a.p_supported for a in answered], [a.correct for a in answered])
+        said = f"{source}: {len(answered)} answers, {fit.right} right"
+        fitted = replace(fitted, confidence=platt, fitted_on={**fitted.fitted_on, "confidence_map": said})
+    return fitted, fit
 
 
 # -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------

@@ -86,6 +86,9 @@ def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
     assert all(row.answerable for row in rows)
     unanswerable = rows_from_records(records, chunks, answerable=False)
     assert [replace(row, answerable=True) for row in unanswerable] == rows and not unanswerable[0].answerable
+    assert not any(row.declined for row in rows)
+    flagged = [{**r, "candidates": [{**c, "flag": "about_the_document"} for c in r["candidates"]]} for r in records]
+    assert all(row.declined for row in rows_from_records(flagged, chunks))  # never an answer, still a row
 
 
 def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):
