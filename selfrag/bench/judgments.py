@@ -28,7 +28,6 @@ from ..engine.calibration import JudgedRow
 from ..schema import Chunk
 from .metrics import answer_in
 
-
 # the flags of candidates declined whatever their ratings (several sentences are cut and kept; unsupported is the
 # critic's own verdict)
 DECLINED = frozenset({"restates_question", "repeats_draft", "about_the_document", "superseded"})
