@@ -265,8 +265,9 @@ def degeneracy(
     France.", answers it, yes or, with a "not", no; not a `topic`, what a document was said to be about, which
     states nothing), `repeats_draft`,
     `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
-    `best_sentence`). A short answer (fewer than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option
-    letter the question lists) is an answer, not a restatement."""
+    `best_sentence`), `about_the_document` (it speaks of the document, not of the world). A short answer (fewer
+    than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer,
+    not a restatement."""
     said = terms(sentence)
     restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
     answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
