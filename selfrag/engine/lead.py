@@ -5,7 +5,8 @@ supported sentences and their citations (one more call, after the search).
                     "How many ...?", "What label ...?") | None
     options         the two names a choice question offers
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
-    lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no;
+    lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
+                    (the last also when a sentence of the answer opens with the other word: `contradicted`);
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
@@ -121,6 +122,17 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
     return f"{said[0].upper()}{said[1:]}."
 
 
+def contradicted(lead: str, sentences: Sequence[str]) -> bool:
+    """A yes/no lead that a sentence of the answer opens against: "No." over "Yes, both airports are in ..."."""
+    said = lead.strip().rstrip(".").lower()
+    for sentence in sentences:
+        words = sentence.split(maxsplit=1)
+        first = words[0].strip(",.;:!\"'").lower() if words else ""
+        if first in ("yes", "no") and said in ("yes", "no") and first != said:
+            return True
+    return False
+
+
 def counted_kind(
     kind: str | None, lead: str | None, sentences: Sequence[str], source: str | None = "model"
 ) -> str | None:
@@ -174,4 +186,6 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     assert isinstance(parsed.value, LeadReply)
     read = [*(s.text for s in best.segments), *(c.text for c in chunks)]
     text = lead_text(kind, parsed.value.answer, read, run.question)
+    if kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
+        text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
     return Lead(text, "model") if text is not None else None

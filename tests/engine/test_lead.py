@@ -161,6 +161,19 @@ def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(eng
     assert "Refunds are accepted within 14 days of purchase." in call  # and the other one retrieved
 
 
+def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_do_not_settle_it(engine):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Yes, since April 2026 refunds are accepted within 30 days."),
+        "answer_lead": {"answer": "no"},
+    }
+    result = engine(script, ndocs=1, lead=True).answer("Are refunds accepted within 30 days?")
+    assert result.lead == UNSETTLED
+    assert result.answer.startswith(f"{UNSETTLED} Yes, since April 2026")
+    agreeing = {**script, "answer_lead": {"answer": "yes"}}
+    assert engine(agreeing, ndocs=1, lead=True).answer("Are refunds accepted within 30 days?").lead == "Yes."
+
+
 def test_a_factoid_whose_short_answer_the_sentences_do_not_hold_gets_no_lead(engine):
     script = {
         "retrieve_decide": DECIDE_YES,
