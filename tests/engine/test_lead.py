@@ -14,6 +14,11 @@ from selfrag.schema import Beam, Critique, Segment
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
 
 
+def lead_script(sentence: str, lead: str) -> dict:
+    """A search that retrieves, writes `sentence` from each chunk, and a lead call that says `lead`."""
+    return {"retrieve_decide": DECIDE_YES, "generate_fused": fused(sentence), "answer_lead": {"answer": lead}}
+
+
 @pytest.mark.parametrize(
     ("question", "kind"),
     [
@@ -131,11 +136,7 @@ def test_the_lead_reads_the_cited_chunks_first_then_the_rest_of_the_last_retriev
 
 
 async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine):
-    script = {
-        "retrieve_decide": DECIDE_YES,
-        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
-        "answer_lead": {"answer": "yes"},
-    }
+    script = lead_script("Since April 2026 refunds are accepted within 30 days.", "yes")
     rag = engine(script, ndocs=1, lead=True)
     events = [e async for e in rag.astream("Are refunds accepted within 30 days?")]
     shown = [e for e in events if isinstance(e, LeadEvent | SegmentEvent)]
@@ -148,11 +149,7 @@ async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine)
 
 
 def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(engine):
-    script = {
-        "retrieve_decide": DECIDE_YES,
-        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
-        "answer_lead": {"answer": "no"},
-    }
+    script = lead_script("Since April 2026 refunds are accepted within 30 days.", "no")
     rag = engine(script, ndocs=2, lead=True)
     result = rag.answer("Are refunds accepted within 14 days of purchase since April 2026?")
     assert result.lead == "No." and result.answer.startswith("No. ")
@@ -162,11 +159,7 @@ def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(eng
 
 
 def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_do_not_settle_it(engine):
-    script = {
-        "retrieve_decide": DECIDE_YES,
-        "generate_fused": fused("Yes, since April 2026 refunds are accepted within 30 days."),
-        "answer_lead": {"answer": "no"},
-    }
+    script = lead_script("Yes, since April 2026 refunds are accepted within 30 days.", "no")
     result = engine(script, ndocs=1, lead=True).answer("Are refunds accepted within 30 days?")
     assert result.lead == UNSETTLED
     assert result.answer.startswith(f"{UNSETTLED} Yes, since April 2026")
@@ -175,11 +168,7 @@ def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_d
 
 
 def test_a_factoid_whose_short_answer_the_sentences_do_not_hold_gets_no_lead(engine):
-    script = {
-        "retrieve_decide": DECIDE_YES,
-        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
-        "answer_lead": {"answer": "90 days"},
-    }
+    script = lead_script("Since April 2026 refunds are accepted within 30 days.", "90 days")
     result = engine(script, ndocs=1, lead=True).answer("How many days do I have for a refund?")
     assert result.lead is None and result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
 
