@@ -11,6 +11,7 @@ supported sentences and their citations (one more call, after the search).
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences
+    echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
     write_lead      the lead of a question of a kind: a choice the documents decide (`engine.compare`, no call:
                     "Who was born first, A or B?" by their dates, "Which composer was Hungarian, A or B?" by
                     what each option's own sentences say), else one call asks the model
@@ -133,6 +134,12 @@ def contradicted(lead: str, sentences: Sequence[str]) -> bool:
     return False
 
 
+def echoes(lead: str, sentences: Sequence[str]) -> bool:
+    """The lead says the same words as the answer's first sentence, and nothing else: printing it adds nothing."""
+    said = terms(lead)
+    return bool(sentences) and bool(said) and said == terms(sentences[0])
+
+
 def counted_kind(
     kind: str | None, lead: str | None, sentences: Sequence[str], source: str | None = "model"
 ) -> str | None:
@@ -159,10 +166,16 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
 
 
 async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
-    """The lead of a question of this kind (`question_kind`; None: no usable lead): from the documents for a
-    choice they decide (`compare.decide`), else from one call."""
+    """The lead of a question of this kind (`question_kind`; None: no usable lead, or one that only repeats the
+    answer's first sentence): from the documents for a choice they decide (`compare.decide`), else from one
+    call."""
     if not best.segments:
         return None
+    lead = await _written_lead(run, best, kind)
+    return None if lead is None or echoes(lead.text, [s.text for s in best.segments]) else lead
+
+
+async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
     offered = options(run.question) if kind == "choice" else None
     if offered is not None:

@@ -167,6 +167,13 @@ def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_d
     assert engine(agreeing, ndocs=1, lead=True).answer("Are refunds accepted within 30 days?").lead == "Yes."
 
 
+def test_a_lead_that_only_repeats_the_first_sentence_is_not_printed(engine):
+    result = engine(lead_script("Thirty days", "thirty days"), ndocs=1, lead=True).answer("How long for a refund?")
+    assert result.lead is None and result.answer == "Thirty days [1]"
+    longer = engine(lead_script("Refunds take thirty days", "thirty days"), ndocs=1, lead=True)
+    assert longer.answer("How long for a refund?").lead == "Thirty days."
+
+
 def test_a_factoid_whose_short_answer_the_sentences_do_not_hold_gets_no_lead(engine):
     script = lead_script("Since April 2026 refunds are accepted within 30 days.", "90 days")
     result = engine(script, ndocs=1, lead=True).answer("How many days do I have for a refund?")
