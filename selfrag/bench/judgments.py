@@ -6,7 +6,8 @@ From a Self-RAG QA run: every candidate the engine wrote from a chunk, judged wi
     supported  a gold answer occurs (normalised, as whole words) in the sentence and in the chunk: the
                sentence says the answer and its chunk backs it
     correct    a gold answer occurs in the sentence (what the answer's confidence is calibrated against)
-    declined   the engine declined it by a rule that does not ask the critic (`DECLINED`): never an answer
+    declined   the engine declined it by a rule that does not ask the critic (`engine.critic.DECLINED`): never
+               an answer
 
 The model's own labels, the chunk's rank and relative retrieval score, the quote check and the sentences the
 other chunks of the same beam gave are carried over as the candidate had them, so the features are exactly the
@@ -25,12 +26,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..engine.calibration import JudgedRow
+from ..engine.critic import DECLINED
 from ..schema import Chunk
 from .metrics import answer_in
-
-# the flags of candidates declined whatever their ratings (several sentences are cut and kept; unsupported is the
-# critic's own verdict)
-DECLINED = frozenset({"restates_question", "repeats_draft", "about_the_document", "superseded"})
 
 
 def rows_from_records(

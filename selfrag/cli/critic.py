@@ -104,7 +104,7 @@ def cut_command(args: argparse.Namespace) -> int:
     model = load_critic_model(args.weights)
     rows = read_judgments(Path(args.judgments))
     model, fit = fit_abstain_cut(
-        model, rows, args.keep, args.confidence, Path(args.judgments).name, confidence_map=args.confidence_map
+        model, rows, args.keep, args.confidence, Path(args.judgments).name, refit_map=args.confidence_map
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.to_json())

@@ -332,12 +332,11 @@ def judged_row(record: Any, where: str) -> JudgedRow:
             raise InputError(f"{where}: field {name!r} is missing or not text")
         text[name] = value
     flags = {}
-    for name in ("relevant", "supported", "correct", "quote_ok", "answerable", "declined"):
+    optional = {"correct": None, "quote_ok": None, "answerable": True, "declined": False}  # the value when absent
+    for name in ("relevant", "supported", *optional):
         value = record.get(name)
-        if value is None and name in ("answerable", "declined"):
-            flags[name] = name == "answerable"
-        elif value is None and name in ("correct", "quote_ok"):
-            flags[name] = None
+        if value is None and name in optional:
+            flags[name] = optional[name]
         elif isinstance(value, bool):
             flags[name] = value
         else:
@@ -378,13 +377,20 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     threshold = balanced_threshold([p_sup[i] for i in verdicts], [rows[i].supported for i in verdicts])
     answers = [k for k in kept_answers(rows, p_rel, p_sup) if k.answerable]
     abstain = abstain_cut([k.support for k in answers if k.correct])
-    platt = Platt()
-    if len({k.correct for k in answers}) == 2:
-        platt = fit_platt([k.p_supported for k in answers], [bool(k.correct) for k in answers])
+    platt = confidence_map(answers)
     unanswerable = sum(not row.answerable for row in rows)
     info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(answers), "answers": len(answers)}
     info |= fitted_on or {}
     return CriticModel(relevant, supported, platt, threshold, abstain, info)
+
+
+def confidence_map(answers: Sequence[KeptAnswer]) -> Platt:
+    """Platt scaling of the answers' P(supported) against whether they were right (the answerable ones); the
+    identity map when they are all right or all wrong (one class fits nothing)."""
+    answered = [a for a in answers if a.answerable]
+    if len({a.correct for a in answered}) < 2:
+        return Platt()
+    return fit_platt([a.p_supported for a in answered], [a.correct for a in answered])
 
 
 def with_lead_counts(model: CriticModel, source: CriticModel) -> CriticModel:
@@ -443,12 +449,12 @@ def fit_abstain_cut(
     confidence: float = KEEP_CONFIDENCE,
     source: str = "judged rows",
     *,
-    confidence_map: bool = False,
+    refit_map: bool = False,
 ) -> tuple[CriticModel, CutFit]:
     """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`),
-    and with `confidence_map` its confidence map too (Platt, on the same answers: what the heads' P(supported)
-    means once the engine's rules pick the answer); everything else kept (`fitted_on` says where they came
-    from: `source`). Refuses rows with too few right answers to promise `keep` at `confidence`."""
+    and with `refit_map` its confidence map too (`confidence_map`, on the same answers: what the heads'
+    P(supported) means once the engine's rules pick the answer); everything else kept (`fitted_on` says where
+    they came from: `source`). Refuses rows with too few right answers to promise `keep` at `confidence`."""
     x = [vector(row.features()) for row in rows]
     p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
     answers = kept_answers(rows, p_rel, p_sup)
@@ -471,11 +477,10 @@ def fit_abstain_cut(
     )
     said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
     fitted = replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said})
-    if confidence_map:
-        answered = [a for a in answers if a.answerable]
-        platt = fit_platt([a.p_supported for a in answered], [a.correct for a in answered])
-        said = f"{source}: {len(answered)} answers, {fit.right} right"
-        fitted = replace(fitted, confidence=platt, fitted_on={**fitted.fitted_on, "confidence_map": said})
+    if refit_map:
+        said = f"{source}: {fit.questions} answers, {fit.right} right"
+        fitted_on = {**fitted.fitted_on, "confidence_map": said}
+        fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on)
     return fitted, fit
 
 

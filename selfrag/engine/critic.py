@@ -54,6 +54,11 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     return tuple(gate(c, run) for c in candidates)
 
 
+# the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
+# is the rater's own verdict, in `rate`)
+DECLINED = frozenset({"superseded", "restates_question", "repeats_draft", "about_the_document"})
+
+
 def tidy(candidate: Candidate, question: str) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the

@@ -126,12 +126,12 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
 def contradicted(lead: str, sentences: Sequence[str]) -> bool:
     """A yes/no lead that a sentence of the answer opens against: "No." over "Yes, both airports are in ..."."""
     said = lead.strip().rstrip(".").lower()
-    for sentence in sentences:
-        words = sentence.split(maxsplit=1)
-        first = words[0].strip(",.;:!\"'").lower() if words else ""
-        if first in ("yes", "no") and said in ("yes", "no") and first != said:
-            return True
-    return False
+    if said not in ("yes", "no"):
+        return False
+    against = "no" if said == "yes" else "yes"
+    return any(
+        sentence.split(maxsplit=1)[0].strip(",.;:!\"'").lower() == against for sentence in sentences if sentence.split()
+    )
 
 
 def echoes(lead: str, sentences: Sequence[str]) -> bool:

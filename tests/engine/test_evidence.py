@@ -390,6 +390,19 @@ def test_platt_scaling_is_monotone():
     assert values == sorted(values) and all(0 < v < 1 for v in values)
 
 
+def test_the_confidence_map_is_fitted_on_answerable_answers_of_both_kinds_only():
+    from selfrag.engine.calibration import KeptAnswer, confidence_map
+
+    def answer(p: float, correct: bool, answerable: bool = True) -> KeptAnswer:
+        return KeptAnswer(p, p, correct, answerable, p)
+
+    mixed = [answer(p, p > 0.5) for p in (0.1, 0.2, 0.3, 0.6, 0.7, 0.45, 0.55, 0.9)]
+    fitted = confidence_map(mixed)
+    assert fitted != Platt() and fitted.probability(0.9) > fitted.probability(0.1)
+    assert confidence_map([answer(p, True) for p in (0.2, 0.8)]) == Platt()  # one class: nothing to fit
+    assert confidence_map([*mixed, answer(0.99, False, answerable=False)]) == fitted  # unanswerable left out
+
+
 @pytest.mark.parametrize(
     ("text", "count"),
     [
