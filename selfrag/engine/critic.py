@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import FatalLLMError, LLMError, RefusalError
-from ..labels import Decision, Relevance, Support, Utility
+from ..labels import Decision, Mode, Relevance, Support, Utility
 from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
@@ -104,7 +104,9 @@ def _outdated(candidate: Candidate) -> bool:
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
     together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
-    `run.abstain_below` is declined. A pooled
+    `run.abstain_below` is declined. With a cut above 0 and adaptive retrieval, a sentence written without
+    documents is declined too (nothing supports it): a beam with no sentence yet reads instead (controller), one
+    with sentences stops, so every sentence kept has cleared the cut. A pooled
     candidate is rated as one written from the chunks it draws on (`sourced`): its features are computed against
     their text together, the best rank and score among them, and its agreement against the sentences written
     from the other chunks alone."""
@@ -125,8 +127,16 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
             candidate = replace(candidate, critique=critique)
             if answer_support(rating.p_relevant, rating.p_supported) < run.abstain_below:
                 candidate = replace(candidate, gated=True, flag="unsupported")
+        elif _unread(candidate) and run.abstain_below > 0 and run.config.mode is Mode.ADAPTIVE:
+            candidate = replace(candidate, gated=True, flag="unsupported")
         out.append(candidate)
     return out
+
+
+def _unread(candidate: Candidate) -> bool:
+    """A sentence the model wrote without documents (it chose not to retrieve), not otherwise declined."""
+    unflagged = candidate.error is None and candidate.critique is not None and not candidate.gated
+    return candidate.chunk is None and unflagged
 
 
 def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:

@@ -103,6 +103,9 @@ _ABOUT_DOCUMENT = re.compile(
     r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|has|have|provides?|discuss(?:es)?|describes?|talks?|mentions?"
     r"|gives?|refers?|version|says?|states?|supports?)\b"
 )
+# the prompt's or the reply's own machinery copied into the sentence: a reply field's name ("is_final: true"), the
+# document delimiter, the utility scale ("1: useful, 2: ...")
+_MACHINERY = re.compile(r"\b(?:is_final|retrieve_next|next_query)\b|<\s*/?\s*document\b|^\W*1\s*:\s*useful\b")
 # a report's frame, whose report is the sentence's content: "The document states that ...", "According to the text,
 # ...", "The answer is: ..."; and a topic's ("The document is about ...": the small model names the topic so, and
 # the topic is often the answer)
@@ -265,7 +268,8 @@ def degeneracy(
     France.", answers it, yes or, with a "not", no; not a `topic`, what a document was said to be about, which
     states nothing), `repeats_draft`,
     `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
-    `best_sentence`), `about_the_document` (it speaks of the document, not of the world). A short answer (fewer
+    `best_sentence`), `about_the_document` (it speaks of the document, not of the world, or copies the prompt's
+    machinery: "is_final: true"). A short answer (fewer
     than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer,
     not a restatement."""
     said = terms(sentence)
@@ -282,7 +286,7 @@ def degeneracy(
     copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
     if parts >= 3 or (parts == 2 and copied):
         return "several_sentences"
-    if _ABOUT_DOCUMENT.match(sentence):
+    if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence):
         return "about_the_document"
     return None
 

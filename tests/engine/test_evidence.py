@@ -102,6 +102,9 @@ def test_degenerate_sentences_are_named(sentence, draft, flaw):
         "The document's version attribute says whether it is current.",
         "The document is between 2019 and 2023, so it is not a new one.",
         "The documents do not say who directed it.",
+        "is_final: true",  # the prompt's or the reply's machinery, copied
+        "Sarajevo (Cyrillic: Sarajevo , ] },\n<document nonce=",
+        "1: useful, 2: complete and to the point; 3: no longer needed",
     ],
 )
 def test_a_sentence_about_the_document_is_named(sentence):
@@ -115,6 +118,8 @@ def test_a_sentence_about_the_document_is_named(sentence):
         "The document must be signed by both parties.",  # a statement about a document in the world
         "The text of the treaty was signed in 1975.",
         "The source of the Nile is Lake Victoria.",
+        "The final is played in Paris; the document delivery took 3 days.",
+        "Scored 1: 0 in the final, a useful win.",
     ],
 )
 def test_a_sentence_about_a_document_in_the_world_is_not(sentence):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import by_document, fused, plain
+from helpers import CHUNKS, by_document, fused, plain
 
 from selfrag import Chunk
 from selfrag.cli import main
@@ -247,3 +247,53 @@ def test_a_search_told_never_to_retrieve_does_not_read(engine):
     }
     result = engine(script, ndocs=1, mode="never").answer(Q)
     assert result.answer == ABSTAIN_ANSWER and not result.trace.steps[0].beams[0].chunks
+
+
+def test_with_a_cut_a_first_sentence_from_memory_is_declined_and_the_beam_reads(engine, weights):
+    """The model chose not to retrieve and wrote a plausible sentence: under an abstention cut nothing backs it,
+    so it is declined and the beam reads in the same step; the answer is what a document backs."""
+    script = {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("You have 90 days to return a purchase."),
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+    }
+    chunks = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+    result = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
+    assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]." and result.abstention is None
+    step = result.trace.steps[0]
+    assert [(c.chunk, c.flag) for c in step.candidates] == [(None, "unsupported"), ("policy-2026.md#0", None)]
+    assert step.beams[0].decision == "yes" and "declined" in step.beams[0].raw_label
+    off = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
+    assert off.answer(Q).answer == "You have 90 days to return a purchase."  # no cut: the paper's adaptive answer
+    never = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, mode="never")
+    assert never.answer(Q).answer == "You have 90 days to return a purchase."  # told not to read: kept
+
+
+def test_with_a_cut_a_sentence_from_memory_that_reads_nothing_relevant_ends_in_an_abstention(engine, weights):
+    text = "Gift cards paid by refund never expire and can be topped up online."
+    elsewhere = [Chunk("gift-cards.md", 0, text, title="Gifts")]
+    script = {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("You have 90 days to return a purchase."),
+        "generate_fused": fused("Gift cards never expire."),
+    }
+    result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
+    assert result.answer == ABSTAIN_ANSWER and result.stop_reason == "unsupported"
+    assert [c.flag for c in result.trace.steps[0].candidates] == ["unsupported", "unsupported"]
+    assert result.abstention.best_support is not None  # the read sentence's support: the unread one has none
+
+
+def test_with_a_cut_an_answer_does_not_grow_by_a_sentence_from_memory(engine, weights):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days.", is_final=False),
+        "generate_plain": plain("A manager may add 45 days in Paris."),
+    }
+    chunks = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+    rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3)
+    result = rated.answer(Q)
+    assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
+    assert result.stop_reason == "final" and [c.flag for c in result.trace.steps[1].candidates] == ["unsupported"]
+    grown = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3,
+                   abstain_below=0.0).answer(Q)  # fmt: skip
+    assert grown.answer.endswith("A manager may add 45 days in Paris.")
