@@ -205,9 +205,14 @@ def plot_runs(run_dirs: list[Path], out: Path) -> list[Path]:
                 written.append(sweep)
     for row in rows:
         if row["summary"]["calibration"].get("critique"):
-            name = f"{row['dataset']}-{row['label']}-reliability.png".replace("+", "_")
+            name = f"{row['dataset']}-{file_part(row['label'])}-reliability.png"
             written.append(reliability_diagram(f"{row['label']} on {row['dataset']}", row["summary"], out / name))
     return written
+
+
+def file_part(label: str) -> str:
+    """A run's label as part of a file name: "selfrag+evidence (unanswerable)" -> "selfrag_evidence_unanswerable"."""
+    return re.sub(r"[^\w.-]+", "_", label).strip("_")
 
 
 def load_growth(path: Path) -> dict[str, Any]:

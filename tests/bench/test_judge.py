@@ -86,3 +86,10 @@ def test_plots_are_written(tmp_path):
     names = sorted(p.name for p in written)
     assert names == ["hotpotqa_smoke-quality-vs-calls.png", "hotpotqa_smoke-selfrag-reliability.png"]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in written)
+
+
+def test_a_plots_file_name_has_no_spaces_or_brackets():
+    from selfrag.bench.plots import file_part
+
+    assert file_part("selfrag+evidence (unanswerable)") == "selfrag_evidence_unanswerable"
+    assert file_part("selfrag+oracle0.25") == "selfrag_oracle0.25"
