@@ -69,8 +69,9 @@ async def _ask(beam: Beam, run: Run) -> Plan:
 
 def unread(live: Sequence[Beam], plans: Sequence[Plan], candidates: Sequence[Candidate]) -> list[int]:
     """The live beams (their indexes) with no sentence yet that wrote without documents this step and had
-    every sentence declined (it restated the question, say): they read before the answer may say that the
-    documents do not say. A beam with sentences stops instead, as when its candidates from documents are declined."""
+    every sentence declined (it restated the question, say, or any sentence under an abstention cut: `critic.rate`):
+    they read before the answer may say that the documents do not say. A beam with sentences stops instead, as
+    when its candidates from documents are declined."""
     out = []
     for i, (beam, step_plan) in enumerate(zip(live, plans, strict=True)):
         own = [c for c in candidates if c.parent.id == beam.id]
