@@ -2,7 +2,7 @@
 supported sentences and their citations (one more call, after the search).
 
     question_kind   yes_no ("Is ...?", "Does ...?") | choice ("Which is older, A or B?") | factoid ("Who ...?",
-                    "How many ...?", "What label ...?") | None
+                    "How many ...?", "What label ...?", "What was the population of X?") | None
     options         the two names a choice question offers
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
@@ -48,6 +48,17 @@ _FACTOID = re.compile(
     r"|^\s*name\b",  # "Name the mother of ..."
     re.I,
 )
+# also a factoid: a value of something ("What was the 2010 population of X?", "What is the late fee for a bike?";
+# "What is the refund policy?" and "What is the purpose of X?" ask for an explanation), "how many" further in,
+# "In what 1942 film ...?", "To whom ...?"; unless the question asks two things ("What is the fee, and how many ...?")
+_VALUE = re.compile(
+    r"^\s*what(?:'s|\s+(?:is|was|are|were))\s+the\s+"
+    r"(?!(?:purpose|reason|difference|meaning|role|significance|relationship|process|history|impact|effect|point"
+    r"|idea|goal|benefit|advantage|importance)\b)(?:[\w'’-]+\s+){1,4}?(?:of|in|at|for|on|from|to|by)\s"
+    r"|\bhow (?:many|much|long|old|far|often|big|tall|large)\b|\b(?:what|which)\s+\d|\bwhom\b",
+    re.I,
+)
+_TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
 _EXPLAIN = re.compile(r"^\s*(?:why|how(?! (?:many|much|long|old|far|often|big|tall|large)\b)|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
 _CHOICE = re.compile(
@@ -74,6 +85,8 @@ def question_kind(question: str) -> str | None:
     if options(question) is not None:
         return "choice"
     if _FACTOID.search(question) and not _EXPLAIN.match(question):
+        return "factoid"
+    if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
         return "factoid"
     return None
 

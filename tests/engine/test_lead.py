@@ -43,6 +43,15 @@ def lead_script(sentence: str, lead: str) -> dict:
         ("What show does the retired player host?", "factoid"),
         ("Kate Ramsay is a character created by who?", "factoid"),
         ("Name the mother of Edward Stafford.", "factoid"),
+        # a value of something, asked with "what is the ... of / for ...", or a "how many" further in
+        ("What was the 2010 population of Sarah Beth James's hometown?", "factoid"),
+        ("What is the late fee for a bike returned after 24 hours?", "factoid"),
+        ("In what 1942 British romance film did Jane Birkin's mother star?", "factoid"),
+        ("Girard city is located in a county with how many inhabitants?", "factoid"),
+        ("To whom was the shuttle service sold?", "factoid"),
+        ("What is the purpose of the deposit?", None),  # an explanation
+        ("What is the late fee for a bike, and how many days do I have to dispute a charge?", None),  # two questions
+        ("How does the refund work, and how many days does it take?", None),
     ],
 )
 def test_questions_with_a_short_answer_are_recognised(question, kind):
