@@ -105,8 +105,9 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
     together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
     `run.abstain_below` is declined. With a cut above 0 and adaptive retrieval, a sentence written without
-    documents is declined too (nothing supports it): a beam with no sentence yet reads instead (controller), one
-    with sentences stops, so every sentence kept has cleared the cut. A pooled
+    documents (the model chose not to retrieve, or the search found nothing) is declined too, since nothing
+    supports it: a beam with no sentence yet that chose not to retrieve reads instead (controller), one with
+    sentences stops, so every sentence kept has cleared the cut. A pooled
     candidate is rated as one written from the chunks it draws on (`sourced`): its features are computed against
     their text together, the best rank and score among them, and its agreement against the sentences written
     from the other chunks alone."""
@@ -134,7 +135,8 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
 
 
 def _unread(candidate: Candidate) -> bool:
-    """A sentence the model wrote without documents (it chose not to retrieve), not otherwise declined."""
+    """A sentence written without documents (the model chose not to retrieve, or the search found nothing), not
+    otherwise declined."""
     unflagged = candidate.error is None and candidate.critique is not None and not candidate.gated
     return candidate.chunk is None and unflagged
 

@@ -297,3 +297,15 @@ def test_with_a_cut_an_answer_does_not_grow_by_a_sentence_from_memory(engine, we
     grown = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3,
                    abstain_below=0.0).answer(Q)  # fmt: skip
     assert grown.answer.endswith("A manager may add 45 days in Paris.")
+
+
+def test_with_a_cut_a_search_that_finds_nothing_keeps_no_sentence_written_without_documents(engine, weights):
+    """The model chose to retrieve and the search found no chunk ("Hi!" over a shop's policies): the sentence it
+    wrote without one is not an answer the documents support."""
+    elsewhere = [Chunk("gift-cards.md", 0, "Gift cards never expire.", title="Gifts")]
+    script = {"retrieve_decide": DECIDE_YES, "generate_plain": plain("Hello, how can I help?")}
+    result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer("Hi!")
+    assert result.answer == ABSTAIN_ANSWER and result.abstention.best_support is None
+    assert [(c.chunk, c.flag) for c in result.trace.steps[0].candidates] == [(None, "unsupported")]
+    kept = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
+    assert kept.answer("Hi!").answer == "Hello, how can I help?"  # no cut: it stands, as the paper's search keeps it
