@@ -104,7 +104,7 @@ def _outdated(candidate: Candidate) -> bool:
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
     together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
-    `run.abstain_below` is declined. With a cut above 0 and adaptive retrieval, a sentence written without
+    `run.abstain_below` is declined. With a cut above 0 (and retrieval not turned off), a sentence written without
     documents (the model chose not to retrieve, or the search found nothing) is declined too, since nothing
     supports it: a beam with no sentence yet that chose not to retrieve reads instead (controller), one with
     sentences stops, so every sentence kept has cleared the cut. A pooled
@@ -128,7 +128,7 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
             candidate = replace(candidate, critique=critique)
             if answer_support(rating.p_relevant, rating.p_supported) < run.abstain_below:
                 candidate = replace(candidate, gated=True, flag="unsupported")
-        elif _unread(candidate) and run.abstain_below > 0 and run.config.mode is Mode.ADAPTIVE:
+        elif _unread(candidate) and run.abstain_below > 0 and run.config.mode is not Mode.NEVER:
             candidate = replace(candidate, gated=True, flag="unsupported")
         out.append(candidate)
     return out

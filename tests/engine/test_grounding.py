@@ -307,5 +307,7 @@ def test_with_a_cut_a_search_that_finds_nothing_keeps_no_sentence_written_withou
     result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer("Hi!")
     assert result.answer == ABSTAIN_ANSWER and result.abstention.best_support is None
     assert [(c.chunk, c.flag) for c in result.trace.steps[0].candidates] == [(None, "unsupported")]
+    always = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights, mode="always")
+    assert always.answer("Hi!").answer == ABSTAIN_ANSWER
     kept = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
     assert kept.answer("Hi!").answer == "Hello, how can I help?"  # no cut: it stands, as the paper's search keeps it
