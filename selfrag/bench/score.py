@@ -115,13 +115,10 @@ def summarize(
         put(name, (u.get(name) for u in usage))
     if any(r.get("abstained") is not None for r in records):
         put("abstained", (float(r["abstained"]) if r.get("abstained") is not None else None for r in records))
-    for flag in FLAGS:
-        counts = [_flags(r).get(flag) for r in records]
-        if any(c is not None for c in counts):
-            put(f"flag_{flag}", counts)
-    for flag in LATER_FLAGS:
-        counts = [_flags(r).get(flag) for r in records]
-        if any(counts):
+    flagged = [_flags(r) for r in records]
+    for flag in (*FLAGS, *LATER_FLAGS):
+        counts = [f.get(flag) for f in flagged]
+        if any(counts) if flag in LATER_FLAGS else any(c is not None for c in counts):
             put(f"flag_{flag}", counts)
     results: dict[str, Any] = {}
     for offset, (name, values) in enumerate(columns.items()):

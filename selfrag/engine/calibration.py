@@ -478,8 +478,7 @@ def fit_abstain_cut(
     said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
     fitted = replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said})
     if refit_map:
-        said = f"{source}: {fit.questions} answers, {fit.right} right"
-        fitted_on = {**fitted.fitted_on, "confidence_map": said}
+        fitted_on = {**fitted.fitted_on, "confidence_map": f"{source}: {fit.questions} answers, {fit.right} right"}
         fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on)
     return fitted, fit
 

@@ -128,13 +128,13 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
             candidate = replace(candidate, critique=critique)
             if answer_support(rating.p_relevant, rating.p_supported) < run.abstain_below:
                 candidate = replace(candidate, gated=True, flag="unsupported")
-        elif _unread(candidate) and run.abstain_below > 0 and run.config.mode is not Mode.NEVER:
+        elif _without_documents(candidate) and run.abstain_below > 0 and run.config.mode is not Mode.NEVER:
             candidate = replace(candidate, gated=True, flag="unsupported")
         out.append(candidate)
     return out
 
 
-def _unread(candidate: Candidate) -> bool:
+def _without_documents(candidate: Candidate) -> bool:
     """A sentence written without documents (the model chose not to retrieve, or the search found nothing), not
     otherwise declined."""
     unflagged = candidate.error is None and candidate.critique is not None and not candidate.gated

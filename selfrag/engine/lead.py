@@ -38,8 +38,9 @@ from .replies import LeadReply
 
 UNSETTLED = "The documents don't settle it."
 MAX_LEAD_WORDS = 12
+_AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large)"  # "how many ...?" asks for a number, not a way
 _FACTOID = re.compile(
-    r"^\s*(?:who|whom|whose|when|where|which|how (?:many|much|long|old|far|often|big|tall|large))\b"
+    rf"^\s*(?:who|whom|whose|when|where|which|{_AMOUNT})\b"
     r"|^\s*what (?:year|date|day|time|city|country|town|name|number|percentage|amount|age|is the name)\b"
     # "What show does ...?", "... released by what label?": what/which asking for a thing, not "what is X?"
     r"|\b(?:what|which) (?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|may|might)\b)"
@@ -55,11 +56,11 @@ _VALUE = re.compile(
     r"^\s*what(?:'s|\s+(?:is|was|are|were))\s+the\s+"
     r"(?!(?:purpose|reason|difference|meaning|role|significance|relationship|process|history|impact|effect|point"
     r"|idea|goal|benefit|advantage|importance)\b)(?:[\w'’-]+\s+){1,4}?(?:of|in|at|for|on|from|to|by)\s"
-    r"|\bhow (?:many|much|long|old|far|often|big|tall|large)\b|\b(?:what|which)\s+\d|\bwhom\b",
+    rf"|\b{_AMOUNT}\b|\b(?:what|which)\s+\d|\bwhom\b",
     re.I,
 )
 _TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
-_EXPLAIN = re.compile(r"^\s*(?:why|how(?! (?:many|much|long|old|far|often|big|tall|large)\b)|explain|describe)\b", re.I)
+_EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
 _CHOICE = re.compile(
     r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I
