@@ -527,9 +527,14 @@ class Rater(Protocol):
     `confidence` maps an answer's P(supported) values to the probability that the answer is right, and
     `with_lead` adds what a short answer of a kind stated before the sentences adds to it, and `refutes` is
     P(a text that settles a claim refutes it), or None where the rater has no such head (the writer's verdict
-    stands)."""
+    stands). `from_documents`: a question that asks for a fact is answered from the documents, never from the
+    model's memory (the rater rates only sentences written from chunks, so such an answer's confidence is nil).
+    """
 
     threshold: float
+
+    @property
+    def from_documents(self) -> bool: ...
 
     @property
     def verdict_cut(self) -> float: ...
@@ -548,6 +553,10 @@ class PaperRater:
     """The paper's critic: the model's own labels, nothing else; confidence = mean support credit."""
 
     threshold: float = 0.0
+
+    @property
+    def from_documents(self) -> bool:
+        return False  # the paper's adaptive retrieval: the model may answer from memory
 
     @property
     def verdict_cut(self) -> float:
@@ -575,6 +584,10 @@ class EvidenceRater:
     @property
     def threshold(self) -> float:
         return self.model.abstain_threshold
+
+    @property
+    def from_documents(self) -> bool:
+        return True
 
     @property
     def verdict_cut(self) -> float:

@@ -19,6 +19,7 @@ from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
 from .evidence import best_sentence, degeneracy, drawn_on, unframed
+from .lead import question_kind
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
@@ -104,10 +105,9 @@ def _outdated(candidate: Candidate) -> bool:
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
     together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
-    `run.abstain_below` is declined. With a cut above 0 (and retrieval not turned off), a sentence written without
-    documents (the model chose not to retrieve, or the search found nothing) is declined too, since nothing
-    supports it: a beam with no sentence yet that chose not to retrieve reads instead (controller), one with
-    sentences stops, so every sentence kept has cleared the cut. A pooled
+    `run.abstain_below` is declined. A sentence written without documents (the model chose not to retrieve, or the
+    search found nothing) is declined too where it may not be kept (`_documents_needed`): a beam with no sentence
+    yet that chose not to retrieve reads instead (controller), one with sentences stops. A pooled
     candidate is rated as one written from the chunks it draws on (`sourced`): its features are computed against
     their text together, the best rank and score among them, and its agreement against the sentences written
     from the other chunks alone."""
@@ -128,10 +128,21 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
             candidate = replace(candidate, critique=critique)
             if answer_support(rating.p_relevant, rating.p_supported) < run.abstain_below:
                 candidate = replace(candidate, gated=True, flag="unsupported")
-        elif _without_documents(candidate) and run.abstain_below > 0 and run.config.mode is not Mode.NEVER:
+        elif _without_documents(candidate) and _documents_needed(run):
             candidate = replace(candidate, gated=True, flag="unsupported")
         out.append(candidate)
     return out
+
+
+def _documents_needed(run: Run) -> bool:
+    """A sentence written without documents may not be kept (unless retrieval is turned off): under a cut above 0,
+    since nothing supports it, so every sentence kept has cleared the cut; and for a question that asks for a fact
+    (yes/no, choice, factoid) when the rater answers those from the documents (the evidence scorer: it rates only
+    sentences written from chunks, so an answer from the model's memory would carry a nil confidence)."""
+    if run.config.mode is Mode.NEVER:
+        return False
+    factual = run.deps.rater.from_documents and question_kind(run.question) is not None
+    return run.abstain_below > 0 or factual
 
 
 def _without_documents(candidate: Candidate) -> bool:

@@ -15,6 +15,7 @@ from selfrag.result import ABSTAIN_ANSWER
 from selfrag.testing.fake_server import echo_responder
 
 Q = "How many days do I have to return a purchase for a refund?"
+WHY = "Why would a shop accept returns at all?"  # asks for an explanation, not a fact
 DECIDE_YES = {"retrieve": "yes", "query": "refund days"}
 
 
@@ -263,10 +264,29 @@ def test_with_a_cut_a_first_sentence_from_memory_is_declined_and_the_beam_reads(
     step = result.trace.steps[0]
     assert [(c.chunk, c.flag) for c in step.candidates] == [(None, "unsupported"), ("policy-2026.md#0", None)]
     assert step.beams[0].decision == "yes" and "declined" in step.beams[0].raw_label
-    off = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
-    assert off.answer(Q).answer == "You have 90 days to return a purchase."  # no cut: the paper's adaptive answer
     never = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, mode="never")
     assert never.answer(Q).answer == "You have 90 days to return a purchase."  # told not to read: kept
+
+
+def test_without_a_cut_a_question_asking_for_a_fact_is_answered_from_the_documents(engine, weights):
+    """With the cut at 0 the evidence scorer still rates only sentences written from chunks: a factoid's first
+    sentence from memory is declined and the beam reads. A question that asks for an explanation keeps the
+    paper's adaptive answer from memory, and so does the paper's scorer for any question."""
+    script = {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("You have 90 days to return a purchase."),
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+    }
+    chunks = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+    rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
+    result = rated.answer(Q)
+    assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
+    assert [(c.chunk, c.flag) for c in result.trace.steps[0].candidates] == [
+        (None, "unsupported"), ("policy-2026.md#0", None)
+    ]  # fmt: skip
+    assert rated.answer(WHY).answer == "You have 90 days to return a purchase."  # an explanation: from memory
+    paper = engine(script, chunks=chunks, ndocs=1, scorer="paper")
+    assert paper.answer(Q).answer == "You have 90 days to return a purchase."  # the paper's adaptive retrieval
 
 
 def test_with_a_cut_a_sentence_from_memory_that_reads_nothing_relevant_ends_in_an_abstention(engine, weights):
@@ -295,8 +315,11 @@ def test_with_a_cut_an_answer_does_not_grow_by_a_sentence_from_memory(engine, we
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
     assert result.stop_reason == "final" and [c.flag for c in result.trace.steps[1].candidates] == ["unsupported"]
     grown = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3,
-                   abstain_below=0.0).answer(Q)  # fmt: skip
-    assert grown.answer.endswith("A manager may add 45 days in Paris.")
+                   abstain_below=0.0).answer(WHY)  # fmt: skip
+    assert grown.answer.endswith("A manager may add 45 days in Paris.")  # no cut, no fact asked: it grows
+    factoid = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3,
+                     abstain_below=0.0).answer(Q)  # fmt: skip
+    assert factoid.answer == "Since April 2026 refunds are accepted within 30 days [1]."  # a fact: from documents
 
 
 def test_with_a_cut_a_search_that_finds_nothing_keeps_no_sentence_written_without_documents(engine, weights):
