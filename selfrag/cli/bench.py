@@ -281,6 +281,7 @@ def fit_lead_command(args: argparse.Namespace) -> int:
     from ..bench.samples import read_samples
     from ..engine.calibration import LEAD_POOL, LEAD_RUNS, load_critic_model
     from ..files import write_atomic
+    from ..result import DECIDED
 
     if not args.runs and not args.decided_on:
         raise UsageError("give training run folders, --decided-on DATASET, or both")
@@ -302,6 +303,9 @@ def fit_lead_command(args: argparse.Namespace) -> int:
                 "no training answer in these runs stated a short answer over wrong sentences; nothing to fit"
             )
         source[LEAD_RUNS] = f"{len(records)} training answers of {len(args.runs)} run(s)"
+        if LEAD_POOL in source:  # the documents' decisions were counted over a whole pool: runs do not replace them
+            pooled = {kind: n for kind, n in model.lead.items() if kind in DECIDED}
+            counts = {kind: n for kind, n in counts.items() if kind not in pooled} | pooled
     if args.decided_on:
         decided, source[LEAD_POOL] = _decided_on(args)
         counts = {kind: n for kind, n in counts.items() if kind not in decided} | decided

@@ -16,8 +16,9 @@ supported sentences and their citations (one more call, after the search).
                     "Who was born first, A or B?" by their dates, "Which composer was Hungarian, A or B?" by
                     what each option's own sentences say), else one call asks the model
 
-The lead reads the documents, not only the kept sentences: a yes/no or choice question is often decided by two
-documents, and a sentence copied from one of them does not say "no". A question with a longer answer (why, how,
+The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
+documents, and a sentence copied from one of them does not say "no"; shown the sentences, the 135M model mostly
+copied the first one back (factoid leads on 31 of 163 training questions, against 75 without them). A question with a longer answer (why, how,
 explain) gets no lead. A failed or unusable lead call leaves the answer as the search wrote it: the lead is a
 courtesy, never a reason to fail.
 """
@@ -196,14 +197,12 @@ async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
         decided = decide(run.question, offered, [c.text for c in chunks] + [s.text for s in best.segments])
         if decided is not None:
             return Lead(f"{decided.option}.", decided.by)
-    numbered = "\n".join(f"{n}. {segment.text}" for n, segment in enumerate(best.segments, 1))
     try:
         parsed = await run.ask(
             "answer_lead",
             logprobs=False,
             question=run.question,
             kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind, "factoid"),
-            sentences=numbered,
             documents=run.documents(f"lead{best.id}", chunks) if chunks else "(no documents)",
         )
     except FatalLLMError:

@@ -127,7 +127,7 @@ class VariantsReply(Reply):
 
 
 class LeadReply(Reply):
-    """answer_lead: the short answer of a yes/no, choice or factoid question, read off the documents and sentences."""
+    """answer_lead: the short answer of a yes/no, choice or factoid question, read off the documents."""
 
     answer: str = Field(max_length=200)
 
