@@ -18,9 +18,9 @@ supported sentences and their citations (one more call, after the search).
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, the 135M model mostly
-copied the first one back (factoid leads on 34 of 163 training questions, against 75 without them). A question with a longer answer (why, how,
-explain) gets no lead. A failed or unusable lead call leaves the answer as the search wrote it: the lead is a
-courtesy, never a reason to fail.
+copied the first one back (a factoid lead on 34 of 163 training questions, against 75 without them). A question
+with a longer answer (why, how, explain) gets no lead. A failed or unusable lead call leaves the answer as the
+search wrote it: the lead is a courtesy, never a reason to fail.
 """
 
 from __future__ import annotations
