@@ -119,8 +119,9 @@ class Trace(_Out):
 
 
 ABSTAIN_ANSWER = "The documents do not say."
-# where a short answer came from: one call, the two options' dates, or a trait found for one option only
-LeadSource = Literal["model", "dates", "traits"]
+# where a short answer came from: one call, the two options' dates, a trait found for one option only; for a yes/no
+# question about two names, their peoples or years compared, the words asked found for both, or for one only
+LeadSource = Literal["model", "dates", "traits", "same", "both", "one"]
 DECIDED: tuple[str, ...] = get_args(LeadSource)[1:]  # the documents decided it, no call (engine.compare)
 
 

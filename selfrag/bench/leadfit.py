@@ -4,14 +4,15 @@ The answer's confidence is calibrated on its sentences (`engine.calibration`); a
 documents can be right where they are not ("No." to a yes/no question that a copied sentence does not decide).
 `selfrag bench fit-lead` counts, per question kind, the training answers that stated a short answer (not "the
 documents don't settle it") saying more than their sentences (`engine.lead.counted_kind`: a name the sentences already
-hold is right or wrong with them; a choice the documents decided counts apart, as "dates" or "traits") and whose
+hold is right or wrong with them; a short answer the documents decided counts apart, by what decided it) and whose
 sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.
 
-A choice the documents decide (`engine.compare.decide`) needs no model, so its rate is counted over a dataset's
-whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice question, its
-BM25 top chunks as the documents, how often the option the documents pick names a gold answer.
+A choice or a yes/no question the documents decide (`engine.compare`) needs no model, so its rate is counted over
+a dataset's whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice or
+yes/no question about two names, its BM25 top chunks as the documents, how often what the documents pick (an
+option, "Yes" or "No") is a gold answer.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.compare import decide
-from ..engine.lead import counted_kind, options, question_kind
+from ..engine.compare import decide, decide_yes_no
+from ..engine.lead import counted_kind, options, pair, question_kind
 from .metrics import answer_in
 
 
@@ -53,13 +54,17 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
 
 
 def decided_counts(questions: Iterable[tuple[str, Sequence[str], Sequence[str]]]) -> dict[str, tuple[int, int]]:
-    """What decided it ("dates", "traits") -> (right, decided) over (question, gold answers, texts read) of
-    training questions: how often the option the documents pick names a gold answer (as the metric reads it)."""
+    """What decided it (`result.DECIDED`) -> (right, decided) over (question, gold answers, texts read) of training
+    questions: how often what the documents pick names a gold answer (as the metric reads it)."""
     right: Counter[str] = Counter()
     decided: Counter[str] = Counter()
     for question, gold, texts in questions:
-        offered = options(question) if question_kind(question) == "choice" else None
-        decision = decide(question, offered, texts) if offered and gold else None
+        kind = question_kind(question)
+        offered = options(question) if kind == "choice" else None
+        named = pair(question) if kind == "yes_no" else None
+        decision = None
+        if gold and (offered or named):
+            decision = decide(question, offered, texts) if offered else decide_yes_no(question, named, texts)
         if decision is not None:
             decided[decision.by] += 1
             right[decision.by] += bool(answer_in(decision.option, gold))

@@ -168,7 +168,7 @@ class Outcome:
     pairs: list[dict[str, Any]] | None = None
     stop_reason: str = "final"
     abstained: bool | None = None  # selfrag QA: the engine said the documents do not say (None: no such notion)
-    lead_from: str | None = None  # selfrag QA with a short answer: "model" (one call), "dates" or "traits" (no call)
+    lead_from: str | None = None  # selfrag QA with a short answer: "model" (one call), or `result.DECIDED` (no call)
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

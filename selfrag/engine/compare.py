@@ -1,7 +1,9 @@
 """⑥ A choice question decided by the documents, with no model call: by the two options' dates for a choice
 about time ("Who was born first, A or B?", "Which film was released earlier, A or B?", "Who is younger, A or
 B?"), by what each option's own sentences say for a choice about a trait ("Which composer was Hungarian, A or
-B?", "Who was also an airline pilot, A or B?").
+B?", "Who was also an airline pilot, A or B?"). A yes/no question about two names likewise: "Are A and B from
+the same country?" by the peoples each one's own sentences name, "... released in the same year?" by their
+dates, "Are A and B both film directors?" by whether each one's own sentences say so.
 
     asked_order   "earlier" or "later": which end of time the question asks for, or None (no time word, or both)
     asked_trait   the words a choice about a trait asks for, or None (a comparison such as "more species", a
@@ -9,6 +11,10 @@ B?", "Who was also an airline pilot, A or B?").
     date_after    the first date the documents give after naming an option, within its sentence and the next
     decide        the option the documents pick, as the question writes it, and by what ("dates" or "traits");
                   None when they cannot: a date missing or tied, a trait found as often for both options
+    decide_yes_no "Yes" or "No" for a yes/no question about two names, and by what ("same": a people or a year
+                  compared; "both": the words asked of both found for both; "one": found for one and for the
+                  other not at all); None when they cannot (a negation, a comparison, "the same family", a name
+                  with no sentence of its own, a people or a date missing, the words found in part)
 
 A small model answers these questions by a coin flip between the two names even when both documents state the
 dates; comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no
@@ -81,7 +87,13 @@ _COUNTRIES = {  # a country's name as its people's adjective, so "from Germany" 
 _COUNTRY = re.compile(
     r"\b(?:" + "|".join(f"(?P<c{n}>{names})" for n, names in enumerate(_COUNTRIES.values())) + r")(?!\w)"
 )
-_PEOPLE = tuple(_COUNTRIES)
+PEOPLE = tuple(_COUNTRIES)  # the peoples' adjectives ("American", "South African")
+_PEOPLES = frozenset().union(*(terms(people.split()[-1]) for people in PEOPLE))  # "South African": "african"
+# "from the same country", "of different nationalities", "released in the same year"
+_SAME = re.compile(r"\b(same|different)\s+(?:(countr|nation)\w*|(year)s?)\b", re.I)
+_ALIKE = re.compile(r"\b(?:same|different|similar|alike|common)\b", re.I)
+_NEGATED = re.compile(r"\b(?:not|never|neither|nor|either|only)\b|n't\b", re.I)
+_YES_NO_WORDS = terms("are were is was do does did have has had both and each")
 
 
 def asked_order(question: str, offered: tuple[str, str]) -> Order | None:
@@ -125,6 +137,49 @@ def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Dec
     return Decision(picked, "traits") if picked else None
 
 
+def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -> Decision | None:
+    """The documents' "Yes" or "No" to a yes/no question about two names (`engine.lead.pair`), or None. The
+    same or different people ("from the same country?") or year ("in the same year?") is compared between the
+    two names' own sentences; otherwise the words the question asks of both ("both film directors?") decide:
+    yes when each one's own sentences hold them all, no when one's hold them all and the other's none."""
+    rest = question
+    for name in named:
+        rest = rest.replace(name, " ")
+    if _NEGATED.search(rest) or _COMPARISON.search(rest):
+        return None
+    split = _split(texts)
+    own = [_own_sentences(name, other, split) for name, other in (named, named[::-1])]
+    if own[0] is None or own[1] is None:
+        return None
+    same = _SAME.search(rest)
+    if same is not None:
+        alike = _alike(named, own, split, by_year=bool(same.group(3)))
+        if alike is None:
+            return None
+        return Decision("Yes" if alike == (same.group(1).lower() == "same") else "No", "same")
+    if _ALIKE.search(rest):  # "in the same family": both having one does not make it the same
+        return None
+    asked = _traits(rest) - _ASKING - _YES_NO_WORDS - _traits(" ".join(named))
+    if not asked or _DATE.search(rest) or _ASKS_DATE.search(rest):
+        return None
+    held = sorted(len(asked & _traits(" ".join(sentences))) for sentences in own)
+    if held == [len(asked), len(asked)]:
+        return Decision("Yes", "both")
+    return Decision("No", "one") if held == [0, len(asked)] else None
+
+
+def _alike(
+    named: tuple[str, str], own: Sequence[Sequence[str]], split: Sequence[Sequence[str]], *, by_year: bool
+) -> bool | None:
+    """Whether the two names share a people (any one their own sentences name) or a year (their first dates);
+    None when either has none."""
+    if by_year:
+        dates = [_date_of(name, split, other, False) for name, other in (named, named[::-1])]
+        return None if dates[0] is None or dates[1] is None else dates[0][0] == dates[1][0]
+    peoples = [_PEOPLES & _traits(" ".join(sentences)) for sentences in own]
+    return bool(peoples[0] & peoples[1]) if peoples[0] and peoples[1] else None
+
+
 def asked_trait(question: str, offered: tuple[str, str]) -> frozenset[str] | None:
     """The words a choice asks for once its options are out: "Which film director is from Germany, A or B?" ->
     {film, director, german}. None for a comparison, a question about time, or options written where their
@@ -145,7 +200,7 @@ def asked_trait(question: str, offered: tuple[str, str]) -> frozenset[str] | Non
 
 def _traits(text: str) -> frozenset[str]:
     """A text's content words, a country named as its people's adjective ("Germany" -> "german")."""
-    return terms(_COUNTRY.sub(lambda m: _PEOPLE[int(str(m.lastgroup)[1:])], text))
+    return terms(_COUNTRY.sub(lambda m: PEOPLE[int(str(m.lastgroup)[1:])], text))
 
 
 def _by_trait(trait: frozenset[str], offered: tuple[str, str], split: Sequence[Sequence[str]]) -> str | None:

@@ -4,6 +4,7 @@ supported sentences and their citations (one more call, after the search).
     question_kind   yes_no ("Is ...?", "Does ...?") | choice ("Which is older, A or B?") | factoid ("Who ...?",
                     "How many ...?", "What label ...?", "What was the population of X?") | None
     options         the two names a choice question offers
+    pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
                     (the last also when a sentence of the answer opens with the other word: `contradicted`);
@@ -12,9 +13,10 @@ supported sentences and their citations (one more call, after the search).
                     some word the question lacks
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
-    write_lead      the lead of a question of a kind: a choice the documents decide (`engine.compare`, no call:
-                    "Who was born first, A or B?" by their dates, "Which composer was Hungarian, A or B?" by
-                    what each option's own sentences say), else one call asks the model
+    write_lead      the lead of a question of a kind: a choice or a yes/no question about two names the
+                    documents decide (`engine.compare`, no call: "Who was born first, A or B?" by their dates,
+                    "Which composer was Hungarian, A or B?" by what each option's own sentences say, "Are A and B
+                    from the same country?" by the peoples they name), else one call asks the model
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, the 135M model mostly
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..result import DECIDED, LeadSource
 from ..schema import Beam, Chunk
-from .compare import decide
+from .compare import PEOPLE, decide, decide_yes_no
 from .context import Run
 from .evidence import asks_yes_no, terms
 from .replies import LeadReply
@@ -104,6 +106,21 @@ def options(question: str) -> tuple[str, str] | None:
         after = _NAMES.search(right)
         if before and after and len(right[: after.start()].split()) <= 3:  # "the Cotula", "the birth of Robert Young"
             return before, after.group(0)
+    return None
+
+
+def pair(question: str) -> tuple[str, str] | None:
+    """The two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?", "Were both
+    The Exies and Circus Diablo formed in ...?"), or None. A people's adjective the second name runs into is
+    the question's, not the name's ("Are both The New Pornographers and Kings of Leon American rock bands?")."""
+    for match in _NAMES.finditer(question):
+        first, joined, second = match.group(0).partition(" and ")
+        first = _OPENER.sub("", first)
+        words = second.split()
+        while words and words[-1] in PEOPLE:
+            words.pop()
+        if joined and first and words:
+            return first, " ".join(words)
     return None
 
 
@@ -192,9 +209,11 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
 
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
+    texts = [c.text for c in chunks] + [s.text for s in best.segments]
     offered = options(run.question) if kind == "choice" else None
-    if offered is not None:
-        decided = decide(run.question, offered, [c.text for c in chunks] + [s.text for s in best.segments])
+    named = pair(run.question) if kind == "yes_no" else None
+    if offered is not None or named is not None:
+        decided = decide(run.question, offered, texts) if offered else decide_yes_no(run.question, named, texts)
         if decided is not None:
             return Lead(f"{decided.option}.", decided.by)
     try:

@@ -91,9 +91,13 @@ def test_the_documents_decisions_are_counted_by_what_decided_them():
         ("Who is younger, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # dates pick Bob Day: a gold that disagrees
         ("Which director was from Poland, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # traits, right
         ("Which director made more films, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # a comparison: not decided
-        ("Was Ann Lee a director?", ["yes"], TEXTS),  # not a choice
+        ("Was Ann Lee a director?", ["yes"], TEXTS),  # one name: nothing to compare
+        ("Are Ann Lee and Bob Day from the same country?", ["no"], TEXTS),  # same: Polish, American; right
+        ("Are Ann Lee and Bob Day both directors?", ["yes"], TEXTS),  # both, right
+        ("Are Ann Lee and Bob Day both Polish?", ["yes"], TEXTS),  # one: said of her only; a gold that disagrees
+        ("Are Ann Lee and Bob Day in the same family?", ["no"], TEXTS),  # not decided
     ]
-    assert decided_counts(asked) == {"dates": (1, 2), "traits": (1, 1)}
+    assert decided_counts(asked) == {"both": (1, 1), "dates": (1, 2), "one": (0, 1), "same": (1, 1), "traits": (1, 1)}
 
 
 def test_fit_lead_counts_the_decisions_over_a_training_pool_and_keeps_the_models_counts(tmp_path, capsys):

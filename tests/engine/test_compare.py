@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.compare import Decision, asked_order, asked_trait, date_after, decide
+from selfrag.engine.compare import Decision, asked_order, asked_trait, date_after, decide, decide_yes_no
 from selfrag.engine.evidence import terms
 
 PEOPLE = ("Pablo Trapero", "Aleksander Ford")
@@ -147,3 +147,42 @@ BANDS = [  # HaluEval's way: two paragraphs in one text, the space after a full 
 )  # fmt: skip
 def test_a_trait_said_of_one_option_only_or_far_more_picks_it(question, offered, answer):
     assert decide(question, offered, BANDS) == (Decision(answer, "traits") if answer else None)
+
+
+# -- a yes/no question about two names -------------------------------------------------------------------------
+
+FILMS = [
+    "Pylon was an American rock band formed in Athens, Georgia, in 1979. The band was influential.Rivermaya is a "
+    "Filipino rock band formed in 1994. It has released nine albums.",
+    "The Castaway Cowboy is a 1974 American film starring James Garner. The Straight Story is a 1999 biographical "
+    "drama film directed by David Lynch.",
+    "Bruce Dickinson is an English singer and airline pilot. Roger Daltrey is an English singer and actor.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "named", "decision"),
+    [
+        ("Are Pylon and Rivermaya from the same country?", ("Pylon", "Rivermaya"), Decision("No", "same")),
+        ("Are Bruce Dickinson and Roger Daltrey of the same nationality?", ("Bruce Dickinson", "Roger Daltrey"),
+         Decision("Yes", "same")),
+        ("Are Pylon and Rivermaya of different nationalities?", ("Pylon", "Rivermaya"), Decision("Yes", "same")),
+        ("Did The Castaway Cowboy and The Straight Story come out in the same year?",
+         ("The Castaway Cowboy", "The Straight Story"), Decision("No", "same")),  # 1974 against 1999
+        ("Are Pylon and Rivermaya both rock bands?", ("Pylon", "Rivermaya"), Decision("Yes", "both")),
+        ("Are Bruce Dickinson and Roger Daltrey both airline pilots?", ("Bruce Dickinson", "Roger Daltrey"),
+         Decision("No", "one")),  # said of one, of the other not at all
+        ("Are Bruce Dickinson and Roger Daltrey both singers and pilots?", ("Bruce Dickinson", "Roger Daltrey"),
+         None),  # "pilot" found for one, "singer" for both: in part
+        ("Are Pylon and Rivermaya in the same family?", ("Pylon", "Rivermaya"), None),  # both have a family
+        ("Are Pylon and Rivermaya not rock bands?", ("Pylon", "Rivermaya"), None),  # a negation
+        ("Are Pylon and Rivermaya both older bands?", ("Pylon", "Rivermaya"), None),  # a comparison
+        ("Are Pylon and Oasis both rock bands?", ("Pylon", "Oasis"), None),  # Oasis has no sentence of its own
+        ("Are The Castaway Cowboy and Rivermaya from the same country?", ("The Castaway Cowboy", "Rivermaya"),
+         Decision("No", "same")),
+        ("Are Bruce Dickinson and The Straight Story from the same country?", ("Bruce Dickinson", "The Straight Story"),
+         None),  # the film's sentences name no people
+    ],
+)  # fmt: skip
+def test_a_yes_no_question_about_two_names_is_decided_by_their_own_sentences(question, named, decision):
+    assert decide_yes_no(question, named, FILMS) == decision

@@ -8,7 +8,7 @@ from helpers import fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text, options, question_kind
+from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text, options, pair, question_kind
 from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
@@ -249,6 +249,56 @@ def test_a_choice_the_documents_decide_leads_without_a_call_and_counts_apart(eng
     assert result.answer.startswith("Aleksander Ford. Pablo Trapero (born 4 October 1971)")
     assert not rag.chat.calls_to("answer_lead")
     assert counted_kind("choice", result.lead, [s.text for s in result.segments], by) == by
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "by"),
+    [
+        ("Are Pablo Trapero and Aleksander Ford from the same country?", "No.", "same"),  # Argentine, Polish
+        ("Are Pablo Trapero and Aleksander Ford both film directors?", "Yes.", "both"),
+        ("Are both Pablo Trapero and Aleksander Ford producers?", "No.", "one"),  # said of Trapero only
+    ],
+)
+def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_call(engine, question, lead, by):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        "answer_lead": {"answer": "yes" if lead == "No." else "no"},  # the model's coin flip, not asked
+    }
+    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    result = rag.answer(question)
+    assert (result.lead, result.lead_from) == (lead, by) and not rag.chat.calls_to("answer_lead")
+    assert counted_kind("yes_no", result.lead, [s.text for s in result.segments], by) == by  # its own rate
+
+
+def test_a_yes_no_question_the_documents_cannot_decide_asks_the_model(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        "answer_lead": {"answer": "no"},
+    }
+    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    result = rag.answer("Are Pablo Trapero and Aleksander Ford in the same family?")  # both "have" a family
+    assert (result.lead, result.lead_from) == ("No.", "model") and len(rag.chat.calls_to("answer_lead")) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Are Ann Lee and Bob Day both directors?", ("Ann Lee", "Bob Day")),
+        ("Are both Martin Heidegger and Lytton Strachey from the same country?",
+         ("Martin Heidegger", "Lytton Strachey")),
+        ("Were both The Exies and Circus Diablo formed in 1997?", ("The Exies", "Circus Diablo")),
+        ("Are both The New Pornographers and Kings of Leon American rock bands?",
+         ("The New Pornographers", "Kings of Leon")),  # "American" is asked, not a name's
+        ("Did the movies The Castaway Cowboy and The Straight Story come out in the same year?",
+         ("The Castaway Cowboy", "The Straight Story")),
+        ("Is a receipt required for a refund?", None),
+        ("Are refunds and exchanges free?", None),  # common words, no names
+    ],
+)  # fmt: skip
+def test_the_two_names_a_yes_no_question_joins_are_found(question, named):
+    assert pair(question) == named
 
 
 def test_a_choice_the_dates_cannot_settle_asks_the_model(engine):
