@@ -9,6 +9,7 @@ from selfrag.bench.leadfit import decided_counts, lead_counts, lead_of
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.lead import UNSETTLED
+from selfrag.result import DECIDED
 
 YES_NO = "Are Medici and Senet both board games?"
 FACTOID = "Which label released both films?"
@@ -66,7 +67,7 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
     out = tmp_path / "w.json"
     assert main(["bench", "fit-lead", str(_run(tmp_path / "train", records=rows)), "--out", str(out)]) == 0
     fitted, shipped = load_critic_model(out), load_critic_model()
-    pooled = {kind: shipped.lead[kind] for kind in ("dates", "traits")}  # counted over a pool: a run keeps them
+    pooled = {kind: shipped.lead[kind] for kind in DECIDED if kind in shipped.lead}  # over a pool: a run keeps them
     assert pooled and fitted.lead == {"yes_no": (1, 2), **pooled} and fitted.supported == shipped.supported
     assert "yes_no 1 of 2" in capsys.readouterr().err
     assert main(["bench", "fit-lead", "--out", str(out)]) == 2 and "--decided-on" in capsys.readouterr().err
