@@ -106,6 +106,7 @@ _ABOUT_DOCUMENT = re.compile(
 # the prompt's or the reply's own machinery copied into the sentence: a reply field's name ("is_final: true"), the
 # document delimiter, the utility scale ("1: useful, 2: ...")
 _MACHINERY = re.compile(r"\b(?:is_final|retrieve_next|next_query)\b|<\s*/?\s*document\b|^\W*1\s*:\s*useful\b")
+_NONCE = re.compile(r"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")  # the shape of a document delimiter's nonce (`Run`)
 # a report's frame, whose report is the sentence's content: "The document states that ...", "According to the text,
 # ...", "The answer is: ..."; and a topic's ("The document is about ...": the small model names the topic so, and
 # the topic is often the answer)
@@ -269,7 +270,7 @@ def degeneracy(
     states nothing), `repeats_draft`,
     `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
     `best_sentence`), `about_the_document` (it speaks of the document, not of the world, or copies the prompt's
-    machinery: "is_final: true"). A short answer (fewer
+    machinery: "is_final: true", a delimiter's nonce). A short answer (fewer
     than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer,
     not a restatement."""
     said = terms(sentence)
@@ -286,9 +287,15 @@ def degeneracy(
     copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
     if parts >= 3 or (parts == 2 and copied):
         return "several_sentences"
-    if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence):
+    if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
         return "about_the_document"
     return None
+
+
+def _nonce(sentence: str, chunk_text: str | None) -> bool:
+    """The sentence copies a document delimiter's nonce ("109783c817deb906."): sixteen hex digits its chunk does
+    not hold (a commit hash the document gives is the document's)."""
+    return any(token not in (chunk_text or "") for token in _NONCE.findall(sentence))
 
 
 def unframed(sentence: str) -> tuple[str, bool]:

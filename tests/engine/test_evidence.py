@@ -105,6 +105,8 @@ def test_degenerate_sentences_are_named(sentence, draft, flaw):
         "is_final: true",  # the prompt's or the reply's machinery, copied
         "Sarajevo (Cyrillic: Sarajevo , ] },\n<document nonce=",
         "1: useful, 2: complete and to the point; 3: no longer needed",
+        "109783c817deb906.",  # a document delimiter's nonce
+        "Jaws was shot in 1974 by 919935ea26d06930 and friends.",
     ],
 )
 def test_a_sentence_about_the_document_is_named(sentence):
@@ -120,10 +122,20 @@ def test_a_sentence_about_the_document_is_named(sentence):
         "The source of the Nile is Lake Victoria.",
         "The final is played in Paris; the document delivery took 3 days.",
         "Scored 1: 0 in the final, a useful win.",
+        "The bug was fixed in 2019 with 109783c817deb906a, a longer hash.",  # seventeen hex digits: not a nonce
+        "Its checksum is 109783C817DEB906.",  # capitals: not a nonce
     ],
 )
 def test_a_sentence_about_a_document_in_the_world_is_not(sentence):
     assert evidence.degeneracy("What happened?", sentence, []) is None
+
+
+def test_sixteen_hex_digits_the_chunk_holds_are_the_documents_not_a_nonce():
+    chunk = "The fix landed in commit 109783c817deb906 on 3 May."
+    assert evidence.degeneracy("Which commit fixed it?", "Commit 109783c817deb906 fixed it.", [], chunk) is None
+    assert evidence.degeneracy("Which commit fixed it?", "Commit 119783c817deb906 fixed it.", [], chunk) == (
+        "about_the_document"
+    )
 
 
 @pytest.mark.parametrize(
