@@ -90,7 +90,7 @@ _COUNTRY = re.compile(
 PEOPLE = tuple(_COUNTRIES)  # the peoples' adjectives ("American", "South African")
 _PEOPLES = frozenset().union(*(terms(people.split()[-1]) for people in PEOPLE))  # "South African": "african"
 # "from the same country", "of different nationalities", "released in the same year"
-_SAME = re.compile(r"\b(same|different)\s+(?:(countr|nation)\w*|(year)s?)\b", re.I)
+_SAME = re.compile(r"\b(same|different)\s+(?:(countr(?:y|ies)|nations?|nationalit(?:y|ies))|(years?))\b", re.I)
 _ALIKE = re.compile(r"\b(?:same|different|similar|alike|common)\b", re.I)
 _NEGATED = re.compile(r"\b(?:not|never|neither|nor|either|only)\b|n't\b", re.I)
 _YES_NO_WORDS = terms("are were is was do does did have has had both and each")

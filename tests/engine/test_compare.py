@@ -175,6 +175,7 @@ FILMS = [
         ("Are Bruce Dickinson and Roger Daltrey both singers and pilots?", ("Bruce Dickinson", "Roger Daltrey"),
          None),  # "pilot" found for one, "singer" for both: in part
         ("Are Pylon and Rivermaya in the same family?", ("Pylon", "Rivermaya"), None),  # both have a family
+        ("Are Pylon and Rivermaya in the same national league?", ("Pylon", "Rivermaya"), None),  # not a people
         ("Are Pylon and Rivermaya not rock bands?", ("Pylon", "Rivermaya"), None),  # a negation
         ("Are Pylon and Rivermaya both older bands?", ("Pylon", "Rivermaya"), None),  # a comparison
         ("Are Pylon and Oasis both rock bands?", ("Pylon", "Oasis"), None),  # Oasis has no sentence of its own
