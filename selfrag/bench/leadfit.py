@@ -21,8 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.compare import decide, decide_yes_no
-from ..engine.lead import counted_kind, options, pair, question_kind
+from ..engine.lead import counted_kind, documents_decide, question_kind
 from .metrics import answer_in
 
 
@@ -59,12 +58,7 @@ def decided_counts(questions: Iterable[tuple[str, Sequence[str], Sequence[str]]]
     right: Counter[str] = Counter()
     decided: Counter[str] = Counter()
     for question, gold, texts in questions:
-        kind = question_kind(question)
-        offered = options(question) if kind == "choice" else None
-        named = pair(question) if kind == "yes_no" else None
-        decision = None
-        if gold and (offered or named):
-            decision = decide(question, offered, texts) if offered else decide_yes_no(question, named, texts)
+        decision = documents_decide(question, question_kind(question), texts) if gold else None
         if decision is not None:
             decided[decision.by] += 1
             right[decision.by] += bool(answer_in(decision.option, gold))

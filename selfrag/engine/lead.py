@@ -5,6 +5,7 @@ supported sentences and their citations (one more call, after the search).
                     "How many ...?", "What label ...?", "What was the population of X?") | None
     options         the two names a choice question offers
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
+    documents_decide what the documents decide with no call, for a choice or a yes/no question about two names
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
                     (the last also when a sentence of the answer opens with the other word: `contradicted`);
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..result import DECIDED, LeadSource
 from ..schema import Beam, Chunk
-from .compare import PEOPLE, decide, decide_yes_no
+from .compare import PEOPLE, Decision, decide, decide_yes_no
 from .context import Run
 from .evidence import asks_yes_no, terms
 from .replies import LeadReply
@@ -124,6 +125,16 @@ def pair(question: str) -> tuple[str, str] | None:
     return None
 
 
+def documents_decide(question: str, kind: str | None, texts: Sequence[str]) -> Decision | None:
+    """What the documents decide with no call: a choice (`compare.decide`), or a yes/no question about two names
+    (`compare.decide_yes_no`); None for other questions and where they cannot."""
+    offered = options(question) if kind == "choice" else None
+    if offered is not None:
+        return decide(question, offered, texts)
+    named = pair(question) if kind == "yes_no" else None
+    return decide_yes_no(question, named, texts) if named is not None else None
+
+
 def lead_chunks(best: Beam, limit: int) -> list[Chunk]:
     """The documents the lead reads: the chunks the answer cites (its sentences' own, then the second sources of
     two-source sentences), then the rest of its last retrieval, `limit` at most."""
@@ -209,13 +220,9 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
 
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
-    texts = [c.text for c in chunks] + [s.text for s in best.segments]
-    offered = options(run.question) if kind == "choice" else None
-    named = pair(run.question) if kind == "yes_no" else None
-    if offered is not None or named is not None:
-        decided = decide(run.question, offered, texts) if offered else decide_yes_no(run.question, named, texts)
-        if decided is not None:
-            return Lead(f"{decided.option}.", decided.by)
+    decision = documents_decide(run.question, kind, [c.text for c in chunks] + [s.text for s in best.segments])
+    if decision is not None:
+        return Lead(f"{decision.option}.", decision.by)
     try:
         parsed = await run.ask(
             "answer_lead",
