@@ -230,6 +230,15 @@ DIRECTORS = [
 ]
 
 
+def directors_script(lead: str) -> dict:
+    """A search over DIRECTORS that keeps Trapero's sentence, and a lead call that says `lead`."""
+    return {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
+        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
+        "answer_lead": {"answer": lead},
+    }
+
+
 @pytest.mark.parametrize(
     ("question", "by"),
     [
@@ -238,11 +247,7 @@ DIRECTORS = [
     ],
 )
 def test_a_choice_the_documents_decide_leads_without_a_call_and_counts_apart(engine, question, by):
-    script = {
-        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
-        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
-        "answer_lead": {"answer": "Pablo Trapero"},  # the model's coin flip, not asked
-    }
+    script = directors_script("Pablo Trapero")  # the model's coin flip, not asked
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
     result = rag.answer(question)
     assert result.lead == "Aleksander Ford." and result.lead_from == by
@@ -260,11 +265,7 @@ def test_a_choice_the_documents_decide_leads_without_a_call_and_counts_apart(eng
     ],
 )
 def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_call(engine, question, lead, by):
-    script = {
-        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
-        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
-        "answer_lead": {"answer": "yes" if lead == "No." else "no"},  # the model's coin flip, not asked
-    }
+    script = directors_script("yes" if lead == "No." else "no")  # the model's coin flip, not asked
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
     result = rag.answer(question)
     assert (result.lead, result.lead_from) == (lead, by) and not rag.chat.calls_to("answer_lead")
@@ -272,11 +273,7 @@ def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_
 
 
 def test_a_yes_no_question_the_documents_cannot_decide_asks_the_model(engine):
-    script = {
-        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
-        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
-        "answer_lead": {"answer": "no"},
-    }
+    script = directors_script("no")
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
     result = rag.answer("Are Pablo Trapero and Aleksander Ford in the same family?")  # both "have" a family
     assert (result.lead, result.lead_from) == ("No.", "model") and len(rag.chat.calls_to("answer_lead")) == 1
@@ -302,11 +299,7 @@ def test_the_two_names_a_yes_no_question_joins_are_found(question, named):
 
 
 def test_a_choice_the_dates_cannot_settle_asks_the_model(engine):
-    script = {
-        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford"},
-        "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
-        "answer_lead": {"answer": "Pablo Trapero"},
-    }
+    script = directors_script("Pablo Trapero")
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
     result = rag.answer("Who directed more films, Pablo Trapero or Aleksander Ford?")
     assert result.lead == "Pablo Trapero." and result.lead_from == "model"
