@@ -15,6 +15,7 @@ from helpers import document_of, fused, plain
 from selfrag import Chunk, LLMError, Result
 from selfrag.cli.trace_html import render_trace_html, write_trace_html
 from selfrag.llm.base import ChatRequest
+from selfrag.result import DECIDED
 from selfrag.testing import Scripted
 
 Q = "How many days do I have to ask for a refund?"
@@ -250,6 +251,14 @@ def test_the_short_answer_opens_the_answer_and_says_where_it_came_from(engine):
     assert "Aleksander Ford." in page.text and bold == ["the short answer: the two options' dates in the documents"]
     answer = " ".join(" ".join(page.text).split())
     assert "Aleksander Ford. Pablo Trapero (born 4 October 1971)" in answer
+
+
+@pytest.mark.parametrize("source", DECIDED)
+def test_every_way_the_documents_decide_a_short_answer_is_said(result, source):
+    decided = result.model_copy(update={"lead": "Yes.", "lead_from": source, "answer": f"Yes. {result.answer}"})
+    page = _Page(render_trace_html(decided))
+    title = next(attrs["title"] for tag, attrs in page.tags if tag == "b" and attrs.get("title"))
+    assert title.startswith("the short answer: ")  # what decided it, not only that it was short
 
 
 def test_a_result_without_steps_still_renders(result):
