@@ -116,6 +116,7 @@ class Trace(_Out):
     prompts: dict[str, int] = Field(default_factory=dict)  # prompt name -> version
     capabilities: dict[str, object] = Field(default_factory=dict)
     final_path: list[str] = Field(default_factory=list)  # beam ids from the root to the returned beam
+    lead_reply: str | None = None  # the short-answer call's reply as the model gave it, printed or not (no call: None)
 
 
 ABSTAIN_ANSWER = "The documents do not say."

@@ -261,6 +261,15 @@ def test_every_way_the_documents_decide_a_short_answer_is_said(result, source):
     assert title.startswith("the short answer: ")  # what decided it, not only that it was short
 
 
+def test_the_short_answer_calls_reply_is_shown_and_whether_it_was_printed(result):
+    unprinted = result.model_copy(update={"trace": result.trace.model_copy(update={"lead_reply": "<90 days>"})})
+    footer = " ".join(" ".join(_Page(render_trace_html(unprinted)).text).split())
+    assert "short-answer call replied <90 days> (not printed)" in footer  # escaped, and said to be left out
+    printed = unprinted.model_copy(update={"lead": "Yes.", "lead_from": "model"})
+    assert "(not printed)" not in " ".join(_Page(render_trace_html(printed)).text)
+    assert "short-answer call replied" not in " ".join(_Page(render_trace_html(result)).text)  # no call made
+
+
 def test_a_result_without_steps_still_renders(result):
     empty = result.model_copy(update={"trace": result.trace.model_copy(update={"steps": [], "final_path": []})})
     assert "No step was recorded." in render_trace_html(empty)

@@ -340,6 +340,9 @@ def _footer(result: Result) -> str:
         ("re-asks", u.reasks),
         ("failed calls", u.failed_calls),
     ]
+    reply = result.trace.lead_reply
+    if reply is not None:  # what the short-answer call said, and whether it opens the answer
+        cells.append(("short-answer call replied", f"{reply}{'' if result.lead else ' (not printed)'}"))
     grid = "".join(f"<div>{_e(name)} <b>{_e(value)}</b></div>" for name, value in cells)
     return (
         f'<footer class="panel"><div class="usage">{grid}</div>'

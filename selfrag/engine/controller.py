@@ -70,18 +70,19 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     if not best.segments and abstention is None:
         _nothing_written(stop, run, failure)
     short = await _lead(best, run, kind, deadline) if kind and abstention is None else None
-    if short is not None:
-        yield LeadEvent(text=short.text)
+    said, source = (short.text, short.source) if short and short.text else (None, None)
+    if said:
+        yield LeadEvent(text=said)
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    said, source = (short.text, short.source) if short else (None, None)
     counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], source)
+    reply = short.reply if short else None  # the call's own words, printed or not
     result = report.build_result(
-        run.question, best, stop, steps, run.meter, wall, run.config, info,
-        rater=run.deps.rater, abstention=abstention, lead=said, lead_kind=counted, lead_from=source,
+        run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
+        abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
     )  # fmt: skip
     yield DoneEvent(result=result)
 

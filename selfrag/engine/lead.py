@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..result import DECIDED, LeadSource
@@ -77,10 +77,12 @@ _OPENER = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Lead:
-    """A short answer as printed, and where it came from."""
+    """A short answer as printed (None: nothing usable to print), where it came from, and the model's own reply when
+    one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it)."""
 
-    text: str
+    text: str | None
     source: LeadSource
+    reply: str | None = None
 
 
 def question_kind(question: str) -> str | None:
@@ -209,13 +211,15 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
 
 
 async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
-    """The lead of a question of this kind (`question_kind`; None: no usable lead, or one that only repeats the
-    answer's first sentence): from the documents for a choice they decide (`compare.decide`), else from one
-    call."""
+    """The lead of a question of this kind (`question_kind`): from the documents where they decide it
+    (`documents_decide`), else from one call. None when the call failed; a lead with no text when the reply is
+    no usable short answer or only repeats the answer's first sentence."""
     if not best.segments:
         return None
     lead = await _written_lead(run, best, kind)
-    return None if lead is None or echoes(lead.text, [s.text for s in best.segments]) else lead
+    if lead is not None and lead.text is not None and echoes(lead.text, [s.text for s in best.segments]):
+        return replace(lead, text=None)
+    return lead
 
 
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
@@ -240,4 +244,4 @@ async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     text = lead_text(kind, parsed.value.answer, read, run.question)
     if kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
         text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
-    return Lead(text, "model") if text is not None else None
+    return Lead(text, "model", parsed.value.answer)

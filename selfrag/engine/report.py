@@ -202,6 +202,7 @@ def build_result(
     lead: str | None = None,
     lead_kind: str | None = None,
     lead_from: LeadSource | None = None,
+    lead_reply: str | None = None,
 ) -> Result:
     citations = Citations()
     segments, parts = [], []
@@ -251,6 +252,7 @@ def build_result(
         prompts=dict(info.prompts),
         capabilities=dict(info.capabilities),
         final_path=[".".join(path[: i + 1]) for i in range(len(path))],
+        lead_reply=lead_reply,
     )
     return Result(
         question=question,

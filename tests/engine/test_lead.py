@@ -152,7 +152,7 @@ async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine)
     assert isinstance(shown[0], LeadEvent) and shown[0].text == "Yes."
     result = events[-1].result
     assert result.answer == "Yes. Since April 2026 refunds are accepted within 30 days [1]."
-    assert result.lead == "Yes." and result.sources[0].n == 1
+    assert result.lead == "Yes." and result.sources[0].n == 1 and result.trace.lead_reply == "yes"
     call = rag.chat.calls_to("answer_lead")[0].messages[1].content
     assert "refunds are accepted within 30 days of purchase." in call  # the document the answer cites
     assert "1. Since April 2026" not in call  # not the answer's sentences: shown them, a small model copies them
@@ -180,6 +180,7 @@ def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_d
 def test_a_lead_that_only_repeats_the_first_sentence_is_not_printed(engine):
     result = engine(lead_script("Thirty days", "thirty days"), ndocs=1, lead=True).answer("How long for a refund?")
     assert result.lead is None and result.answer == "Thirty days [1]"
+    assert result.trace.lead_reply == "thirty days"  # not printed, but the trace says what the call replied
     longer = engine(lead_script("Refunds take thirty days", "thirty days"), ndocs=1, lead=True)
     assert longer.answer("How long for a refund?").lead == "Thirty days."
 
@@ -188,6 +189,7 @@ def test_a_factoid_whose_short_answer_the_sentences_do_not_hold_gets_no_lead(eng
     script = lead_script("Since April 2026 refunds are accepted within 30 days.", "90 days")
     result = engine(script, ndocs=1, lead=True).answer("How many days do I have for a refund?")
     assert result.lead is None and result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
+    assert result.trace.lead_reply == "90 days" and result.lead_from is None  # why no lead: a number it invented
 
 
 def test_an_explanation_question_makes_no_lead_call(engine):
@@ -269,6 +271,7 @@ def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
     result = rag.answer(question)
     assert (result.lead, result.lead_from) == (lead, by) and not rag.chat.calls_to("answer_lead")
+    assert result.trace.lead_reply is None  # no call, no reply
     assert counted_kind("yes_no", result.lead, [s.text for s in result.segments], by) == by  # its own rate
 
 
