@@ -109,6 +109,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         stop_reason=result.stop_reason,
         abstained=result.abstention is not None,
         lead_from=result.lead_from,
+        lead_reply=result.trace.lead_reply,
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,
