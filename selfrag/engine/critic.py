@@ -141,8 +141,7 @@ def _documents_needed(run: Run) -> bool:
     sentences written from chunks, so an answer from the model's memory would carry a nil confidence)."""
     if run.config.mode is Mode.NEVER:
         return False
-    factual = run.deps.rater.from_documents and question_kind(run.question) is not None
-    return run.abstain_below > 0 or factual
+    return run.abstain_below > 0 or (run.deps.rater.from_documents and question_kind(run.question) is not None)
 
 
 def _without_documents(candidate: Candidate) -> bool:

@@ -250,15 +250,23 @@ def test_a_search_told_never_to_retrieve_does_not_read(engine):
     assert result.answer == ABSTAIN_ANSWER and not result.trace.steps[0].beams[0].chunks
 
 
+POLICY_2026 = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+
+
+def from_memory(from_document: str) -> dict:
+    """The model chooses not to retrieve and writes a plausible sentence from memory; once it reads, it writes
+    `from_document`."""
+    return {
+        "retrieve_decide": {"retrieve": "no", "query": ""},
+        "generate_plain": plain("You have 90 days to return a purchase."),
+        "generate_fused": fused(from_document),
+    }
+
+
 def test_with_a_cut_a_first_sentence_from_memory_is_declined_and_the_beam_reads(engine, weights):
     """The model chose not to retrieve and wrote a plausible sentence: under an abstention cut nothing backs it,
     so it is declined and the beam reads in the same step; the answer is what a document backs."""
-    script = {
-        "retrieve_decide": {"retrieve": "no", "query": ""},
-        "generate_plain": plain("You have 90 days to return a purchase."),
-        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
-    }
-    chunks = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+    script, chunks = from_memory("Since April 2026 refunds are accepted within 30 days."), POLICY_2026
     result = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]." and result.abstention is None
     step = result.trace.steps[0]
@@ -272,12 +280,7 @@ def test_without_a_cut_a_question_asking_for_a_fact_is_answered_from_the_documen
     """With the cut at 0 the evidence scorer still rates only sentences written from chunks: a factoid's first
     sentence from memory is declined and the beam reads. A question that asks for an explanation keeps the
     paper's adaptive answer from memory, and so does the paper's scorer for any question."""
-    script = {
-        "retrieve_decide": {"retrieve": "no", "query": ""},
-        "generate_plain": plain("You have 90 days to return a purchase."),
-        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
-    }
-    chunks = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+    script, chunks = from_memory("Since April 2026 refunds are accepted within 30 days."), POLICY_2026
     rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
     result = rated.answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
@@ -292,11 +295,7 @@ def test_without_a_cut_a_question_asking_for_a_fact_is_answered_from_the_documen
 def test_with_a_cut_a_sentence_from_memory_that_reads_nothing_relevant_ends_in_an_abstention(engine, weights):
     text = "Gift cards paid by refund never expire and can be topped up online."
     elsewhere = [Chunk("gift-cards.md", 0, text, title="Gifts")]
-    script = {
-        "retrieve_decide": {"retrieve": "no", "query": ""},
-        "generate_plain": plain("You have 90 days to return a purchase."),
-        "generate_fused": fused("Gift cards never expire."),
-    }
+    script = from_memory("Gift cards never expire.")
     result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
     assert result.answer == ABSTAIN_ANSWER and result.stop_reason == "unsupported"
     assert [c.flag for c in result.trace.steps[0].candidates] == ["unsupported", "unsupported"]
@@ -309,7 +308,7 @@ def test_with_a_cut_an_answer_does_not_grow_by_a_sentence_from_memory(engine, we
         "generate_fused": fused("Since April 2026 refunds are accepted within 30 days.", is_final=False),
         "generate_plain": plain("A manager may add 45 days in Paris."),
     }
-    chunks = [c for c in CHUNKS if c.doc_id == "policy-2026.md"]
+    chunks = POLICY_2026
     rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3)
     result = rated.answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
