@@ -143,7 +143,9 @@ class Result(_Out):
     confidence: float  # P(the answer is supported and right): evidence scorer, calibrated; paper: mean support
     stop_reason: str  # final | max_depth | budget | deadline | llm_failure | unsupported
     abstention: Abstention | None = None  # set when the answer is ABSTAIN_ANSWER: the documents did not say
-    lead: str | None = None  # the short answer that opens `answer` (yes/no, choice and factoid questions)
+    lead: str | None = None  # the short answer that opens `answer` (yes/no, choice and factoid questions); with
+    # no segments and stop_reason "unsupported" it is the whole answer: what the documents decide, no sentence
+    # having been supported well enough (cited in `answer` and `sources`)
     lead_from: LeadSource | None = None  # one call to the model, or the documents decided it (`DECIDED`)
     usage: Usage
     trace: Trace

@@ -15,6 +15,8 @@ dates, "Are A and B both film directors?" by whether each one's own sentences sa
                   compared; "both": the words asked of both found for both; "one": found for one and for the
                   other not at all); None when they cannot (a negation, a comparison, "the same family", a name
                   with no sentence of its own, a people or a date missing, the words found in part)
+    read_from     which texts a decision about two names read: where each name opens a sentence, else where it is
+                  named (what `decide` and `decide_yes_no` look at first), to cite them
 
 A small model answers these questions by a coin flip between the two names even when both documents state the
 dates; comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no
@@ -119,10 +121,12 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The option the documents pick, as the question writes it, and what picked it."""
+    """The option the documents pick, as the question writes it, what picked it, and which of the texts it was
+    read from (`read_from`; empty until asked)."""
 
     option: str
     by: LeadSource
+    read: tuple[int, ...] = ()
 
 
 def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Decision | None:
@@ -166,6 +170,21 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
     if held == [len(asked), len(asked)]:
         return Decision("Yes", "both")
     return Decision("No", "one") if held == [0, len(asked)] else None
+
+
+def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:
+    """The texts a decision about the two names read, in order: for each name the first text where it opens a
+    sentence (its own sentences, its date), else the first that names it."""
+    split = _split(texts)
+    found = []
+    for name in names:
+        opening = (n for n, parts in enumerate(split) if any(_opens(name, sentence) for sentence in parts))
+        named = (n for n, parts in enumerate(split) if any(_phrase(name) in _phrase(part) for part in parts))
+        at = next(opening, None)
+        at = next(named, None) if at is None else at
+        if at is not None and at not in found:
+            found.append(at)
+    return tuple(sorted(found))
 
 
 def _alike(

@@ -17,7 +17,7 @@ from typing import TypeVar
 from ..errors import BudgetError, LLMError
 from ..labels import Mode
 from ..result import DoneEvent, Event, LeadEvent, StepEvent
-from ..schema import Beam, Candidate, Plan
+from ..schema import Beam, Candidate, Chunk, Plan
 from . import beam, critic, generator, lead, report, retriever
 from .context import Run
 from .state import Evidence, RunInfo, StepOutcome, StopReason
@@ -31,7 +31,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     started, loop = time.monotonic(), asyncio.get_running_loop()
     deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
-    steps, citations, streamed, stop, failure = [], report.Citations(), 0, StopReason.MAX_DEPTH, None
+    steps, citations, streamed, stop, failure, read = [], report.Citations(), 0, StopReason.MAX_DEPTH, None, ()
     kind = lead.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
     for depth in range(run.config.max_depth):
         try:
@@ -51,7 +51,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if not pool:  # every candidate of every beam was declined before a sentence was written
             steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
             yield StepEvent(step=steps[-1])
-            stop = StopReason.UNSUPPORTED
+            stop, read = StopReason.UNSUPPORTED, _chunks(step)
             break
         frontier = beam.prune(pool, run.config.beam_width)  # ⑤
         steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
@@ -67,12 +67,15 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             break
     best = beam.best(frontier)
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
-    if not best.segments and abstention is None:
+    standing = lead.standing(run.question, kind, read) if abstention else None  # the documents decide it alone
+    abstention = None if standing else abstention
+    if not best.segments and abstention is None and standing is None:
         _nothing_written(stop, run, failure)
-    short = await _lead(best, run, kind, deadline) if kind and abstention is None else None
+    short = standing or (await _lead(best, run, kind, deadline) if kind and abstention is None else None)
     said, source = (short.text, short.source) if short and short.text else (None, None)
+    cites = short.cites if short else ()  # a lead that stands alone cites what decided it
     if said:
-        yield LeadEvent(text=said)
+        yield LeadEvent(text=citations.marked(said, cites))
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
@@ -83,6 +86,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
         abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
+        lead_cites=cites,
     )  # fmt: skip
     yield DoneEvent(result=result)
 
@@ -136,6 +140,11 @@ def _stopped(step: StepOutcome) -> list[Beam]:
     grown = {c.parent.id for c, child in step.outcomes if child is not None}
     declined = {c.parent.id for c, _ in step.outcomes if c.flag}
     return [replace(b, final=True) for b in step.live if b.id in declined - grown and b.segments]
+
+
+def _chunks(step: StepOutcome) -> tuple[Chunk, ...]:
+    """The chunks a step read, each once, in the order the beams read them."""
+    return tuple({chunk.key: chunk for evidence in step.evidence for chunk in evidence}.values())
 
 
 def _nothing_written(stop: StopReason, run: Run, failure: str | None) -> None:

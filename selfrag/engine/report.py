@@ -159,6 +159,11 @@ class Citations:
             current=chunk.version.current if chunk.version else None,
         )
 
+    def marked(self, text: str, chunks: Sequence[Chunk]) -> str:
+        """`text` citing `chunks` ("No." -> "No [1, 2]."), numbered in order; unchanged without any."""
+        numbers = [self._number(chunk) for chunk in chunks]
+        return with_marker(text, numbers[0], numbers[1:]) if numbers else text
+
     def sources(self) -> list[Source]:
         return [self.source(key) for key in self.numbers]
 
@@ -203,8 +208,10 @@ def build_result(
     lead_kind: str | None = None,
     lead_from: LeadSource | None = None,
     lead_reply: str | None = None,
+    lead_cites: Sequence[Chunk] = (),
 ) -> Result:
     citations = Citations()
+    shown = citations.marked(lead, lead_cites) if lead else None  # a lead standing alone cites what decided it
     segments, parts = [], []
     for index, segment in enumerate(best.segments):
         event = citations.event(index, segment)
@@ -256,7 +263,7 @@ def build_result(
     )
     return Result(
         question=question,
-        answer=ABSTAIN_ANSWER if abstention is not None else " ".join([lead, *parts] if lead else parts),
+        answer=ABSTAIN_ANSWER if abstention is not None else " ".join([shown, *parts] if shown else parts),
         segments=segments,
         sources=citations.sources(),
         confidence=round(confidence, 6),

@@ -19,7 +19,8 @@ class StopReason(StrEnum):
     BUDGET = "budget"  # the per-answer budget of calls or tokens ran out
     DEADLINE = "deadline"  # the per-answer deadline passed
     LLM_FAILURE = "llm_failure"  # every candidate of a step failed
-    UNSUPPORTED = "unsupported"  # every candidate was declined before a sentence was written: an abstention
+    UNSUPPORTED = "unsupported"  # every candidate was declined before a sentence was written: an abstention,
+    # or a short answer the documents decide standing alone (`lead.standing`)
 
 
 class Evidence(tuple[Chunk, ...]):

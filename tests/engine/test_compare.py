@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.compare import Decision, asked_order, asked_trait, date_after, decide, decide_yes_no
+from selfrag.engine.compare import (
+    Decision,
+    asked_order,
+    asked_trait,
+    date_after,
+    decide,
+    decide_yes_no,
+    read_from,
+)
 from selfrag.engine.evidence import terms
 
 PEOPLE = ("Pablo Trapero", "Aleksander Ford")
@@ -187,3 +195,15 @@ FILMS = [
 )  # fmt: skip
 def test_a_yes_no_question_about_two_names_is_decided_by_their_own_sentences(question, named, decision):
     assert decide_yes_no(question, named, FILMS) == decision
+
+
+def test_a_decision_cites_the_texts_each_name_opens_before_one_that_only_names_it():
+    texts = [
+        "A 1990 tour of Asia took Rivermaya and Pylon to Manila.",  # names both, opens neither's
+        "The weather was fine.",
+        "Pylon was an American rock band from Athens, Georgia.",
+        "Rivermaya is a Filipino rock band.",
+    ]
+    assert read_from(("Pylon", "Rivermaya"), texts) == (2, 3)
+    assert read_from(("Pylon", "Oasis"), texts) == (2,)  # no text names Oasis
+    assert read_from(("Pylon", "Rivermaya"), texts[:2]) == (0,)  # named only: the text that names them

@@ -8,7 +8,7 @@ import json
 import pytest
 from helpers import CHUNKS, by_document, fused, plain
 
-from selfrag import Chunk
+from selfrag import Chunk, LeadEvent
 from selfrag.cli import main
 from selfrag.engine.calibration import FEATURES, CriticModel, Head, Platt
 from selfrag.result import ABSTAIN_ANSWER
@@ -91,6 +91,50 @@ def test_the_abstention_threshold_is_a_knob(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
     result = engine(script, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0).answer(Q)
     assert result.abstention is None and result.answer.startswith("You have 90 days")
+
+
+DIRECTORS = [
+    Chunk("trapero.md", 0, "Pablo Trapero (born 4 October 1971) is an Argentine film producer and director."),
+    Chunk("ford.md", 0, "Aleksander Ford (24 November 1908 – 4 April 1980) was a Polish film director."),
+    Chunk("bikes.md", 0, "Bikes returned after 24 hours pay a late fee of 15 euros."),
+]
+SAME_COUNTRY = "Are Pablo Trapero and Aleksander Ford from the same country?"  # Argentine and Polish: no
+
+
+def directors() -> dict:
+    """Two directors' chunks read, and a sentence from each that neither backs (declined under the cut)."""
+    return {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford country"},
+        "generate_fused": fused("They were born in Lyon and Vienna."),
+        "answer_lead": {"answer": "yes"},  # the model's coin flip: never asked here
+    }
+
+
+async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_citing_them(engine, weights):
+    rag = engine(directors(), chunks=DIRECTORS, ndocs=2, lead=True, scorer="evidence", scorer_weights=weights)
+    events = [event async for event in rag.astream(SAME_COUNTRY)]
+    result = events[-1].result
+    assert {c.flag for c in result.trace.steps[0].candidates} == {"unsupported"}  # every sentence declined
+    assert result.abstention is None and result.answer == "No [1, 2]." and not result.segments
+    assert (result.lead, result.lead_from, result.stop_reason) == ("No.", "same", "unsupported")
+    assert {s.doc_id for s in result.sources} == {"trapero.md", "ford.md"}  # what decided it, not bikes.md
+    assert [e.text for e in events if isinstance(e, LeadEvent)] == ["No [1, 2]."]  # streamed as printed
+    assert not rag.chat.calls_to("answer_lead")
+
+
+@pytest.mark.parametrize(
+    ("question", "knobs"),
+    [
+        (SAME_COUNTRY, {"lead": False}),  # no short answers asked for
+        ("Are Pablo Trapero and Aleksander Ford in the same family?", {"lead": True}),  # the documents can't say
+        ("Who is the Argentine film producer?", {"lead": True}),  # a factoid: only the model could say it
+    ],
+)
+def test_where_the_documents_decide_nothing_the_answer_still_abstains(engine, weights, question, knobs):
+    rag = engine(directors(), chunks=DIRECTORS, ndocs=2, scorer="evidence", scorer_weights=weights, **knobs)
+    result = rag.answer(question)
+    assert result.answer == ABSTAIN_ANSWER and result.abstention is not None and result.lead is None
+    assert not rag.chat.calls_to("answer_lead")
 
 
 def test_a_beam_does_not_grow_by_an_unsupported_sentence(engine, weights):
