@@ -261,6 +261,18 @@ def test_every_way_the_documents_decide_a_short_answer_is_said(result, source):
     assert title.startswith("the short answer: ")  # what decided it, not only that it was short
 
 
+def test_a_short_answer_standing_alone_links_the_sources_that_decided_it(result):
+    second = result.sources[0].model_copy(update={"n": 2, "doc_id": "policy-2024.md"})
+    sources = [result.sources[0], second]
+    alone = result.model_copy(
+        update={"segments": [], "lead": "No.", "lead_from": "same", "answer": "No [1, 2].", "sources": sources}
+    )
+    bold = re.search(r'<b title="the short answer: the peoples or years[^"]*">(.*?)</b>', render_trace_html(alone))
+    assert bold is not None  # what decided it
+    assert re.findall(r'href="(#src-\d+)"', bold.group(1)) == ["#src-1", "#src-2"]  # linked, as cited
+    assert re.sub(r"<[^>]+>", "", bold.group(1)) == "No [1, 2]."
+
+
 def test_the_short_answer_calls_reply_is_shown_and_whether_it_was_printed(result):
     unprinted = result.model_copy(update={"trace": result.trace.model_copy(update={"lead_reply": "<90 days>"})})
     footer = " ".join(" ".join(_Page(render_trace_html(unprinted)).text).split())

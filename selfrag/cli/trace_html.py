@@ -151,21 +151,27 @@ DECIDED_BY = {  # a short answer the documents decided, with no model call (engi
 
 
 def _answer(result: Result) -> str:
-    if not result.segments:
+    if not result.segments and not result.lead:
         return f'<span class="meta">{_e(result.answer) or "(no answer)"}</span>'
     parts = []
     if result.lead:  # the short answer that opens the answer, and where it came from
         how = "the short answer" + DECIDED_BY.get(result.lead_from or "", "")
-        parts.append(f'<b title="{_e(how)}">{_e(result.lead)}</b>')
+        alone = [] if result.segments else [s.n for s in result.sources]  # standing alone, it cites what decided it
+        parts.append(f'<b title="{_e(how)}">{_cited(result.lead, alone)}</b>')
     for segment in result.segments:
-        text, n = segment.text.rstrip(), segment.citation
-        if n is None:
-            parts.append(_e(text))
-            continue
-        end = len(text.rstrip(".!?…\"'”’)"))
-        links = ", ".join(f'<a class="cite" href="#src-{m}">{m}</a>' for m in (n, *segment.also))
-        parts.append(f"{_e(text[:end])} [{links}]{_e(text[end:])}")
+        numbers = [] if segment.citation is None else [segment.citation, *segment.also]
+        parts.append(_cited(segment.text, numbers))
     return " ".join(parts)
+
+
+def _cited(text: str, numbers: list[int]) -> str:
+    """The text, escaped, with links to its sources before its closing punctuation ("No [1, 2].")."""
+    text = text.rstrip()
+    if not numbers:
+        return _e(text)
+    end = len(text.rstrip(".!?…\"'”’)"))
+    links = ", ".join(f'<a class="cite" href="#src-{n}">{n}</a>' for n in numbers)
+    return f"{_e(text[:end])} [{links}]{_e(text[end:])}"
 
 
 def _sources(result: Result) -> str:
