@@ -21,7 +21,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.lead import counted_kind, documents_decide, question_kind
+from ..engine.lead import counted_kind, documents_decide
+from ..engine.questions import question_kind
 from .metrics import answer_in
 
 

@@ -170,7 +170,7 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
-# the kinds of engine.lead.question_kind that get a short answer, and what decided a choice the documents decided
+# the kinds of engine.questions.question_kind that get a short answer, and what decided a choice the documents decided
 # (result.DECIDED: the options' dates, or a trait said of one option only; engine.compare)
 LEAD_KINDS = ("yes_no", "choice", "factoid", *DECIDED)
 

@@ -142,7 +142,7 @@ def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Dec
 
 
 def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -> Decision | None:
-    """The documents' "Yes" or "No" to a yes/no question about two names (`engine.lead.pair`), or None. The
+    """The documents' "Yes" or "No" to a yes/no question about two names (`engine.questions.pair`), or None. The
     same or different people ("from the same country?") or year ("in the same year?") is compared between the
     two names' own sentences; otherwise the words the question asks of both ("both film directors?") decide:
     yes when each one's own sentences hold them all, no when one's hold them all and the other's none."""

@@ -18,7 +18,7 @@ from ..errors import BudgetError, LLMError
 from ..labels import Mode
 from ..result import DoneEvent, Event, LeadEvent, StepEvent
 from ..schema import Beam, Candidate, Chunk, Plan
-from . import beam, critic, generator, lead, report, retriever
+from . import beam, critic, generator, lead, questions, report, retriever
 from .context import Run
 from .state import Evidence, RunInfo, StepOutcome, StopReason
 
@@ -32,7 +32,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
     steps, citations, streamed, stop, failure, read = [], report.Citations(), 0, StopReason.MAX_DEPTH, None, ()
-    kind = lead.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
+    kind = questions.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):

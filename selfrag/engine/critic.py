@@ -19,7 +19,7 @@ from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
 from .evidence import best_sentence, degeneracy, drawn_on, unframed
-from .lead import question_kind
+from .questions import question_kind
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 

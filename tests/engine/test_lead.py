@@ -8,7 +8,8 @@ from helpers import fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text, options, pair, question_kind
+from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text
+from selfrag.engine.questions import options, pair, question_kind
 from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}

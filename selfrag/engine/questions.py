@@ -1,0 +1,93 @@
+"""What a question asks, read off its words with no model: its kind, and the two names it weighs.
+
+    question_kind   yes_no ("Is ...?", "Does ...?") | choice ("Which is older, A or B?") | factoid ("Who ...?",
+                    "How many ...?", "What label ...?", "What was the population of X?") | None (an explanation:
+                    why, how, explain, "What is the refund policy?")
+    options         the two names a choice question offers
+    pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
+
+The critic reads the kind (a question that asks for a fact is answered from the documents), the lead writes a
+short answer by it, and the documents decide a choice or a yes/no question between the names found here
+(`engine.compare`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .compare import PEOPLE
+from .evidence import asks_yes_no
+
+_AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large)"  # "how many ...?" asks for a number, not a way
+_FACTOID = re.compile(
+    rf"^\s*(?:who|whom|whose|when|where|which|{_AMOUNT})\b"
+    r"|^\s*what (?:year|date|day|time|city|country|town|name|number|percentage|amount|age|is the name)\b"
+    # "What show does ...?", "... released by what label?": what/which asking for a thing, not "what is X?"
+    r"|\b(?:what|which) (?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|may|might)\b)"
+    r"[a-z]"
+    r"|\b(?:who|whom|what|when|where)\s*\?\s*$"  # "... founded by who?", "Lilu is what?"
+    r"|^\s*name\b",  # "Name the mother of ..."
+    re.I,
+)
+# also a factoid: a value of something ("What was the 2010 population of X?", "What is the late fee for a bike?";
+# "What is the refund policy?" and "What is the purpose of X?" ask for an explanation), "how many" further in,
+# "In what 1942 film ...?", "To whom ...?"; unless the question asks two things ("What is the fee, and how many ...?")
+_VALUE = re.compile(
+    r"^\s*what(?:'s|\s+(?:is|was|are|were))\s+the\s+"
+    r"(?!(?:purpose|reason|difference|meaning|role|significance|relationship|process|history|impact|effect|point"
+    r"|idea|goal|benefit|advantage|importance)\b)(?:[\w'’-]+\s+){1,4}?(?:of|in|at|for|on|from|to|by)\s"
+    rf"|\b{_AMOUNT}\b|\b(?:what|which)\s+\d|\bwhom\b",
+    re.I,
+)
+_TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
+_EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.I)
+# "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
+_CHOICE = re.compile(
+    r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I
+)
+_NAMES = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|la|von|van|du|del|da)\s+)*[A-Z0-9][\w'’.&-]*)*")
+_OPENER = re.compile(
+    r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I
+)
+
+
+def question_kind(question: str) -> str | None:
+    """yes_no, choice, factoid, or None for a question whose answer is an explanation."""
+    if asks_yes_no(question):
+        return "yes_no"
+    if options(question) is not None:
+        return "choice"
+    if _FACTOID.search(question) and not _EXPLAIN.match(question):
+        return "factoid"
+    if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
+        return "factoid"
+    return None
+
+
+def options(question: str) -> tuple[str, str] | None:
+    """The two names a choice question offers ("Who is older, Sid Haig or Vic Darchinyan?"), or None: the run of
+    capitalised words (or numbers) that ends right before the "or", and the first one after it (a few words
+    such as "the birth of" may come first). A question whose "or" joins common words ("red or blue wine?")
+    offers no names and is not a choice here."""
+    for match in _CHOICE.finditer(question.strip()):
+        left, right = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        before = _OPENER.sub("", next((m.group(0) for m in _NAMES.finditer(left) if m.end() == len(left)), ""))
+        after = _NAMES.search(right)
+        if before and after and len(right[: after.start()].split()) <= 3:  # "the Cotula", "the birth of Robert Young"
+            return before, after.group(0)
+    return None
+
+
+def pair(question: str) -> tuple[str, str] | None:
+    """The two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?", "Were both
+    The Exies and Circus Diablo formed in ...?"), or None. A people's adjective the second name runs into is
+    the question's, not the name's ("Are both The New Pornographers and Kings of Leon American rock bands?")."""
+    for match in _NAMES.finditer(question):
+        first, joined, second = match.group(0).partition(" and ")
+        first = _OPENER.sub("", first)
+        words = second.split()
+        while words and words[-1] in PEOPLE:
+            words.pop()
+        if joined and first and words:
+            return first, " ".join(words)
+    return None
