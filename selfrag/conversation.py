@@ -5,14 +5,32 @@ The engine sees the rendered history in its decision prompt, so the retrieval qu
 characters, keeping the most recent part: `Conversation.render` drops the oldest turns first, and
 `clip_history` does the same to a history given as text (the API's `conversation=`), cutting at the start of a
 turn ("User: " at a line start) when there is one, else at a line start, else mid-line.
+
+`small_talk` answers a message that is only a greeting, thanks, a goodbye or an acknowledgement ("Hi there!",
+"thanks, bye") with a line of its own: there is nothing in it to look up, and searching the documents for it
+can only end in "The documents do not say." or a sentence about something else.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MAX_HISTORY_CHARS = 4_000
 TURN_START = "User: "
+
+# the kinds of small talk: a message is small talk when each of its clauses (split at , . ! ? ; and "and",
+# lower-cased) is a run of these phrases ("ok thanks", "bye for now")
+_SMALL_TALK = {
+    "hello": r"(?:hi|hello|hey|hiya|greetings|good (?:morning|afternoon|evening|day))"
+    r"(?: (?:there|all|again|everyone))?",
+    "thanks": r"(?:many )?(?:thanks|thank you|thank u|thx|cheers)(?: (?:a lot|so much|very much))?"
+    r"(?: again| for(?: \S+){1,4})?",  # "thanks for the help earlier", not "thanks for telling me what X is"
+    "bye": r"(?:bye|goodbye|good bye|bye bye|see you|see ya|ciao|farewell)(?: (?:now|for now|then|later|soon))?",
+    "ok": r"ok|okay|got it|great|cool|nice|perfect|alright|all right|i see|understood",
+}
+_PHRASE = re.compile("|".join(rf"(?P<{kind}>{body})(?=\s|$)" for kind, body in _SMALL_TALK.items()))
+_CLAUSES = re.compile(r"[,.!?;:]+|\s+and\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +72,29 @@ def clip_history(text: str, max_chars: int = MAX_HISTORY_CHARS) -> str:
         if 0 <= cut < len(text) - 1:
             return text[cut + 1 :]
     return text[start:]
+
+
+def small_talk(message: str) -> str | None:
+    """The reply to a message that is only small talk, every clause a greeting, thanks, a goodbye or an
+    acknowledgement ("Hi there!" -> "Hello. Ask me ..."; "ok, thanks, bye" -> "You're welcome. Goodbye."); None
+    for anything with a question or one word more in it ("Hi, how many days for refunds?", "thanks for telling
+    me what the late fee is")."""
+    if "?" in message:
+        return None
+    kinds: set[str] = set()
+    for clause in _CLAUSES.split(message.lower().replace("’", "'")):
+        rest = " ".join(clause.split())
+        while rest:
+            found = _PHRASE.match(rest)
+            if found is None or found.lastgroup is None:
+                return None
+            kinds.add(found.lastgroup)
+            rest = rest[found.end() :].lstrip()
+    welcome = "You're welcome." if "thanks" in kinds else ""
+    if "bye" in kinds:
+        return f"{welcome} Goodbye.".strip()
+    if welcome:
+        return welcome
+    if "hello" in kinds:
+        return "Hello. Ask me a question about the documents."
+    return "Ask me another question whenever you like." if kinds else None

@@ -56,6 +56,31 @@ def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
     assert "How many days for refunds?" in history  # persistent history
 
 
+def test_a_greeting_is_answered_without_a_search_and_left_out_of_the_memory(index_dir, tmp_path):
+    with FakeOpenAIServer() as server:
+        child = spawn(index_dir, server, tmp_path, "--no-history")
+        child.sendline("Hi there!")
+        child.expect_exact("Hello. Ask me a question about the documents.")
+        child.expect_exact(PROMPT)
+        child.sendline("How many days for refunds?")
+        child.expect_exact("Sources:")
+        child.expect_exact(PROMPT)
+        child.sendline("thanks, bye")
+        child.expect_exact("You're welcome. Goodbye.")
+        child.expect_exact(PROMPT)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        decides = [
+            b
+            for b in server.stats.bodies
+            if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "DecideReply"
+        ]
+    assert len(decides) == 1  # only the question was searched
+    assert "Hi there!" not in decides[0]["messages"][1]["content"]  # the greeting is no turn of the conversation
+
+
 def test_ctrl_c_cancels_the_answer_and_keeps_the_session(index_dir, tmp_path):
     with FakeOpenAIServer(latency=1.5) as server:
         child = spawn(index_dir, server, tmp_path, "--no-history")

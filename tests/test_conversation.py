@@ -8,7 +8,7 @@ from helpers import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfrag.conversation import MAX_HISTORY_CHARS, Conversation, clip_history
+from selfrag.conversation import MAX_HISTORY_CHARS, Conversation, clip_history, small_talk
 from selfrag.errors import InputError
 
 Q = "How long are refunds accepted?"
@@ -90,3 +90,27 @@ def test_a_conversation_that_is_not_text_is_refused_before_any_call(engine) -> N
     with pytest.raises(InputError, match="conversation must be text"):
         rag.answer(Q, conversation=["User: hi"])  # type: ignore[arg-type]
     assert rag.chat.calls == []
+
+
+@pytest.mark.parametrize(
+    ("message", "reply"),
+    [
+        ("Hi there!", "Hello. Ask me a question about the documents."),
+        ("Good morning all", "Hello. Ask me a question about the documents."),
+        ("Hello! Thanks for the help earlier.", "You're welcome."),
+        ("OK thanks!", "You're welcome."),
+        ("thanks, bye", "You're welcome. Goodbye."),
+        ("Bye for now", "Goodbye."),
+        ("okay", "Ask me another question whenever you like."),
+        # anything to look up goes to the search
+        ("Hi, how many days for refunds?", None),
+        ("Thanks for telling me what the late fee is", None),  # more than a few words of thanks
+        ("Thanks for the answer and what about members", None),
+        ("Is it ok", None),
+        ("Great bikes", None),
+        ("hi?", None),  # a question mark asks something
+        ("", None),
+    ],
+)
+def test_small_talk_is_answered_and_anything_else_is_not(message, reply):
+    assert small_talk(message) == reply

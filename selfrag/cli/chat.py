@@ -4,7 +4,8 @@
 history persists in a file; slash commands tune the knobs; Ctrl-C cancels the current answer and keeps the
 session; Ctrl-D (or /exit) leaves. Follow-up questions see what the managed memory recalls for them
 (memory.py); with `--session NAME` that memory is kept on disk and another process can continue it
-(sessions.py). Without a terminal on stdin it reads one question per line, for scripts.
+(sessions.py). A message that is only a greeting, thanks or a goodbye gets a line of its own, with no search
+(`conversation.small_talk`). Without a terminal on stdin it reads one question per line, for scripts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from ..conversation import small_talk
 from ..errors import ConfigError, FatalLLMError, SelfRagError
 from ..memory.sessions import ChatSession, check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent
@@ -201,6 +203,10 @@ async def handle(session: Session, text: str) -> bool:
         return True
     if text.startswith("/"):
         return session.command(text)
+    said = small_talk(text)  # a greeting or thanks has nothing to look up: it is answered, not searched
+    if said is not None:
+        print(said, flush=True)
+        return True
     await session.ask(text)
     return True
 
