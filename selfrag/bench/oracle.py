@@ -28,6 +28,14 @@ class NoisyOracle:
     threshold: float = 0.0
     verdict_cut: float = 0.5  # its probabilities are 0 or 1
 
+    @property
+    def from_documents(self) -> bool:
+        return False  # the paper's adaptive retrieval, as the paper's critic
+
+    @property
+    def weighs_utility(self) -> bool:
+        return True  # the paper's f: only ISREL and ISSUP are the oracle's
+
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         golds, gold_chunks = self.example.answers, set(self.example.gold_chunks)
         out = []

@@ -120,7 +120,8 @@ def _put(items: tuple[T, ...], at: list[int], new: Sequence[T]) -> tuple[T, ...]
 
 
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
-    weights = beam.Weights(run.config.w_rel, run.config.w_sup, run.config.w_use, run.config.use_seqscore)
+    w_use = run.config.w_use if run.deps.rater.weighs_utility else 0.0  # the evidence scorer's f leaves ISUSE out
+    weights = beam.Weights(run.config.w_rel, run.config.w_sup, w_use, run.config.use_seqscore)
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
 
 

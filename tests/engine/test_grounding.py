@@ -61,6 +61,27 @@ def test_the_evidence_scorer_keeps_what_its_chunk_backs_over_a_confident_inventi
     assert rated.confidence == pytest.approx(kept.p_supported, abs=1e-6)  # identity confidence map here
 
 
+def test_the_evidence_scorer_ranks_by_what_the_chunk_backs_not_by_the_models_usefulness_label(engine, weights):
+    """The model calls the sentence its chunk backs useless, and one that adds a word its chunk lacks perfect. The
+    paper's f adds that label (w_use 0.5); the evidence scorer's f is P(relevant) + P(supported) alone."""
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {
+                "policy-2026.md": fused("Since April 2026 refunds are accepted within 30 days.", utility=1),
+                "policy-2024.md": fused("Refunds are accepted within 14 days in Lyon shops.", utility=5),  # Lyon?
+            }
+        ),
+    }
+    rated = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights, abstain_below=0.0).answer(Q)
+    assert rated.answer == "Since April 2026 refunds are accepted within 30 days [1]."
+    scored = {c.chunk: (c.critique, c.score) for c in rated.trace.steps[0].candidates}
+    critique, f = scored["policy-2026.md#0"]
+    assert f == pytest.approx(critique.p_relevant + critique.p_supported, abs=1e-5)  # no utility term
+    paper = engine(script, ndocs=2).answer(Q)  # the paper's f: the labels tie on relevance and support, utility decides
+    assert paper.answer == "Refunds are accepted within 14 days in Lyon shops [1]."
+
+
 def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
     result = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights).answer(Q)
