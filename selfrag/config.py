@@ -68,7 +68,7 @@ class Config:
     ndocs: int = 5  # chunks retrieved per step = candidates per beam
     w_rel: float = 1.0  # weight of ISREL in a candidate's score
     w_sup: float = 1.0  # weight of ISSUP
-    w_use: float = 0.5  # weight of ISUSE
+    w_use: float = 0.5  # weight of ISUSE in f with the paper's scorer (the evidence scorer leaves it out)
     use_seqscore: bool = False  # add the sentence's geometric-mean token probability when logprobs exist
     critic: CriticMode = CriticMode.FUSED  # fused: one call writes and judges; separate: a second call judges
     gate_irrelevant: bool = False  # hard gate: drop candidates judged irrelevant

@@ -59,7 +59,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--ndocs", type=int, help="chunks per retrieval = candidates per beam (default 5)")
     search.add_argument("--w-rel", type=float, help="weight of ISREL (default 1.0)")
     search.add_argument("--w-sup", type=float, help="weight of ISSUP (default 1.0)")
-    search.add_argument("--w-use", type=float, help="weight of ISUSE (default 0.5)")
+    search.add_argument("--w-use", type=float, help="weight of ISUSE with the paper's scorer (default 0.5)")
     search.add_argument("--critic", choices=[m.value for m in CriticMode], help="who judges candidates (default fused)")
     search.add_argument("--use-seqscore", action="store_const", const=True, help="add the sentence probability term")
     search.add_argument("--gate-irrelevant", action="store_const", const=True, help="drop irrelevant candidates")

@@ -8,7 +8,9 @@ The one table from labels to numbers (paper, Appendix A.3):
     f     = w_rel * s_rel + w_sup * s_sup + w_use * s_use  (+ S_LM when use_seqscore and logprobs exist)
 
 Discrete labels are the one-hot special case. When the scorer rated the candidate (engine.calibration),
-its P(relevant) and P(supported) stand in for s_rel and s_sup; with the paper's scorer they are equal.
+its P(relevant) and P(supported) stand in for s_rel and s_sup; with the paper's scorer they are equal. The
+evidence scorer leaves s_use out (the controller passes w_use = 0 when the rater does not weigh utility): the
+135M model's ISUSE label ranks candidates at chance, and at w_use 0.5 it outweighed the rated probabilities.
 
 A beam's aggregate is the MEAN of f over its segments written from evidence, so longer drafts are not
 favoured (the reference code multiplied by the parent's score; an API port summed). A segment written without
