@@ -109,8 +109,6 @@ def test_cut_with_the_confidence_map_refits_it_on_the_same_answers_under_the_sam
     shipped, refitted = load_critic_model(), load_critic_model(out)
     assert (refitted.relevant, refitted.supported, refitted.lead) == (shipped.relevant, shipped.supported, shipped.lead)
     assert refitted.confidence != shipped.confidence and "40 answers" in refitted.fitted_on["confidence_map"]
-    assert shipped.answer_map is not None and refitted.answer_map is None  # fitted over the old map: it goes too
-    assert "answer_map" not in refitted.fitted_on
     # a declined candidate is never the answer: declining every right one leaves too few to fit a cut on
     declined = [r | {"declined": r["correct"]} for r in answers(40)]
     assert main(["critic", "cut", str(write(tmp_path / "d.jsonl", declined)), "--out", str(out)]) != 0

@@ -9,11 +9,6 @@ sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text.
 
-The two are fitted apart, and the answer's confidence is what they give together; `answer_map_rows` reads each
-training answer's confidence as the engine would compute it with the new counts (from the P(supported) values
-its record keeps, `supports`) beside whether the answer was right, and `fit-lead` fits the answer map (one
-more Platt map, `CriticModel.answer_map`) on them.
-
 A choice or a yes/no question the documents decide (`engine.compare`) needs no model, so its rate is counted over
 a dataset's whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice or
 yes/no question about two names, its BM25 top chunks as the documents, how often what the documents pick (an
@@ -26,12 +21,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.calibration import CriticModel
 from ..engine.lead import counted_kind, documents_decide
 from ..engine.questions import question_kind
 from .metrics import answer_in
-
-MIN_MAP_ANSWERS = 50  # training answers the answer map is fitted on, at least: two numbers from fewer are noise
 
 
 def _sentences(record: Mapping[str, Any]) -> str:
@@ -40,7 +32,7 @@ def _sentences(record: Mapping[str, Any]) -> str:
 
 def lead_of(record: Mapping[str, Any]) -> str:
     """The short answer a QA record's prediction opens with ("" when it has none); with no sentences, a short
-    answer standing alone is the whole prediction."""
+    answer standing alone (`engine.lead.standing`) is the whole prediction."""
     prediction, sentences = str(record.get("prediction") or ""), _sentences(record)
     if not sentences:
         return prediction.strip() if record.get("lead_from") else ""
@@ -49,18 +41,14 @@ def lead_of(record: Mapping[str, Any]) -> str:
     return prediction[: len(prediction) - len(sentences)].strip()
 
 
-def _kind(record: Mapping[str, Any]) -> str | None:
-    """The kind whose rate the confidence added for the record's short answer (`engine.lead.counted_kind`)."""
-    source = record.get("lead_from") or "model"
-    return counted_kind(question_kind(str(record.get("question", ""))), lead_of(record), [_sentences(record)], source)
-
-
 def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
     """kind -> (short answers right, short answers stated) over answered records whose sentences were wrong."""
     right: Counter[str] = Counter()
     stated: Counter[str] = Counter()
     for record in records:
-        lead, gold, sentences, kind = lead_of(record), record.get("answers") or [], _sentences(record), _kind(record)
+        lead, gold, sentences = lead_of(record), record.get("answers") or [], _sentences(record)
+        source = record.get("lead_from") or "model"
+        kind = counted_kind(question_kind(str(record.get("question", ""))), lead, [sentences], source)
         if record.get("status") != "ok" or kind is None or not gold or answer_in(sentences, gold):
             continue
         stated[kind] += 1
@@ -79,21 +67,3 @@ def decided_counts(questions: Iterable[tuple[str, Sequence[str], Sequence[str]]]
             decided[decision.by] += 1
             right[decision.by] += bool(answer_in(decision.option, gold))
     return {by: (right[by], decided[by]) for by in sorted(decided)}
-
-
-def answer_map_rows(records: Iterable[Mapping[str, Any]], model: CriticModel) -> tuple[list[float], list[bool]]:
-    """Each answered training record's confidence as `model` computes it before its answer map (the sentences'
-    map over the mean of the record's `supports`, then the short answer's rate), and whether the answer was
-    right; records without `supports` (runs made before they were kept) are left out."""
-    confidence, right = [], []
-    for record in records:
-        supports, gold = record.get("supports"), record.get("answers") or []
-        if record.get("status") != "ok" or not gold or not isinstance(supports, list) or not supports:
-            continue
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in supports):
-            continue
-        sentences = model.confidence.probability(sum(supports) / len(supports))
-        rate = model.lead_rate(_kind(record))
-        confidence.append(sentences if rate is None else sentences + (1 - sentences) * rate)
-        right.append(bool(answer_in(str(record.get("prediction") or ""), gold)))
-    return confidence, right

@@ -110,11 +110,6 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         abstained=result.abstention is not None,
         lead_from=result.lead_from,
         lead_reply=result.trace.lead_reply,
-        supports=(
-            [result.abstention.best_support or 0.0]
-            if result.abstention is not None
-            else [s.critique.p_supported for s in result.segments]
-        ),
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,

@@ -170,9 +170,6 @@ class Outcome:
     abstained: bool | None = None  # selfrag QA: the engine said the documents do not say (None: no such notion)
     lead_from: str | None = None  # selfrag QA with a short answer: "model" (one call), or `result.DECIDED` (no call)
     lead_reply: str | None = None  # selfrag QA: the short-answer call's reply, printed or not (`Trace.lead_reply`)
-    # selfrag QA: the P(supported) values the confidence read (the kept sentences', or the best declined
-    # candidate's answer support when it abstained); what `fit-lead` fits the answer map on
-    supports: list[float | None] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -310,32 +310,10 @@ def fit_lead_command(args: argparse.Namespace) -> int:
         decided, source[LEAD_POOL] = _decided_on(args)
         counts = {kind: n for kind, n in counts.items() if kind not in decided} | decided
     model = replace(model, lead=counts, fitted_on=source)
-    mapped = ""
-    if args.runs:  # the answer map is fitted on what the new counts give together with the sentences' map
-        model, mapped = _answer_map(model, records, len(args.runs))
     write_atomic(Path(args.out), model.to_json())
     said = ", ".join(f"{kind} {right} of {of}" for kind, (right, of) in counts.items())
-    print(f"wrote {args.out}: short answers right (of those counted): {said}; {mapped}", file=sys.stderr)
+    print(f"wrote {args.out}: short answers right (of those counted): {said}", file=sys.stderr)
     return 0
-
-
-def _answer_map(model: Any, records: list[dict[str, Any]], runs: int) -> tuple[Any, str]:
-    """`model` with its answer map fitted on these training answers, or without one (and why) when too few of
-    them keep their supports or they are all right or all wrong."""
-    from dataclasses import replace
-
-    from ..bench.leadfit import MIN_MAP_ANSWERS, answer_map_rows
-    from ..engine.calibration import ANSWER_MAP, fit_platt
-
-    confidence, right = answer_map_rows(records, model)
-    fitted_on = {key: value for key, value in model.fitted_on.items() if key != ANSWER_MAP}
-    if len(right) < MIN_MAP_ANSWERS or all(right) or not any(right):
-        why = f"{len(right)} answers keep their supports, {sum(right)} right; at least {MIN_MAP_ANSWERS}, both kinds"
-        return replace(model, answer_map=None, fitted_on=fitted_on), f"no answer map ({why})"
-    answer_map = fit_platt(confidence, right)
-    fitted_on[ANSWER_MAP] = f"{len(right)} training answers of {runs} run(s), {sum(right)} right"
-    said = f"answer map a={answer_map.a:.2f} c={answer_map.c:.2f} from {len(right)} answers"
-    return replace(model, answer_map=answer_map, fitted_on=fitted_on), said
 
 
 def _decided_on(args: argparse.Namespace) -> tuple[dict[str, tuple[int, int]], str]:

@@ -42,7 +42,6 @@ MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
 MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
-ANSWER_MAP = "answer_map"  # `fitted_on` key: the training answers the answer map was fitted on
 KEEP, KEEP_CONFIDENCE = 0.9, 0.8  # the abstention cut keeps 90 % of right answers, promised at 80 % confidence
 
 
@@ -79,9 +78,6 @@ class CriticModel:
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
-    # the last map of an answer's confidence, fitted on the engine's own training answers (`selfrag bench fit-lead`):
-    # the sentences' map and the short answer's counts are fitted apart, this one on what they give together
-    answer_map: Platt | None = None
 
     def lead_rate(self, kind: str | None) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (Laplace's
@@ -107,8 +103,6 @@ class CriticModel:
                                "bias": self.refutes.bias}  # fmt: skip
         if self.lead:
             body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
-        if self.answer_map is not None:
-            body["answer_map"] = {"a": self.answer_map.a, "c": self.answer_map.c}
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
 
 
@@ -173,16 +167,7 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
         if body["refutes"].get("features") != list(POLARITY):
             raise ConfigError(f"{where}: refutes was fitted on other features than this selfrag computes; refit it")
         refutes = _head(body["refutes"], where, "refutes", POLARITY)
-    answer_map = None
-    if "answer_map" in body:
-        mapped = body["answer_map"]
-        a_map, c_map = _numbers(mapped, ("a", "c"), where, "answer_map") if isinstance(mapped, dict) else (None, None)
-        if a_map is None or c_map is None:
-            raise ConfigError(f"{where}: answer_map needs finite numbers a and c")
-        answer_map = Platt(a_map, c_map)
-    return CriticModel(
-        heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answer_map
-    )
+    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
 # the kinds of engine.questions.question_kind that get a short answer, and what decided a choice the documents decided
@@ -492,10 +477,9 @@ def fit_abstain_cut(
     )
     said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
     fitted = replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said})
-    if refit_map:  # the answer map was fitted over the old sentence map: it goes with it
+    if refit_map:
         fitted_on = {**fitted.fitted_on, "confidence_map": f"{source}: {fit.questions} answers, {fit.right} right"}
-        fitted_on.pop(ANSWER_MAP, None)
-        fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on, answer_map=None)
+        fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on)
     return fitted, fit
 
 
@@ -636,11 +620,9 @@ class EvidenceRater:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
 
     def with_lead(self, confidence: float, kind: str | None) -> float:
-        """The answer is right if its sentences are or, where they are not, its short answer is; that through
-        the answer map fitted on training answers, where the weights have one."""
+        """The answer is right if its sentences are or, where they are not, its short answer is."""
         rate = self.model.lead_rate(kind)
-        joined = confidence if rate is None else confidence + (1 - confidence) * rate
-        return joined if self.model.answer_map is None else self.model.answer_map.probability(joined)
+        return confidence if rate is None else confidence + (1 - confidence) * rate
 
     def refutes(self, claim: str, text: str) -> float | None:
         head = self.model.refutes

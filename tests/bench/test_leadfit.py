@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from selfrag.bench.leadfit import MIN_MAP_ANSWERS, answer_map_rows, decided_counts, lead_counts, lead_of
+from selfrag.bench.leadfit import decided_counts, lead_counts, lead_of
 from selfrag.cli import main
-from selfrag.engine.calibration import EvidenceRater, load_critic_model
+from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.lead import UNSETTLED
 from selfrag.result import DECIDED
 
@@ -84,37 +82,6 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
         assert main(["bench", "fit-lead", str(folder), "--out", str(refused)]) == code
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and not refused.exists()
-
-
-def test_each_answer_is_read_with_the_confidence_the_engine_gives_it_before_the_answer_map():
-    model = load_critic_model()
-    supported = {**record(FACTOID, ["Disney"], "", "Disney released it."), "supports": [0.2, 0.6]}
-    led = {**record(FACTOID, ["Disney"], "Paramount.", "The film is by Carbyn."), "supports": [0.3]}
-    old = record(YES_NO, ["yes"], "Yes.", "Senet is old.")  # a run made before records kept their supports
-    confidence, right = answer_map_rows([supported, led, old], model)
-    sentences, rate = model.confidence.probability(0.3), model.lead_rate("factoid")
-    assert rate is not None and right == [True, False]  # the old record is left out
-    assert confidence == pytest.approx([model.confidence.probability(0.4), sentences + (1 - sentences) * rate])
-
-
-def test_fit_lead_fits_the_answer_map_on_the_runs_answers(tmp_path, capsys):
-    """An overconfident run: every answer's sentences rated 0.9 supported, one in four right."""
-    rows = [
-        {**record(FACTOID, ["Disney"], "", "Disney released it." if n % 4 == 0 else "Carbyn did."), "supports": [0.9]}
-        for n in range(MIN_MAP_ANSWERS + 10)
-    ]
-    rows.append(record(YES_NO, ["no"], "Yes.", "Senet."))  # a short answer over wrong sentences to count
-    out = tmp_path / "w.json"
-    assert main(["bench", "fit-lead", str(_run(tmp_path / "train", records=rows)), "--out", str(out)]) == 0
-    assert "answer map a=" in capsys.readouterr().err
-    fitted = load_critic_model(out)
-    assert fitted.answer_map is not None and "60 training answers" in fitted.fitted_on["answer_map"]
-    shown = EvidenceRater(fitted).with_lead(fitted.confidence.probability(0.9), None)
-    assert shown == pytest.approx(15 / 60, abs=0.03)  # what the engine would now say: one in four
-    few = tmp_path / "few.json"
-    assert main(["bench", "fit-lead", str(_run(tmp_path / "few", records=rows[-11:])), "--out", str(few)]) == 0
-    assert "no answer map (10 answers keep their supports" in capsys.readouterr().err
-    assert load_critic_model(few).answer_map is None  # too few to fit: none, not the shipped one over new counts
 
 
 TEXTS = ["Ann Lee (born 1 May 1900) was a Polish director. Bob Day (born 3 June 1950) was an American director."]

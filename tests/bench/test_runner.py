@@ -267,7 +267,6 @@ def test_with_the_lead_on_the_answer_scored_is_the_one_shown_short_answer_first(
     led, plain = run(True), run(False)
     assert [r["prediction"] for r in samples_of(led)] == ["Yes. Paris is the capital of France."]
     assert [r["lead_reply"] for r in samples_of(led)] == ["yes"]  # the call's own words, kept for analysis
-    assert [r["supports"] for r in samples_of(led)] == [[1.0]]  # what the confidence read: "fully supported"
     assert score_run(led.run_dir)["summary"]["metrics"]["correct"]["value"] == 1.0
     assert [r["prediction"] for r in samples_of(plain)] == ["Paris is the capital of France."]  # no yes: wrong
     assert score_run(plain.run_dir)["summary"]["metrics"]["correct"]["value"] == 0.0

@@ -343,9 +343,6 @@ def _body() -> dict:
         (lambda b: b.update(refutes=_polar(weights=[1.0, 2.0])), "refutes needs 4 finite weights"),
         (lambda b: b.update(refutes=_polar(bias=None)), "refutes needs 4 finite weights"),
         (lambda b: b.update(refutes=[1, 2]), "refutes needs its features"),
-        (lambda b: b.update(answer_map={"a": 1.0}), "answer_map needs finite numbers"),
-        (lambda b: b.update(answer_map=[0.5, 0.1]), "answer_map needs finite numbers"),
-        (lambda b: b.update(answer_map={"a": 1.0, "c": True}), "answer_map needs finite numbers"),
     ],
 )
 def test_a_bad_weights_file_is_refused_naming_it(change, message):
@@ -366,16 +363,6 @@ def test_a_short_answer_adds_its_training_rate_where_the_sentences_are_wrong():
     assert rater.with_lead(0.1, "factoid") == 0.1  # four training answers are too few: the sentences' stands
     assert rater.with_lead(0.1, "choice") == 0.1  # no counts for this kind
     assert rater.with_lead(0.1, None) == 0.1
-
-
-def test_the_answer_map_is_the_last_step_of_the_answers_confidence():
-    body = _body() | {"lead": {"yes_no": {"right": 14, "of": 20}}, "answer_map": {"a": 0.5, "c": -0.2}}
-    model = parse_critic_model(json.dumps(body), "critic weights mapped.json")
-    assert model.answer_map == Platt(0.5, -0.2) and parse_critic_model(model.to_json(), "again") == model
-    joined = 0.1 + 0.9 * 15 / 22  # the sentences' confidence and the short answer's rate, as without a map
-    assert EvidenceRater(model).with_lead(0.1, "yes_no") == pytest.approx(Platt(0.5, -0.2).probability(joined))
-    assert EvidenceRater(model).with_lead(0.9, None) == pytest.approx(Platt(0.5, -0.2).probability(0.9))
-    assert "answer_map" not in json.loads(parse_critic_model(json.dumps(_body()), "w").to_json())  # optional
 
 
 def test_a_polarity_head_round_trips_and_rates_a_claim_against_a_text():

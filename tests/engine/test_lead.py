@@ -206,8 +206,7 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
     from selfrag.engine.calibration import load_critic_model
 
     weights = tmp_path / "lead.json"
-    shipped = replace(load_critic_model(), answer_map=None)  # the short answer's step alone, without the last map
-    weights.write_text(replace(shipped, lead={"yes_no": (20, 20), "factoid": (20, 20)}).to_json())
+    weights.write_text(replace(load_critic_model(), lead={"yes_no": (20, 20), "factoid": (20, 20)}).to_json())
 
     def confidence(answer: str, lead: bool, question: str = "Are refunds accepted within 30 days?") -> float:
         script = {
