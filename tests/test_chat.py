@@ -22,6 +22,26 @@ def spawn(index_dir, server, tmp_path, *extra):
     return child
 
 
+def exchange(child, line: str, reply: str) -> None:
+    """Send a line; its reply, then the prompt again."""
+    child.sendline(line)
+    child.expect_exact(reply)
+    child.expect_exact(PROMPT)
+
+
+def left(child) -> None:
+    """The chat ended on its own, with exit status 0."""
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def decide_requests(server) -> list[dict]:
+    """The bodies of the retrieval decisions the server received: one per question searched."""
+    schemas = [((b.get("response_format") or {}).get("json_schema", {}).get("name"), b) for b in server.stats.bodies]
+    return [body for name, body in schemas if name == "DecideReply"]
+
+
 def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
     with FakeOpenAIServer() as server:
         child = spawn(index_dir, server, tmp_path)
@@ -41,14 +61,8 @@ def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
         child.expect_exact("Sources:")
         child.expect_exact(PROMPT)
         child.sendcontrol("d")
-        child.expect(pexpect.EOF)
-        child.close()
-        assert child.exitstatus == 0
-        decides = [
-            b
-            for b in server.stats.bodies
-            if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "DecideReply"
-        ]
+        left(child)
+        decides = decide_requests(server)
         follow_up = decides[-1]["messages"][1]["content"]
         assert "User: How many days for refunds?" in follow_up  # the follow-up saw the conversation
         assert "And for\nmembers?" in follow_up  # the multi-line message arrived whole
@@ -59,24 +73,12 @@ def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
 def test_a_greeting_is_answered_without_a_search_and_left_out_of_the_memory(index_dir, tmp_path):
     with FakeOpenAIServer() as server:
         child = spawn(index_dir, server, tmp_path, "--no-history")
-        child.sendline("Hi there!")
-        child.expect_exact("Hello. Ask me a question about the documents.")
-        child.expect_exact(PROMPT)
-        child.sendline("How many days for refunds?")
-        child.expect_exact("Sources:")
-        child.expect_exact(PROMPT)
-        child.sendline("thanks, bye")
-        child.expect_exact("You're welcome. Goodbye.")
-        child.expect_exact(PROMPT)
+        exchange(child, "Hi there!", "Hello. Ask me a question about the documents.")
+        exchange(child, "How many days for refunds?", "Sources:")
+        exchange(child, "thanks, bye", "You're welcome. Goodbye.")
         child.sendline("/exit")
-        child.expect(pexpect.EOF)
-        child.close()
-        assert child.exitstatus == 0
-        decides = [
-            b
-            for b in server.stats.bodies
-            if (b.get("response_format") or {}).get("json_schema", {}).get("name") == "DecideReply"
-        ]
+        left(child)
+        decides = decide_requests(server)
     assert len(decides) == 1  # only the question was searched
     assert "Hi there!" not in decides[0]["messages"][1]["content"]  # the greeting is no turn of the conversation
 
