@@ -23,8 +23,9 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -184,6 +185,21 @@ def reliability_bins(confidences: Sequence[float], correct: Sequence[float], bin
         else:
             out.append(Bin(low, high, 0, None, None))
     return out
+
+
+def calibrated_ece(bins: Sequence[Mapping[str, Any]]) -> float | None:
+    """The ECE a perfectly calibrated engine with these reliability bins' confidences would show on average: each
+    bin's share right drawn from its own mean confidence p, so |share right - p| is about sqrt(2 p (1 - p) / (pi n))
+    for its n answers (the normal approximation of E|mean - p|). A measured ECE near it says nothing against
+    calibration at this number of answers."""
+    total = sum(int(b["count"]) for b in bins)
+    if not total:
+        return None
+    return sum(
+        b["count"] / total * math.sqrt(2 * b["confidence"] * (1 - b["confidence"]) / (math.pi * b["count"]))
+        for b in bins
+        if b["count"]
+    )
 
 
 def ece(confidences: Sequence[float], correct: Sequence[float], bins: int = 10) -> float | None:

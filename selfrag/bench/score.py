@@ -360,7 +360,8 @@ def _declined(summary: dict[str, Any]) -> str:
 
 
 def calibration_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Per run: correctness beside the mean of each confidence and its expected calibration error."""
+    """Per run: correctness beside the mean of each confidence and its expected calibration error, with in
+    brackets the ECE a calibrated engine with the same confidences would show on average (`calibrated_ece`)."""
     header = (
         "| dataset | system | n | correct | critique conf. | ECE | AUROC | AURC "
         "| similarity conf. | ECE | AUROC | AURC |"
@@ -373,8 +374,12 @@ def calibration_table(rows: Sequence[dict[str, Any]]) -> str:
         quality = s["metrics"].get("correct") or s["metrics"].get("accuracy")
         cells = []
         for metric, key in (("confidence", "critique"), ("similarity_confidence", "similarity")):
-            ece, area, risk = (s["calibration"].get(key, {}).get(name) for name in ("ece", "auroc", "aurc"))
-            cells += [_fmt(s["metrics"].get(metric), percent=True), "–" if ece is None else f"{ece:.3f}"]
+            ece, area, risk, bins = (
+                s["calibration"].get(key, {}).get(name) for name in ("ece", "auroc", "aurc", "bins")
+            )
+            noise = m.calibrated_ece(bins) if bins else None
+            said = "–" if ece is None else f"{ece:.3f}" + ("" if noise is None else f" ({noise:.3f})")
+            cells += [_fmt(s["metrics"].get(metric), percent=True), said]
             cells.append("–" if area is None else f"{area:.2f}")
             cells.append("–" if risk is None else f"{risk:.3f}")
         out.append(

@@ -89,6 +89,21 @@ def test_ece_and_bins_by_hand():
     assert m.ece([], []) is None
 
 
+def test_the_ece_of_a_calibrated_engine_matches_drawing_its_answers_from_its_confidences():
+    import random
+    from dataclasses import asdict
+
+    rng = random.Random(0)
+    confidences = [rng.choice((0.05, 0.3, 0.45, 0.8)) for _ in range(100)]
+    bins = [asdict(b) for b in m.reliability_bins(confidences, [0] * len(confidences))]
+    drawn = [m.ece(confidences, [rng.random() < c for c in confidences]) for _ in range(2000)]
+    assert m.calibrated_ece(bins) == pytest.approx(sum(drawn) / len(drawn), rel=0.1)  # noise, not miscalibration
+    assert m.calibrated_ece([asdict(b) for b in m.reliability_bins([0.5] * 400, [0] * 400)]) == pytest.approx(
+        (2 * 0.25 / (math.pi * 400)) ** 0.5
+    )  # it shrinks with the square root of the answers
+    assert m.calibrated_ece([{"count": 0, "confidence": None}]) is None
+
+
 def test_bootstrap_mean_interval_contains_the_mean_and_skips_undefined_values():
     values = [1.0, 0.0, None, 1.0, 1.0]
     mean, low, high, n = m.bootstrap_mean(values, seed=1)

@@ -21,7 +21,7 @@ from selfrag.bench.runner import (
     run_benchmark,
 )
 from selfrag.bench.samples import read_samples
-from selfrag.bench.score import score_run
+from selfrag.bench.score import calibration_table, score_run
 from selfrag.bench.systems import BENCH_DEFAULTS, LATER_KNOBS
 from selfrag.config import Config
 from selfrag.errors import CritiqueError, FatalLLMError, InputError, LLMError
@@ -268,6 +268,8 @@ def test_with_the_lead_on_the_answer_scored_is_the_one_shown_short_answer_first(
     assert [r["prediction"] for r in samples_of(led)] == ["Yes. Paris is the capital of France."]
     assert [r["lead_reply"] for r in samples_of(led)] == ["yes"]  # the call's own words, kept for analysis
     assert score_run(led.run_dir)["summary"]["metrics"]["correct"]["value"] == 1.0
+    row = calibration_table([score_run(led.run_dir)]).splitlines()[-1]
+    assert re.search(r"\| 0\.\d{3} \(0\.\d{3}\) \|", row)  # the ECE, and beside it a calibrated engine's at this n
     assert [r["prediction"] for r in samples_of(plain)] == ["Paris is the capital of France."]  # no yes: wrong
     assert score_run(plain.run_dir)["summary"]["metrics"]["correct"]["value"] == 0.0
 
