@@ -234,6 +234,35 @@ def test_ask_prints_the_abstention_and_json_carries_it(index_dir, capsys, weight
     assert body["abstention"]["reason"] == "no_support" and body["answer"] == ABSTAIN_ANSWER
 
 
+def test_ask_prints_what_the_documents_decide_with_its_sources_where_it_would_abstain(tmp_path, capsys, weights):
+    """`selfrag ask` over a real index and a loopback endpoint: the documents decide a yes/no question whose every
+    sentence is declined; stdout says "No", cites both directors' documents, and lists them."""
+    from selfrag.testing.fake_server import FakeOpenAIServer
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for chunk in DIRECTORS:
+        (corpus / chunk.doc_id).write_text(chunk.text)
+    index = tmp_path / "index"
+    assert main(["index", str(corpus), "--out", str(index), "--quiet"]) == 0
+
+    def invents(body: dict) -> str:  # every sentence names a city no document holds; the short answer says yes
+        fmt = body.get("response_format") or {}
+        props = ((fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}).get("properties", {})
+        values = {**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes"}
+        if not set(props) <= set(values):
+            return echo_responder(body)
+        return json.dumps({key: values[key] for key in props} if props else values)
+
+    with FakeOpenAIServer(responder=invents) as server:
+        argv = ["ask", SAME_COUNTRY, "--index", str(index), "--base-url", server.base_url, "--lead"]
+        assert main([*argv, "--scorer", "evidence", "--scorer-weights", weights, "--ndocs", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].rstrip() == "No [1, 2]."
+    assert any("trapero.md" in line for line in lines) and any("ford.md" in line for line in lines)
+    assert not any(ABSTAIN_ANSWER in line for line in lines)
+
+
 HOPS = [
     Chunk("jaws.md", 0, "Jaws is a 1975 thriller directed by Steven Spielberg.", title="Jaws"),
     Chunk("spielberg.md", 0, "Steven Spielberg was born in Cincinnati, Ohio, in 1946.", title="Spielberg"),
