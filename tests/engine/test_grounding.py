@@ -4,6 +4,7 @@ abstains, typed, when nothing is supported well enough (scripted model, no netwo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from helpers import CHUNKS, by_document, fused, plain
@@ -211,14 +212,20 @@ def test_a_sentence_about_the_document_is_declined_and_a_reports_frame_is_taken_
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
 
 
-def _invents(body: dict) -> str:
-    """A server whose model always answers, confidently, with a fact no document holds."""
-    fmt = body.get("response_format") or {}
-    props = ((fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}).get("properties", {})
-    values = {**fused("You have 90 days under the Lyon rule."), **DECIDE_YES}
-    if not set(props) <= set(values):  # the capability probe's own schema
-        return echo_responder(body)
-    return json.dumps({key: values[key] for key in props} if props else values)
+def _replying(values: dict) -> Callable[[dict], str]:
+    """A server whose model fills every reply schema from `values` (the capability probe's own is echoed)."""
+
+    def reply(body: dict) -> str:
+        fmt = body.get("response_format") or {}
+        props = ((fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}).get("properties", {})
+        if not set(props) <= set(values):  # the capability probe's own schema
+            return echo_responder(body)
+        return json.dumps({key: values[key] for key in props} if props else values)
+
+    return reply
+
+
+_invents = _replying({**fused("You have 90 days under the Lyon rule."), **DECIDE_YES})  # confident, in no document
 
 
 def test_ask_prints_the_abstention_and_json_carries_it(index_dir, capsys, weights):
@@ -246,14 +253,8 @@ def test_ask_prints_what_the_documents_decide_with_its_sources_where_it_would_ab
     index = tmp_path / "index"
     assert main(["index", str(corpus), "--out", str(index), "--quiet"]) == 0
 
-    def invents(body: dict) -> str:  # every sentence names a city no document holds; the short answer says yes
-        fmt = body.get("response_format") or {}
-        props = ((fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}).get("properties", {})
-        values = {**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes"}
-        if not set(props) <= set(values):
-            return echo_responder(body)
-        return json.dumps({key: values[key] for key in props} if props else values)
-
+    # every sentence names cities no document holds; the model's short answer would say yes
+    invents = _replying({**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes"})
     with FakeOpenAIServer(responder=invents) as server:
         argv = ["ask", SAME_COUNTRY, "--index", str(index), "--base-url", server.base_url, "--lead"]
         assert main([*argv, "--scorer", "evidence", "--scorer-weights", weights, "--ndocs", "2"]) == 0
