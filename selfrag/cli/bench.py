@@ -61,6 +61,13 @@ def register(commands: Any) -> None:
     score.add_argument("--check", action="store_true", help="exit 1 unless each equals its results.json")
     score.set_defaults(run=score_command)
 
+    compare = sub.add_parser("compare", help="two runs of the same questions, question by question: lost, gained")
+    compare.add_argument("run_a", help="the run compared against (e.g. without the abstention cut)")
+    compare.add_argument("run_b", help="the run compared (e.g. with it)")
+    compare.add_argument("--list", action="store_true", help="also print each question lost or gained")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.set_defaults(run=compare_command)
+
     judgments = sub.add_parser("judgments", help="judged candidates from runs, for `selfrag critic fit`")
     judgments.add_argument("run_dirs", nargs="+", help="run folders (Self-RAG QA runs or critic runs)")
     judgments.add_argument("--out", required=True, help="JSONL file to write")
@@ -334,6 +341,41 @@ def _decided_on(args: argparse.Namespace) -> tuple[dict[str, tuple[int, int]], s
     if not counts:
         raise InputError(f"the documents decided no choice question of {args.decided_on}'s training pool")
     return counts, f"{args.decided_on} training pool, {len(asked)} questions, BM25 top {args.ndocs} read (no model)"
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from ..bench.paired import paired
+    from ..bench.samples import read_samples
+    from ..bench.score import score_run
+    from ..text import clean_for_terminal
+
+    folders = [Path(args.run_a), Path(args.run_b)]
+    datasets = [_run_config(folder)["dataset"] for folder in folders]
+    if (datasets[0].get("name"), datasets[0].get("task")) != (datasets[1].get("name"), datasets[1].get("task")):
+        raise InputError(f"{folders[0]} and {folders[1]} ran on different datasets; compare runs of one dataset")
+    records = [read_samples(folder / "samples.jsonl", repair=False)[0] for folder in folders]
+    result = paired(records[0], records[1], str(datasets[0].get("task")))
+    labels = [score_run(folder)["label"] for folder in folders]
+    if args.json:
+        print(json.dumps({"a": labels[0], "b": labels[1], **asdict(result), "lost_share": result.lost_share}))
+        return 0
+    share = "" if result.lost_share is None else f" ({100 * result.lost_share:.1f} %)"
+    print(f"A: {labels[0]} ({datasets[0].get('name')}, {result.questions} questions): right on {result.right_a}")
+    print(f"B: {labels[1]}: right on {result.right_b}")
+    print(f"lost (right in A, not in B): {len(result.lost)} of {result.right_a}{share}, "
+          f"{result.lost_abstained} of them abstained in B")  # fmt: skip
+    print(f"gained (right in B, not in A): {len(result.gained)}")
+    if args.list:
+        for how, ids in (("lost", result.lost), ("gained", result.gained)):
+            for i in ids:
+                a, b = records[0][i], records[1][i]
+                said = "(abstained)" if b.get("abstained") else str(b.get("prediction") or b.get("label") or "")
+                print(clean_for_terminal(f"{how:6s} {i}  {a.get('question') or a.get('claim') or ''}"))
+                print(clean_for_terminal(f"       A: {a.get('prediction') or a.get('label') or ''}"))
+                print(clean_for_terminal(f"       B: {said}"))
+    return 0
 
 
 def _run_config(folder: Path) -> dict[str, Any]:
