@@ -21,6 +21,11 @@ CHUNKS = [
     Chunk("warranty.md", 0, "The warranty covers manufacturing defects for two years.", title="Warranty"),
     Chunk("contact.md", 0, "Support answers email within one business day.", title="Contact"),
 ]
+# two directors' documents: Argentine and Polish, born 1971 and 1908 (choices and yes/no questions the documents decide)
+DIRECTORS = [
+    Chunk("trapero.md", 0, "Pablo Trapero (born 4 October 1971) is an Argentine film producer and director."),
+    Chunk("ford.md", 0, "Aleksander Ford (24 November 1908 – 4 April 1980) was a Polish film director."),
+]
 
 
 def document_of(request: ChatRequest) -> str:

@@ -250,9 +250,13 @@ def score_run(run_dir: str | Path) -> dict[str, Any]:
     records, _ = read_samples(folder / "samples.jsonl", repair=False)
     dataset = config["dataset"]
     summary = summarize(records.values(), task=dataset["task"], labels=dataset.get("labels", ()), seed=config["seed"])
+    return {"label": run_label(config), "dataset": dataset["name"], "summary": summary}
+
+
+def run_label(config: dict[str, Any]) -> str:
+    """A run's name in tables: its system, and whether its corpus lost the gold evidence or it ran on training ids."""
     label = config["system"]["label"] + (" (unanswerable)" if config.get("corpus", {}).get("unanswerable") else "")
-    label += " (train)" if config.get("sample", {}).get("split") == "train" else ""
-    return {"label": label, "dataset": dataset["name"], "summary": summary}
+    return label + (" (train)" if config.get("sample", {}).get("split") == "train" else "")
 
 
 def _fmt(metric: dict[str, Any] | None, *, percent: bool) -> str:

@@ -348,16 +348,17 @@ def compare_command(args: argparse.Namespace) -> int:
 
     from ..bench.paired import paired
     from ..bench.samples import read_samples
-    from ..bench.score import score_run
+    from ..bench.score import run_label
     from ..text import clean_for_terminal
 
     folders = [Path(args.run_a), Path(args.run_b)]
-    datasets = [_run_config(folder)["dataset"] for folder in folders]
+    configs = [_run_config(folder) for folder in folders]
+    datasets = [config["dataset"] for config in configs]
     if (datasets[0].get("name"), datasets[0].get("task")) != (datasets[1].get("name"), datasets[1].get("task")):
         raise InputError(f"{folders[0]} and {folders[1]} ran on different datasets; compare runs of one dataset")
     records = [read_samples(folder / "samples.jsonl", repair=False)[0] for folder in folders]
     result = paired(records[0], records[1], str(datasets[0].get("task")))
-    labels = [score_run(folder)["label"] for folder in folders]
+    labels = [run_label(config) for config in configs]
     if args.json:
         print(json.dumps({"a": labels[0], "b": labels[1], **asdict(result), "lost_share": result.lost_share}))
         return 0

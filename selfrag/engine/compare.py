@@ -121,12 +121,10 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The option the documents pick, as the question writes it, what picked it, and which of the texts it was
-    read from (`read_from`; empty until asked)."""
+    """The option the documents pick, as the question writes it, and what picked it."""
 
     option: str
     by: LeadSource
-    read: tuple[int, ...] = ()
 
 
 def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Decision | None:

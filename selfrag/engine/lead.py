@@ -56,30 +56,26 @@ class Lead:
 
 def documents_decide(question: str, kind: str | None, texts: Sequence[str]) -> Decision | None:
     """What the documents decide with no call: a choice (`compare.decide`), or a yes/no question about two names
-    (`compare.decide_yes_no`), with the texts it read (`compare.read_from`); None for other questions and where
-    they cannot."""
-    offered = options(question) if kind == "choice" else None
-    named = pair(question) if kind == "yes_no" else None
-    if offered is not None:
-        decision = decide(question, offered, texts)
-    elif named is not None:
-        decision = decide_yes_no(question, named, texts)
-    else:
-        return None
-    names = offered or named
-    return None if decision is None or names is None else replace(decision, read=read_from(names, texts))
+    (`compare.decide_yes_no`); None for other questions and where they cannot."""
+    if kind == "choice" and (offered := options(question)) is not None:
+        return decide(question, offered, texts)
+    if kind == "yes_no" and (named := pair(question)) is not None:
+        return decide_yes_no(question, named, texts)
+    return None
 
 
 def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead | None:
     """The answer instead of an abstention, when no sentence was supported well enough: a choice or a yes/no
-    question that the chunks read decide is answered by that alone, citing the chunks it was read from; None
-    otherwise. Only a decision stands so: the documents decided it by their dates, peoples or words (right on
-    70-99 % of HaluEval's training questions, by what decided them); the model's short answer is at chance on
-    yes/no."""
-    decision = documents_decide(question, kind, [chunk.text for chunk in chunks])
-    if decision is None:
+    question that the chunks read decide is answered by that alone, citing the chunks it was read from
+    (`compare.read_from`); None otherwise. Only a decision stands so: the documents decided it by their dates,
+    peoples or words (right on 70-99 % of HaluEval's training questions, by what decided them); the model's short
+    answer is at chance on yes/no."""
+    texts = [chunk.text for chunk in chunks]
+    decision = documents_decide(question, kind, texts)
+    names = options(question) if kind == "choice" else pair(question)
+    if decision is None or names is None:
         return None
-    return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in decision.read))
+    return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read_from(names, texts)))
 
 
 def lead_chunks(best: Beam, limit: int) -> list[Chunk]:

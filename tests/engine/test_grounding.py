@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from helpers import CHUNKS, by_document, fused, plain
+from helpers import CHUNKS, DIRECTORS, by_document, fused, plain
 
 from selfrag import Chunk, LeadEvent
 from selfrag.cli import main
@@ -115,11 +115,7 @@ def test_the_abstention_threshold_is_a_knob(engine, weights):
     assert result.abstention is None and result.answer.startswith("You have 90 days")
 
 
-DIRECTORS = [
-    Chunk("trapero.md", 0, "Pablo Trapero (born 4 October 1971) is an Argentine film producer and director."),
-    Chunk("ford.md", 0, "Aleksander Ford (24 November 1908 – 4 April 1980) was a Polish film director."),
-    Chunk("bikes.md", 0, "Bikes returned after 24 hours pay a late fee of 15 euros."),
-]
+DIRECTORS_AND_BIKES = [*DIRECTORS, Chunk("bikes.md", 0, "Bikes returned after 24 hours pay a late fee of 15 euros.")]
 SAME_COUNTRY = "Are Pablo Trapero and Aleksander Ford from the same country?"  # Argentine and Polish: no
 
 
@@ -133,7 +129,7 @@ def directors() -> dict:
 
 
 async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_citing_them(engine, weights):
-    rag = engine(directors(), chunks=DIRECTORS, ndocs=2, lead=True, scorer="evidence", scorer_weights=weights)
+    rag = engine(directors(), chunks=DIRECTORS_AND_BIKES, ndocs=2, lead=True, scorer="evidence", scorer_weights=weights)
     events = [event async for event in rag.astream(SAME_COUNTRY)]
     result = events[-1].result
     assert {c.flag for c in result.trace.steps[0].candidates} == {"unsupported"}  # every sentence declined
@@ -153,7 +149,7 @@ async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_c
     ],
 )
 def test_where_the_documents_decide_nothing_the_answer_still_abstains(engine, weights, question, knobs):
-    rag = engine(directors(), chunks=DIRECTORS, ndocs=2, scorer="evidence", scorer_weights=weights, **knobs)
+    rag = engine(directors(), chunks=DIRECTORS_AND_BIKES, ndocs=2, scorer="evidence", scorer_weights=weights, **knobs)
     result = rag.answer(question)
     assert result.answer == ABSTAIN_ANSWER and result.abstention is not None and result.lead is None
     assert not rag.chat.calls_to("answer_lead")
@@ -248,7 +244,7 @@ def test_ask_prints_what_the_documents_decide_with_its_sources_where_it_would_ab
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for chunk in DIRECTORS:
+    for chunk in DIRECTORS_AND_BIKES:
         (corpus / chunk.doc_id).write_text(chunk.text)
     index = tmp_path / "index"
     assert main(["index", str(corpus), "--out", str(index), "--quiet"]) == 0

@@ -4,7 +4,7 @@ answer drew on and checked against them."""
 from __future__ import annotations
 
 import pytest
-from helpers import fused
+from helpers import DIRECTORS, fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
@@ -225,12 +225,6 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
     assert restated == pytest.approx(confidence("30 days", lead=False, question=factoid))
     added = confidence("30 days of purchase", lead=True, question=factoid)  # "purchase": from the document
     assert added == pytest.approx(restated + (1 - restated) * 21 / 22, abs=1e-5)
-
-
-DIRECTORS = [
-    Chunk("trapero.md", 0, "Pablo Trapero (born 4 October 1971) is an Argentine film producer and director."),
-    Chunk("ford.md", 0, "Aleksander Ford (24 November 1908 – 4 April 1980) was a Polish film director."),
-]
 
 
 def directors_script(lead: str) -> dict:
