@@ -99,9 +99,17 @@ _FALLS = re.compile(
 # "The Document Foundation" goes on with a capital, and "The document must be signed" says something of the world)
 _ABOUT_DOCUMENT = re.compile(
     r"^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+documents?(?:['’]s?)?\s+(?:"
-    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?(?:relevant|irrelevant|between|from|a|an|the|dated)"
+    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?"
+    r"(?:relevant|irrelevant|between|from|a|an|the|dated|incomplete|complete|unclear|truncated)"
     r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|has|have|provides?|discuss(?:es)?|describes?|talks?|mentions?"
     r"|gives?|refers?|version|says?|states?|supports?)\b"
+    # the prompt's other names for a text, with only what is said of a text: "The sentence is also about ...", "The
+    # passage is relevant ...", "The next sentence is not complete" ("The passage was a sea route" speaks of the world)
+    r"|^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+(?:next\s+|previous\s+|last\s+|first\s+)?"
+    r"(?:sentence|passage|excerpt|snippet|paragraph|text|chunk)s?\s+(?:"
+    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?"
+    r"(?:about|relevant|irrelevant|incomplete|complete|unclear|truncated)"
+    r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|provides?|discuss(?:es)?|describes?|talks?|mentions?|refers?)\b"
 )
 # the prompt's or the reply's own machinery copied into the sentence: a reply field's name ("is_final: true"), the
 # document delimiter, the utility scale ("1: useful, 2: ...")
@@ -289,6 +297,8 @@ def degeneracy(
         return "several_sentences"
     if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
         return "about_the_document"
+    if parts == 2 and any(_ABOUT_DOCUMENT.match(part) for part in sentences(sentence)):
+        return "several_sentences"  # "Helmets are advised. The sentence is also about e-bikes.": cut to the first
     return None
 
 

@@ -107,6 +107,11 @@ def test_degenerate_sentences_are_named(sentence, draft, flaw):
         "1: useful, 2: complete and to the point; 3: no longer needed",
         "109783c817deb906.",  # a document delimiter's nonce
         "Jaws was shot in 1974 by 919935ea26d06930 and friends.",
+        "The document is incomplete, the next sentence is not complete.",
+        "The next sentence is not complete.",  # the prompt's other names for a text
+        "The passage is relevant to the question.",
+        "The sentence is also about the shark.",
+        "This excerpt does not say who directed it.",
     ],
 )
 def test_a_sentence_about_the_document_is_named(sentence):
@@ -124,10 +129,19 @@ def test_a_sentence_about_the_document_is_named(sentence):
         "Scored 1: 0 in the final, a useful win.",
         "The bug was fixed in 2019 with 109783c817deb906a, a longer hash.",  # seventeen hex digits: not a nonce
         "Its checksum is 109783C817DEB906.",  # capitals: not a nonce
+        "The passage was a sea route first sailed in 1906.",  # a passage in the world
+        "The sentence was reduced to five years on appeal.",
+        "The first paragraph of the constitution is about rights.",
     ],
 )
 def test_a_sentence_about_a_document_in_the_world_is_not(sentence):
     assert evidence.degeneracy("What happened?", sentence, []) is None
+
+
+def test_two_sentences_one_about_the_text_are_cut_to_the_other():
+    sentence = "Spielberg directed it in 1975. The sentence is also about his later career."  # not a copy
+    assert evidence.degeneracy(Q, sentence, [], CHUNK) == "several_sentences"
+    assert evidence.best_sentence(Q, sentence) == "Spielberg directed it in 1975."
 
 
 def test_sixteen_hex_digits_the_chunk_holds_are_the_documents_not_a_nonce():

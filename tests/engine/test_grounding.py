@@ -208,6 +208,26 @@ def test_a_sentence_about_the_document_is_declined_and_a_reports_frame_is_taken_
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
 
 
+def test_a_sentence_about_the_sentence_is_cut_off_and_one_about_the_text_declined(engine):
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {
+                "policy-2026.md": fused("The document is incomplete, the next sentence is not complete."),
+                "policy-2024.md": fused(
+                    "Refunds are accepted within 14 days of purchase. The sentence is also about store credit.",
+                    evidence="Refunds are accepted within 14 days",
+                ),
+            }
+        ),
+    }
+    result = engine(script, ndocs=2).answer(Q)
+    flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
+    assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
+    assert flags["policy-2024.md#0"] == ("kept", "several_sentences")
+    assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
+
+
 def _replying(values: dict) -> Callable[[dict], str]:
     """A server whose model fills every reply schema from `values` (the capability probe's own is echoed)."""
 
