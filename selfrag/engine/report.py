@@ -294,9 +294,20 @@ def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
         if c.critique is not None and c.critique.p_supported is not None and c.critique.p_relevant is not None
     ]
     best = round(max(seen), 6) if seen else None
-    found = f"the best sentence reached {best:.2f}" if best is not None else "no sentence was rated"
+    shown, cut = _apart(best, threshold) if best is not None else ("", f"{threshold:.2f}")
+    found = f"the best sentence reached {shown}" if best is not None else "no sentence was rated"
     return Abstention(
         best_support=best,
         threshold=threshold,
-        message=f"No retrieved document supports an answer well enough ({found}, below {threshold:.2f}).",
+        message=f"No retrieved document supports an answer well enough ({found}, below {cut}).",
     )
+
+
+def _apart(value: float, limit: float) -> tuple[str, str]:
+    """Both numbers with the fewest decimals (2 to 4) that tell them apart: "0.087, below 0.091", not "0.09, below
+    0.09"."""
+    for places in (2, 3):
+        shown = f"{value:.{places}f}", f"{limit:.{places}f}"
+        if shown[0] != shown[1]:
+            return shown
+    return f"{value:.4f}", f"{limit:.4f}"

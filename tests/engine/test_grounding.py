@@ -12,7 +12,8 @@ from helpers import CHUNKS, DIRECTORS, by_document, fused, plain
 from selfrag import Chunk, LeadEvent
 from selfrag.cli import main
 from selfrag.engine.calibration import FEATURES, CriticModel, Head, Platt
-from selfrag.result import ABSTAIN_ANSWER
+from selfrag.engine.report import abstention_from
+from selfrag.result import ABSTAIN_ANSWER, CritiqueOut, TraceCandidate, TraceStep
 from selfrag.testing.fake_server import echo_responder
 
 Q = "How many days do I have to return a purchase for a refund?"
@@ -92,6 +93,27 @@ def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
     assert result.confidence < 0.5
     assert {c.flag for c in result.trace.steps[0].candidates} == {"unsupported"}
     assert result.usage.llm_calls == 3  # the decision and two candidates: no fallback call
+
+
+@pytest.mark.parametrize(
+    ("p_relevant", "cut", "said"),
+    [
+        (0.5, 0.09, "reached 0.05, below 0.09"),
+        (0.9, 0.0909, "reached 0.087, below 0.091"),  # 0.09 below 0.09 said nothing
+        (0.9342, 0.0909, "reached 0.0906, below 0.0909"),
+    ],
+)
+def test_an_abstention_says_the_best_support_and_the_cut_apart(p_relevant, cut, said):
+    critique = CritiqueOut(
+        relevance="relevant", support="partially", utility=1, is_final=True, probs={}, estimator="labels",
+        p_relevant=p_relevant, p_supported=0.097,
+    )  # fmt: skip
+    declined = TraceCandidate(
+        parent="0", child=None, chunk="a.md#0", text="x", critique=critique, score=None, aggregate=None,
+        status="gated", flag="unsupported",
+    )  # fmt: skip
+    step = TraceStep(step=0, beams=[], candidates=[declined], kept=[], llm_calls=1, elapsed=0.0)
+    assert said in abstention_from([step], cut).message
 
 
 def test_a_sentence_its_chunk_backs_is_no_answer_when_the_chunk_is_about_something_else(engine, weights):
