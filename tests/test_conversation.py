@@ -4,11 +4,12 @@ both keep the most recent 4,000 characters, dropping the oldest turns first."""
 from __future__ import annotations
 
 import pytest
-from helpers import plain
+from helpers import fused, plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selfrag.conversation import MAX_HISTORY_CHARS, Conversation, clip_history, small_talk
+from selfrag.engine.questions import follows_on
 from selfrag.errors import InputError
 
 Q = "How long are refunds accepted?"
@@ -114,3 +115,46 @@ def test_a_conversation_that_is_not_text_is_refused_before_any_call(engine) -> N
 )
 def test_small_talk_is_answered_and_anything_else_is_not(message, reply):
     assert small_talk(message) == reply
+
+
+HELMETS = "User: Is a helmet required?\nAssistant: No [1]."
+
+
+@pytest.mark.parametrize(
+    ("question", "history", "earlier"),
+    [
+        ("Where can I borrow one?", HELMETS, "Is a helmet required?"),  # points back, names one thing
+        ("How much does it cost?", HELMETS, "Is a helmet required?"),
+        ("And for children?", HELMETS, "Is a helmet required?"),  # opens as a continuation
+        ("What about e-bikes?", HELMETS, "Is a helmet required?"),
+        ("Why?", HELMETS, "Is a helmet required?"),  # names nothing of its own
+        ("For how long?", HELMETS, "Is a helmet required?"),  # a phrase without its subject
+        # a follow-up of a follow-up goes back to the question both go on from; a multi-line question is one
+        ("For how long can I keep it?", f"{HELMETS}\nUser: Where can I borrow\none?\nAssistant: At the Depot.",
+         "Is a helmet required? Where can I borrow one?"),
+        # standing on its own: nothing added
+        ("How much is a day pass?", HELMETS, ""),
+        ("Is there a student discount?", HELMETS, ""),  # "there" points nowhere
+        ("In what year was the co-op founded?", HELMETS, ""),  # a preposition, then a question of its own
+        ("What is the fee that applies to late returns of e-bikes?", HELMETS, ""),  # "that" with four things named
+        ("Where can I borrow one?", "", ""),  # no conversation
+        ("Where can I borrow one?", "(none)", ""),
+    ],
+)  # fmt: skip
+def test_a_follow_up_is_read_with_the_question_it_goes_on_from(question, history, earlier):
+    assert follows_on(question, history) == earlier
+
+
+def test_a_follow_up_searches_with_the_question_it_goes_on_from(engine) -> None:  # type: ignore[no-untyped-def]
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": ""},
+        "generate_fused": fused("For two years."),
+        "generate_plain": plain("As long as you like."),
+    }
+    history = "User: What does the warranty cover?\nAssistant: Manufacturing defects [1]."
+    followed = engine(script, ndocs=1).answer("For how long?", conversation=history)
+    (beam,) = followed.trace.steps[0].beams
+    assert beam.chunks == ["warranty.md#0"] and "follow-up" in (beam.retrieval_note or "")
+    assert followed.answer == "For two years [1]."
+    alone = engine(script, ndocs=1).answer("For how long?")  # no conversation: the bare question finds nothing
+    assert alone.trace.steps[0].beams[0].chunks == [] and alone.trace.steps[0].beams[0].retrieval_note is None

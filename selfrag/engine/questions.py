@@ -5,6 +5,8 @@
                     why, how, explain, "What is the refund policy?")
     options         the two names a choice question offers
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
+    follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
+                    helmet required?"), which the search adds to its query
 
 The critic reads the kind (a question that asks for a fact is answered from the documents), the lead writes a
 short answer by it, and the documents decide a choice or a yes/no question between the names found here
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import re
 
+from ..conversation import TURN_START
 from .compare import PEOPLE
-from .evidence import asks_yes_no
+from .evidence import asks_yes_no, terms
 
 _AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large)"  # "how many ...?" asks for a number, not a way
 _FACTOID = re.compile(
@@ -91,3 +94,44 @@ def pair(question: str) -> tuple[str, str] | None:
         if joined and first and words:
             return first, " ".join(words)
     return None
+
+
+# a follow-up that goes on from the question before it: it opens as a continuation ("And for students?", "What
+# about e-bikes?"); or points back ("Where can I borrow one?", "How much does it cost?") and names little of its own;
+# or is a phrase that leaves its subject out ("For how long?", "On weekends?")
+_GOES_ON = re.compile(r"^\W*(?:and|but|so|also|then|what about|how about|what if)\b", re.I)
+_POINTS_BACK = re.compile(r"\b(?:it|its|one|ones|they|them|their|that|this|those|these|he|him|his|she|her)\b", re.I)
+_PHRASE = re.compile(r"^\W*(?:for|in|on|at|with|without|during|after|before|from|by|since|until)\b", re.I)
+FOLLOW_UP_TERMS = 3  # a question pointing back that names more content words than this stands on its own
+_ANSWER_START = "\nAssistant: "
+
+
+def follows_on(question: str, history: str) -> str:
+    """The user's last question in `history` ("User: ..." / "Assistant: ..." turns) when `question` goes on from
+    it, else "": a question that opens as a continuation, names no content word ("Why?"), points back with a
+    pronoun and names at most `FOLLOW_UP_TERMS` content words, or opens with a preposition and names one. A
+    follow-up of a follow-up goes back to the question they both go on from ("Is a helmet required?", "Where can I
+    borrow one?", "For how long?")."""
+    asked = [_asked(turn) for turn in history.split(f"\n{TURN_START}")[1:]] if history else []
+    if history.startswith(TURN_START):
+        asked.insert(0, _asked(history[len(TURN_START) :]))
+    earlier: list[str] = []
+    current = question
+    while asked and _goes_on(current):
+        current = asked.pop()
+        earlier.insert(0, current)
+    return " ".join(earlier)
+
+
+def _asked(turn: str) -> str:
+    """The question of one turn: its text up to the assistant's answer."""
+    return " ".join(turn.split(_ANSWER_START, 1)[0].split())
+
+
+def _goes_on(question: str) -> bool:
+    named = len(terms(question))
+    if _GOES_ON.match(question) or named == 0:
+        return True
+    return (bool(_POINTS_BACK.search(question)) and named <= FOLLOW_UP_TERMS) or (
+        bool(_PHRASE.match(question)) and named <= 1
+    )

@@ -26,6 +26,7 @@ from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
 from ..schema import Beam, Candidate, Hit, Plan
 from .context import Run, run_all
+from .questions import follows_on
 from .replies import DecideReply, VariantsReply, plan_from
 from .state import Evidence
 
@@ -86,19 +87,23 @@ def read_instead(step_plan: Plan) -> Plan:
     return Plan(Decision.YES, "", step_plan.p_retrieve, f"{said}; its sentence was declined, so it read")
 
 
-def _query(query: str, run: Run) -> str:
-    """What BM25 searches: the model's query plus the question. A weak model's query can add words (a new
-    entity for the next hop) but never lose the question's (the 135M default once searched for a timestamp)."""
+def _query(query: str, asked: str) -> str:
+    """What BM25 searches: the model's query plus what was asked (the question, after the earlier one it follows
+    on from). A weak model's query can add words (a new entity for the next hop) but never lose the question's
+    (the 135M default once searched for a timestamp), nor a follow-up its subject (it left "Where can I borrow
+    one?" as it was, after "Is a helmet required?")."""
     query = " ".join(query.split())
-    if not query or query.lower() in run.question.lower():
-        return run.question
-    return f"{query} {run.question}"
+    if not query or query.lower() in asked.lower():
+        return asked
+    return f"{query} {asked}"
 
 
 async def gather(live: Sequence[Beam], plans: Sequence[Plan], run: Run) -> tuple[Evidence, ...]:
     """The chunks each live beam writes from this step: new hits, its cached chunks, or none."""
     searching = [i for i, p in enumerate(plans) if p.decision is Decision.YES]
-    queries = [_query(plans[i].query, run) for i in searching]
+    earlier = follows_on(run.question, run.conversation)
+    queries = [_query(plans[i].query, f"{earlier} {run.question}" if earlier else run.question) for i in searching]
+    follow_note = f"a follow-up: searched with the question it goes on from too ({earlier})" if earlier else None
     kinds = variant_kinds(run.config.query_variants)
     asked: list[tuple[tuple[str, ...], str | None]] = [((), None)] * len(queries)
     if kinds and queries:
@@ -109,7 +114,12 @@ async def gather(live: Sequence[Beam], plans: Sequence[Plan], run: Run) -> tuple
     extra = max((len(_used(live[i])) for i in searching), default=0)  # room for fresh chunks past used ones
     found, dense_note = await search_groups(groups, run, run.config.ndocs + extra)
     fetched = {
-        i: Evidence([h.chunk for h in hits], group if kinds else (), _join(note, dense_note), [h.score for h in hits])
+        i: Evidence(
+            [h.chunk for h in hits],
+            group if kinds else (),
+            _join(follow_note, note, dense_note),
+            [h.score for h in hits],
+        )
         for i, hits, group, (_, note) in zip(searching, found, groups, asked, strict=True)
     }
     out: list[Evidence] = []
