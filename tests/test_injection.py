@@ -151,8 +151,8 @@ def test_a_hostile_chunk_is_flagged_and_moves_only_its_own_labels(engine):
 def test_a_flagged_chunk_is_scored_like_any_other(engine):
     twin = Chunk("twin.md", 0, "Refunds: see the refund policy for how many days apply.", title="Refund policy")
     labels = {"support": "partially", "utility": 4, "evidence": "Refunds"}
-    replies = by_document({"evil.md": fused("Refunds are possible.", **labels),
-                           "twin.md": fused("Refunds are allowed.", **labels)})  # fmt: skip
+    replies = by_document({"evil.md": fused("Refunds are possible for 14 days.", **labels),
+                           "twin.md": fused("Refunds are allowed for 14 days.", **labels)})  # fmt: skip
     script = {"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": replies}
     result = engine(script, chunks=[ATTACK, twin], max_depth=1, beam_width=2).answer(Q)
     evil, plain = candidate_of(result, "evil.md"), candidate_of(result, "twin.md")

@@ -39,7 +39,8 @@ RATE_METRICS = (
     "abstained",
 )
 FLAGS = ("restates_question", "repeats_draft", "several_sentences", "unsupported")  # declined or cut candidates
-LATER_FLAGS = ("about_the_document",)  # counted in a run only where one of its candidates has it (older runs never do)
+# counted in a run only where one of its candidates has it (older runs never do)
+LATER_FLAGS = ("about_the_document", "no_amount")
 COST_METRICS = ("llm_calls", "total_tokens", "rounds", "wall_time", "model_seconds")
 
 
@@ -323,7 +324,9 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             columns = CLAIM_COLUMNS if task_is_claim else QA_COLUMNS
             out.append(f"### {dataset}\n")
             out.append(
-                "| system | n | failed | " + " | ".join(HEADERS[c] for c in columns) + " | ECE | declined r/p/c/u(/d) |"
+                "| system | n | failed | "
+                + " | ".join(HEADERS[c] for c in columns)
+                + " | ECE | declined r/p/c/u(/d/a) |"
             )
             out.append("|---" * (len(columns) + 5) + "|")
             for r in answer_rows:
@@ -353,13 +356,15 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def _declined(summary: dict[str, Any]) -> str:
     """Candidates declined or cut over the run, by reason: question restated / draft repeated / several
-    sentences cut to one / unsupported / about the document ("–" for systems without candidates; the last
-    only where the run counted it)."""
+    sentences cut to one / unsupported / about the document / no amount where one was asked ("–" for systems
+    without candidates; the later reasons only up to the last one the run counted)."""
     metrics, n = summary["metrics"], summary["n"]
     counts = [metrics.get(f"flag_{flag}") for flag in FLAGS]
     if all(c is None for c in counts):
         return "–"
-    later = [c for c in (metrics.get(f"flag_{flag}") for flag in LATER_FLAGS) if c is not None]
+    later = [metrics.get(f"flag_{flag}") for flag in LATER_FLAGS]
+    while later and later[-1] is None:
+        later.pop()
     return "/".join(str(round((c or {}).get("value", 0.0) * (c or {}).get("n", n))) for c in [*counts, *later])
 
 

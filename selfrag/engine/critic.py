@@ -19,7 +19,7 @@ from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
 from .evidence import best_sentence, degeneracy, drawn_on, unframed
-from .questions import question_kind
+from .questions import asks_amount, question_kind, states_amount
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
@@ -57,7 +57,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
 # is the rater's own verdict, in `rate`)
-DECLINED = frozenset({"superseded", "restates_question", "repeats_draft", "about_the_document"})
+DECLINED = frozenset({"superseded", "restates_question", "repeats_draft", "about_the_document", "no_amount"})
 
 
 def tidy(candidate: Candidate, question: str) -> Candidate:
@@ -65,7 +65,8 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
     ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
-    one worth keeping (and declined if even that one is degenerate)."""
+    one worth keeping (and declined if even that one is degenerate). A question asking how many or how much is
+    answered by a sentence stating an amount: until the draft has one, a sentence stating none is declined."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
@@ -80,6 +81,8 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft, topic=topic)
         candidate = replace(candidate, text=cut, flag="several_sentences")
+    if flaw is None and asks_amount(question) and not any(map(states_amount, [*draft, candidate.text])):
+        flaw = "no_amount"  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 
 

@@ -5,6 +5,8 @@
                     why, how, explain, "What is the refund policy?")
     options         the two names a choice question offers
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
+    asks_amount     the question asks how many or how much ("How many cargo bikes ...?", "How much is a day pass?")
+    states_amount   a sentence states an amount: a number, in digits or words, or none ("no", "free")
     follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
                     helmet required?"), which the search adds to its query
 
@@ -42,6 +44,13 @@ _VALUE = re.compile(
     rf"|\b{_AMOUNT}\b|\b(?:what|which)\s+\d|\bwhom\b",
     re.I,
 )
+_ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)
+_AMOUNT_SAID = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|twenty|thirty|forty|fifty"
+    r"|sixty|seventy|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
+    r"|no|none|nothing|free|many|several|few|couple|all|every|each|most)\b",
+    re.I,
+)
 _TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
 _EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
@@ -65,6 +74,19 @@ def question_kind(question: str) -> str | None:
     if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
         return "factoid"
     return None
+
+
+def asks_amount(question: str) -> bool:
+    """The question asks for an amount ("How many ...?", "How much ...?", "How old ...?", "What percentage ...?"):
+    a sentence stating none does not answer it (`critic.tidy`). How long, far or often is not asked here: "overnight",
+    "next door" and "monthly" answer those with no number."""
+    return bool(_ASKS_AMOUNT.search(question))
+
+
+def states_amount(sentence: str) -> bool:
+    """The sentence states an amount, however vaguely: digits, a number word ("six", "a dozen", "twice", "half"),
+    or none at all ("no", "none", "nothing", "free"), or a vague one ("many", "several", "few")."""
+    return bool(_AMOUNT_SAID.search(sentence))
 
 
 def options(question: str) -> tuple[str, str] | None:

@@ -163,3 +163,13 @@ def test_sentences_about_the_document_are_counted_only_in_runs_that_have_them():
     newer = summarize([_record("about_the_document", "unsupported"), _record(None)], task="qa")
     assert newer["metrics"]["flag_about_the_document"]["value"] == 0.5
     assert _declined(newer) == "0/0/0/1/1"
+
+
+def test_later_reasons_keep_their_places_in_the_declined_column():
+    from selfrag.bench.score import _declined, summarize
+
+    amounts = summarize([_record("no_amount", "unsupported"), _record(None)], task="qa")
+    assert "flag_about_the_document" not in amounts["metrics"]
+    assert _declined(amounts) == "0/0/0/1/0/1"  # none about the document, one stating no amount
+    both = summarize([_record("no_amount", "about_the_document"), _record("no_amount")], task="qa")
+    assert _declined(both) == "0/0/0/0/1/2"

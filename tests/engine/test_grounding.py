@@ -119,9 +119,9 @@ def test_an_abstention_says_the_best_support_and_the_cut_apart(p_relevant, cut, 
 def test_a_sentence_its_chunk_backs_is_no_answer_when_the_chunk_is_about_something_else(engine, weights):
     """The question's evidence is not in the corpus; the model copies a true sentence from the chunk it got."""
     elsewhere = [
-        Chunk("gift-cards.md", 0, "Gift cards paid by refund never expire and can be topped up online.", title="Gifts")
+        Chunk("gift-cards.md", 0, "Gift cards paid by refund can be topped up online 3 times a year.", title="Gifts")
     ]
-    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Gift cards never expire.")}
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Gift cards can be topped up 3 times a year.")}
     result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
     declined = result.trace.steps[0].candidates[0]
     assert declined.critique.p_supported > 0.5 > declined.critique.p_relevant  # backed, but not about refunds
@@ -248,6 +248,45 @@ def test_a_sentence_about_the_sentence_is_cut_off_and_one_about_the_text_decline
     assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
     assert flags["policy-2024.md#0"] == ("kept", "several_sentences")
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
+
+
+CARGO = [
+    Chunk("insurance.md", 0, "The co-op's cargo bikes and city bikes are covered by liability insurance."),
+    Chunk("cargo.md", 0, "The co-op has 6 cargo bikes with a front box that holds up to 80 kg."),
+]
+
+
+def test_a_question_asking_how_many_is_answered_by_a_sentence_stating_an_amount(engine):
+    strong = {"support": "fully", "utility": 5}
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "cargo bikes"},
+        "generate_fused": by_document(
+            {
+                "insurance.md": fused("The co-op's cargo bikes are covered by liability insurance.", **strong),
+                "cargo.md": fused("The co-op has 6 cargo bikes.", support="partially", utility=3),
+            }
+        ),
+    }
+    result = engine(script, chunks=CARGO, ndocs=2).answer("How many cargo bikes does the co-op have?")
+    flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
+    assert flags["insurance.md#0"] == ("gated", "no_amount")  # rated higher, but it states no number
+    assert result.answer == "The co-op has 6 cargo bikes [1]."
+    asked_where = engine(script, chunks=CARGO, ndocs=2).answer("Where are the cargo bikes insured?")
+    assert asked_where.answer.startswith("The co-op's cargo bikes are covered")  # no amount asked: no such rule
+
+
+def test_once_the_draft_states_the_amount_a_sentence_without_one_may_follow(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "cargo bikes"},
+        "generate_fused": by_document(
+            {
+                "insurance.md": fused("The cargo bikes are insured.", is_final=True),
+                "cargo.md": fused("The co-op has 6 cargo bikes.", is_final=False, retrieve_next="yes"),
+            }
+        ),
+    }
+    result = engine(script, chunks=CARGO, ndocs=2, max_depth=2).answer("How many cargo bikes does the co-op have?")
+    assert [s.text for s in result.segments] == ["The co-op has 6 cargo bikes.", "The cargo bikes are insured."]
 
 
 def _replying(values: dict) -> Callable[[dict], str]:
@@ -426,9 +465,9 @@ def test_without_a_cut_a_question_asking_for_a_fact_is_answered_from_the_documen
 
 
 def test_with_a_cut_a_sentence_from_memory_that_reads_nothing_relevant_ends_in_an_abstention(engine, weights):
-    text = "Gift cards paid by refund never expire and can be topped up online."
+    text = "Gift cards paid by refund can be topped up online 3 times a year."
     elsewhere = [Chunk("gift-cards.md", 0, text, title="Gifts")]
-    script = from_memory("Gift cards never expire.")
+    script = from_memory("Gift cards can be topped up 3 times a year.")
     result = engine(script, chunks=elsewhere, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
     assert result.answer == ABSTAIN_ANSWER and result.stop_reason == "unsupported"
     assert [c.flag for c in result.trace.steps[0].candidates] == ["unsupported", "unsupported"]

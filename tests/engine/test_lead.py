@@ -9,7 +9,7 @@ from helpers import DIRECTORS, fused
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
 from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text
-from selfrag.engine.questions import options, pair, question_kind
+from selfrag.engine.questions import asks_amount, options, pair, question_kind, states_amount
 from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
@@ -57,6 +57,42 @@ def lead_script(sentence: str, lead: str) -> dict:
 )
 def test_questions_with_a_short_answer_are_recognised(question, kind):
     assert question_kind(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("How many cargo bikes does the co-op have?", True),
+        ("How much is a day pass?", True),
+        ("How old was the director when the film came out?", True),
+        ("What percentage of members ride e-bikes?", True),
+        ("Girard city is located in a county with how many inhabitants?", True),
+        ("How long can I keep a bike?", False),  # "overnight" answers it with no number
+        ("How often is the journal published?", False),  # "monthly"
+        ("How do I unlock a bike?", False),
+        ("Who founded the co-op?", False),
+    ],
+)
+def test_questions_asking_an_amount_are_recognised(question, asks):
+    assert asks_amount(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("sentence", "states"),
+    [
+        ("The co-op has 6 cargo bikes.", True),
+        ("The co-op has six cargo bikes.", True),
+        ("Helmet loans are free.", True),  # none at all is an amount
+        ("There are no cargo bikes.", True),
+        ("It holds a dozen bikes.", True),
+        ("The co-op has several cargo bikes.", True),  # vague, but an amount
+        ("The co-op holds third-party liability insurance that covers members.", False),
+        ("Cargo bikes are kept at the Depot.", False),
+        ("Nobody knows.", False),  # "no" only as a word of its own
+    ],
+)
+def test_sentences_stating_an_amount_are_recognised(sentence, states):
+    assert states_amount(sentence) is states
 
 
 @pytest.mark.parametrize(
