@@ -46,8 +46,9 @@ _VALUE = re.compile(
 )
 _ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)
 _AMOUNT_SAID = re.compile(
-    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|twenty|thirty|forty|fifty"
-    r"|sixty|seventy|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+    r"|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
     r"|no|none|nothing|free|many|several|few|couple|all|every|each|most)\b",
     re.I,
 )
