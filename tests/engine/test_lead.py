@@ -82,6 +82,7 @@ def test_questions_asking_an_amount_are_recognised(question, asks):
     [
         ("The co-op has 6 cargo bikes.", True),
         ("The co-op has six cargo bikes.", True),
+        ("It has fourteen bikes.", True),
         ("Helmet loans are free.", True),  # none at all is an amount
         ("There are no cargo bikes.", True),
         ("It holds a dozen bikes.", True),
@@ -89,6 +90,7 @@ def test_questions_asking_an_amount_are_recognised(question, asks):
         ("The co-op holds third-party liability insurance that covers members.", False),
         ("Cargo bikes are kept at the Depot.", False),
         ("Nobody knows.", False),  # "no" only as a word of its own
+        ("The canteen is open.", False),  # not a number word
     ],
 )
 def test_sentences_stating_an_amount_are_recognised(sentence, states):
