@@ -48,6 +48,7 @@ def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
         child.sendline("How many days for refunds?")
         child.expect_exact("[1]")
         child.expect_exact("Sources:")
+        child.expect_exact("Confidence: ")  # how sure the engine is, after the sources
         child.expect_exact(PROMPT)
         child.sendline("/set beam_width 2")
         child.expect_exact("beam_width = 2")

@@ -39,6 +39,22 @@ def test_ask_prints_a_cited_answer_and_a_sources_footer(index_dir, server, capsy
     assert code == 0
     assert "Refunds are accepted within 30 days of purchase [1]." in out
     assert "Sources:" in out and "[1]" in out and "refunds.md" in out
+    confidence = out.strip().splitlines()[-1]  # after the sources, as the scorer means it
+    assert re.fullmatch(
+        r"Confidence: \d\.\d\d \(the critic's mean support of the sentences, not a probability\)\.", confidence
+    )
+
+
+def test_ask_with_the_evidence_scorer_states_its_confidence_as_a_probability(index_dir, server, capsys):
+    question = "How many days do I have for refunds?"
+    code = main(["ask", question, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence",
+                 "--abstain-below", "0"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    main(["ask", question, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence",
+          "--abstain-below", "0", "--json"])  # fmt: skip
+    percent = round(100 * json.loads(capsys.readouterr().out)["confidence"])
+    assert out.strip().splitlines()[-1] == f"Confidence: {percent} % that this answer is supported and right."
 
 
 def test_ask_json_has_the_documented_keys_and_counts_every_http_request(index_dir, server, capsys):

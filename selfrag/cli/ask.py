@@ -10,15 +10,7 @@ from typing import Any
 from ..memory.sessions import check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent, StepEvent
 from ..text import clean_for_terminal
-from .common import (
-    add_engine_options,
-    engine_flags,
-    print_step,
-    read_question,
-    render_abstention,
-    render_segment,
-    render_sources,
-)
+from .common import add_engine_options, engine_flags, print_step, read_question, render_footer, render_segment
 
 
 def register(commands: Any) -> None:
@@ -89,9 +81,5 @@ async def _ask(rag: Any, question: str, args: argparse.Namespace, conversation: 
     elif not args.jsonl:
         if streamed:
             print()
-        abstained = render_abstention(result)
-        if abstained:
-            print(abstained)
-        else:
-            print(render_sources(result.sources))
+        print(render_footer(result))
     return result

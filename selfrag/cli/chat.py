@@ -24,7 +24,7 @@ from ..errors import ConfigError, FatalLLMError, SelfRagError
 from ..memory.sessions import ChatSession, check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent
 from ..text import clean_for_terminal
-from .common import add_engine_options, engine_flags, print_step, render_abstention, render_segment, render_sources
+from .common import add_engine_options, engine_flags, print_step, render_footer, render_segment, render_sources
 
 HELP = """commands:
   /help                 this help
@@ -152,7 +152,7 @@ class Session:
                 self.last = event.result
                 self.memory.record(question, event.result, recalled)
                 print()
-                print(render_abstention(event.result) or render_sources(event.result.sources))
+                print(render_footer(event.result))
             elif self.trace:
                 print_step(event.step, sys.stderr)
 

@@ -217,6 +217,19 @@ def render_abstention(result: Result) -> str | None:
     return clean_for_terminal(f"{result.answer} {result.abstention.message}")
 
 
+def render_footer(result: Result) -> str:
+    """What follows an answer's sentences: the abstention's reason, or the sources and how sure the engine is."""
+    return render_abstention(result) or f"{render_sources(result.sources)}\n{render_confidence(result)}"
+
+
+def render_confidence(result: Result) -> str:
+    """The answer's confidence as the scorer means it: with the evidence scorer a calibrated probability that the
+    answer is supported and right, with the paper's the mean of its sentences' support labels (no probability)."""
+    if result.config.get("scorer") == "evidence":
+        return f"Confidence: {round(100 * result.confidence)} % that this answer is supported and right."
+    return f"Confidence: {result.confidence:.2f} (the critic's mean support of the sentences, not a probability)."
+
+
 def render_sources(sources: list[Source]) -> str:
     if not sources:
         return "\nSources: none (the answer was written without retrieved evidence)"
