@@ -209,44 +209,34 @@ def test_a_restated_question_is_declined_and_a_copied_passage_is_cut_to_one_sent
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
 
 
-def test_a_sentence_about_the_document_is_declined_and_a_reports_frame_is_taken_off(engine):
+@pytest.mark.parametrize(
+    ("about_the_text", "kept", "kept_flag"),
+    [
+        # a sentence about the document is declined, and a report's frame is taken off what it reports
+        ("This document contains information about refunds.",
+         "The document states that refunds are accepted within 14 days of purchase.", None),
+        # the prompt's other names for a text: declined; a second sentence about the text is cut off
+        ("The document is incomplete, the next sentence is not complete.",
+         "Refunds are accepted within 14 days of purchase. The sentence is also about store credit.",
+         "several_sentences"),
+    ],
+)  # fmt: skip
+def test_a_sentence_about_the_text_is_declined_or_cut_to_what_it_says_of_the_world(
+    engine, about_the_text, kept, kept_flag
+):
     script = {
         "retrieve_decide": DECIDE_YES,
         "generate_fused": by_document(
             {
-                "policy-2026.md": fused("This document contains information about refunds."),
-                "policy-2024.md": fused(
-                    "The document states that refunds are accepted within 14 days of purchase.",
-                    evidence="Refunds are accepted within 14 days",
-                ),
-            }
-        ),
-    }
-    result = engine(script, ndocs=2).answer(Q)
-    step = result.trace.steps[0]
-    flags = {c.chunk: (c.status, c.flag) for c in step.candidates}
-    assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
-    assert flags["policy-2024.md#0"] == ("kept", None)
-    assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
-
-
-def test_a_sentence_about_the_sentence_is_cut_off_and_one_about_the_text_declined(engine):
-    script = {
-        "retrieve_decide": DECIDE_YES,
-        "generate_fused": by_document(
-            {
-                "policy-2026.md": fused("The document is incomplete, the next sentence is not complete."),
-                "policy-2024.md": fused(
-                    "Refunds are accepted within 14 days of purchase. The sentence is also about store credit.",
-                    evidence="Refunds are accepted within 14 days",
-                ),
+                "policy-2026.md": fused(about_the_text),
+                "policy-2024.md": fused(kept, evidence="Refunds are accepted within 14 days"),
             }
         ),
     }
     result = engine(script, ndocs=2).answer(Q)
     flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
     assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
-    assert flags["policy-2024.md#0"] == ("kept", "several_sentences")
+    assert flags["policy-2024.md#0"] == ("kept", kept_flag)
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
 
 
