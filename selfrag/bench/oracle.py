@@ -36,6 +36,10 @@ class NoisyOracle:
     def weighs_utility(self) -> bool:
         return True  # the paper's f: only ISREL and ISSUP are the oracle's
 
+    @property
+    def trusts_yes_no(self) -> bool:
+        return True  # as the paper's critic: the diagnostic flips ISREL and ISSUP, nothing else
+
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         golds, gold_chunks = self.example.answers, set(self.example.gold_chunks)
         out = []

@@ -6,7 +6,8 @@ the names it weighs) is read in `engine.questions`.
     standing        the answer instead of an abstention: what the documents decide, citing what it was read from
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
-                    (the last also when a sentence of the answer opens with the other word: `contradicted`);
+                    (the last also when a sentence of the answer opens with the other word: `contradicted`, and
+                    when the rater does not trust the model's yes or no: `Rater.trusts_yes_no`);
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
@@ -183,6 +184,8 @@ async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     assert isinstance(parsed.value, LeadReply)
     read = [*(s.text for s in best.segments), *(c.text for c in chunks)]
     text = lead_text(kind, parsed.value.answer, read, run.question)
-    if kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
+    if kind == "yes_no" and text not in (None, UNSETTLED) and not run.deps.rater.trusts_yes_no:
+        text = UNSETTLED  # the model's yes or no is a coin's: what was read did not settle it
+    elif kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
         text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
     return Lead(text, "model", parsed.value.answer)

@@ -12,6 +12,7 @@ from helpers import CHUNKS, DIRECTORS, by_document, fused, plain
 from selfrag import Chunk, LeadEvent
 from selfrag.cli import main
 from selfrag.engine.calibration import FEATURES, CriticModel, Head, Platt
+from selfrag.engine.lead import UNSETTLED
 from selfrag.engine.report import abstention_from
 from selfrag.result import ABSTAIN_ANSWER, CritiqueOut, TraceCandidate, TraceStep
 from selfrag.testing.fake_server import echo_responder
@@ -238,6 +239,39 @@ def test_a_sentence_about_the_text_is_declined_or_cut_to_what_it_says_of_the_wor
     assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
     assert flags["policy-2024.md#0"] == ("kept", kept_flag)
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
+
+
+@pytest.mark.parametrize(
+    ("counts", "lead"),
+    [
+        ({}, UNSETTLED),  # no training yes/no answers counted: the model's yes is not stated
+        ({"yes_no": (11, 24)}, UNSETTLED),  # right on fewer than half: a coin
+        ({"yes_no": (30, 40)}, "Yes."),  # right on three in four where the sentences were not
+    ],
+)
+def test_the_evidence_scorer_prints_the_models_yes_or_no_only_where_training_shows_it_beats_a_coin(
+    engine, tmp_path, counts, lead
+):
+    model = CriticModel(
+        relevant=_head(question_in=6.0, bias=-3.0),
+        supported=_head(new_in=5.0, facts_in=3.0, bias=-5.5),
+        confidence=Platt(1.0, 0.0),
+        support_threshold=0.5,
+        abstain_threshold=0.0,
+        lead=counts,
+    )
+    (tmp_path / "counted.json").write_text(model.to_json())
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+        "answer_lead": {"answer": "yes"},
+    }
+    question = "Are refunds accepted within 30 days?"
+    rated = engine(script, ndocs=1, lead=True, scorer="evidence", scorer_weights=str(tmp_path / "counted.json"))
+    result = rated.answer(question)
+    assert result.lead == lead and result.trace.lead_reply == "yes"  # asked, and kept in the trace either way
+    assert result.answer.startswith(f"{lead} Since April 2026 refunds are accepted within 30 days [1].")
+    assert engine(script, ndocs=1, lead=True).answer(question).lead == "Yes."  # the paper's scorer trusts the model
 
 
 CARGO = [
