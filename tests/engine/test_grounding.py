@@ -27,20 +27,26 @@ def _head(**weights: float) -> Head:
     return Head(tuple(weights.get(name, 0.0) for name in FEATURES), bias)
 
 
-@pytest.fixture
-def weights(tmp_path):
-    """A critic that trusts what the chunk backs (new words and facts found in it), not the model's labels."""
+def critic_file(folder, **changes) -> str:  # type: ignore[no-untyped-def]
+    """A weights file of a critic that trusts what the chunk backs (new words and facts found in it), not the
+    model's labels; `changes` replace its other parts (its abstention cut, its short answer's counts)."""
     model = CriticModel(
         relevant=_head(question_in=6.0, bias=-3.0),
         supported=_head(new_in=5.0, facts_in=3.0, bias=-5.5),
         confidence=Platt(1.0, 0.0),
         support_threshold=0.5,
-        abstain_threshold=0.5,
+        abstain_threshold=changes.pop("abstain_threshold", 0.5),
         fitted_on={"rows": 100, "source": "test"},
+        **changes,
     )
-    path = tmp_path / "critic.json"
+    path = folder / f"critic-{len(list(folder.glob('critic-*.json')))}.json"
     path.write_text(model.to_json())
     return str(path)
+
+
+@pytest.fixture
+def weights(tmp_path):
+    return critic_file(tmp_path)
 
 
 def test_the_evidence_scorer_keeps_what_its_chunk_backs_over_a_confident_invention(engine, weights):
@@ -252,22 +258,14 @@ def test_a_sentence_about_the_text_is_declined_or_cut_to_what_it_says_of_the_wor
 def test_the_evidence_scorer_prints_the_models_yes_or_no_only_where_training_shows_it_beats_a_coin(
     engine, tmp_path, counts, lead
 ):
-    model = CriticModel(
-        relevant=_head(question_in=6.0, bias=-3.0),
-        supported=_head(new_in=5.0, facts_in=3.0, bias=-5.5),
-        confidence=Platt(1.0, 0.0),
-        support_threshold=0.5,
-        abstain_threshold=0.0,
-        lead=counts,
-    )
-    (tmp_path / "counted.json").write_text(model.to_json())
+    counted = critic_file(tmp_path, abstain_threshold=0.0, lead=counts)
     script = {
         "retrieve_decide": DECIDE_YES,
         "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
         "answer_lead": {"answer": "yes"},
     }
     question = "Are refunds accepted within 30 days?"
-    rated = engine(script, ndocs=1, lead=True, scorer="evidence", scorer_weights=str(tmp_path / "counted.json"))
+    rated = engine(script, ndocs=1, lead=True, scorer="evidence", scorer_weights=counted)
     result = rated.answer(question)
     assert result.lead == lead and result.trace.lead_reply == "yes"  # asked, and kept in the trace either way
     assert result.answer.startswith(f"{lead} Since April 2026 refunds are accepted within 30 days [1].")
