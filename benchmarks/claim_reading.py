@@ -105,13 +105,12 @@ def cross_validated(x: np.ndarray, pairs: Sequence[Pair]) -> dict[str, object]:
     verdicts = np.zeros(len(pairs), dtype=bool)
     for fold in range(FOLDS):
         train, test = folds != fold, folds == fold
-        mean, spread = x[train].mean(axis=0), x[train].std(axis=0) + 1e-9
-        head = fit_logistic((x[train] - mean) / spread, y[train].astype(float))
-        weights, bias = np.array(head.weights), head.bias
-        fitted = 1 / (1 + np.exp(-(((x[train] - mean) / spread) @ weights + bias)))
-        cut = balanced_threshold(fitted.tolist(), y[train].tolist())
-        held_out[test] = 1 / (1 + np.exp(-(((x[test] - mean) / spread) @ weights + bias)))
-        verdicts[test] = held_out[test] >= cut
+        scaled = (x - x[train].mean(axis=0)) / (x[train].std(axis=0) + 1e-9)  # by the training folds alone
+        head = fit_logistic(scaled[train], y[train].astype(float))
+        p = 1 / (1 + np.exp(-(scaled @ np.array(head.weights) + head.bias)))
+        cut = balanced_threshold(p[train].tolist(), y[train].tolist())
+        held_out[test] = p[test]
+        verdicts[test] = p[test] >= cut
     return {
         "balanced acc. (CV)": _pct(balanced_accuracy(y.tolist(), verdicts.tolist())),
         "AUROC (CV)": _pct(auroc(held_out.tolist(), y.tolist())),
@@ -120,15 +119,17 @@ def cross_validated(x: np.ndarray, pairs: Sequence[Pair]) -> dict[str, object]:
 
 
 def _within_claims(scores: np.ndarray, y: np.ndarray, claim_ids: Sequence[str]) -> float | None:
-    """AUROC over the (supporting, other) pairs of sentences of the same claim."""
-    wins = total = 0.0
+    """AUROC over the (supporting, other) pairs of sentences of the same claim: each claim's AUROC weighted by its
+    number of such pairs."""
     ids = np.array(claim_ids)
+    weighed = []
     for claim_id in set(claim_ids):
         mine = ids == claim_id
-        pos, neg = scores[mine & y], scores[mine & ~y]
-        wins += float((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
-        total += len(pos) * len(neg)
-    return wins / total if total else None
+        area = auroc(scores[mine].tolist(), y[mine].tolist())
+        if area is not None:
+            weighed.append((area, int(y[mine].sum()) * int((~y[mine]).sum())))
+    total = sum(n for _, n in weighed)
+    return sum(area * n for area, n in weighed) / total if total else None
 
 
 def _pct(value: float | None) -> str:

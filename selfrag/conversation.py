@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 MAX_HISTORY_CHARS = 4_000
 TURN_START = "User: "
+ANSWER_START = "Assistant: "
 
 # the kinds of small talk: a message is small talk when each of its clauses (split at , . ! ? ; and "and",
 # lower-cased) is a run of these phrases ("ok thanks", "bye for now")
@@ -52,7 +53,7 @@ class Conversation:
         lines: list[str] = []
         used = 0
         for turn in reversed(self.turns):
-            block = f"{TURN_START}{turn.question}\nAssistant: {turn.answer}"
+            block = turn_text(turn.question, turn.answer)
             if used + len(block) > max_chars:
                 if not lines:
                     return clip_history(block, max_chars)
@@ -60,6 +61,17 @@ class Conversation:
             lines.insert(0, block)
             used += len(block) + 1
         return "\n".join(lines)
+
+
+def turn_text(question: str, answer: str) -> str:
+    """One turn as the prompts read it: a "User: " line, then an "Assistant: " line."""
+    return f"{TURN_START}{question}\n{ANSWER_START}{answer}"
+
+
+def questions_asked(history: str) -> list[str]:
+    """The user's questions in a history of `turn_text` turns, oldest first, each on one line."""
+    turns = f"\n{history}".split(f"\n{TURN_START}")[1:]
+    return [" ".join(turn.split(f"\n{ANSWER_START}", 1)[0].split()) for turn in turns]
 
 
 def clip_history(text: str, max_chars: int = MAX_HISTORY_CHARS) -> str:

@@ -8,7 +8,7 @@ from helpers import fused, plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfrag.conversation import MAX_HISTORY_CHARS, Conversation, clip_history, small_talk
+from selfrag.conversation import MAX_HISTORY_CHARS, Conversation, clip_history, questions_asked, small_talk
 from selfrag.engine.questions import follows_on
 from selfrag.errors import InputError
 
@@ -118,6 +118,13 @@ def test_small_talk_is_answered_and_anything_else_is_not(message, reply):
 
 
 HELMETS = "User: Is a helmet required?\nAssistant: No [1]."
+
+
+def test_the_questions_asked_are_read_back_from_a_rendered_conversation() -> None:
+    talk = Conversation().add("Is a helmet required?", "No [1].").add("Where can I borrow\none?", "At the Depot.")
+    assert questions_asked(talk.render()) == ["Is a helmet required?", "Where can I borrow one?"]
+    assert questions_asked(clip_history(talk.render(), 60)) == ["Where can I borrow one?"]  # the turn that fits
+    assert questions_asked("") == [] and questions_asked("(none)") == []
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
 from .evidence import best_sentence, degeneracy, drawn_on, unframed
-from .questions import asks_amount, question_kind, states_amount
+from .questions import question_kind
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
@@ -65,8 +65,8 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
     ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
-    one worth keeping (and declined if even that one is degenerate). A question asking how many or how much is
-    answered by a sentence stating an amount: until the draft has one, a sentence stating none is declined."""
+    one worth keeping (and declined if even that one is degenerate); a sentence stating no amount where the
+    question asks how many or how much is declined until the draft states one (`evidence.degeneracy`)."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
@@ -74,15 +74,13 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     draft = [segment.text for segment in candidate.parent.segments]
     text, topic = unframed(candidate.text)
     candidate = replace(candidate, text=text)
-    flaw = degeneracy(question, text, draft, candidate.chunk.text if candidate.chunk else None, topic=topic)
-    if flaw == "several_sentences" and candidate.critique.estimator.startswith("reflection"):
-        flaw = None  # a Self-RAG checkpoint's segment ends at its own [Retrieval] token: the paper's unit
+    whole = candidate.critique.estimator.startswith("reflection")  # a Self-RAG checkpoint's segment: the paper's unit
+    chunk_text = candidate.chunk.text if candidate.chunk else None
+    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole)
     if flaw == "several_sentences":
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft, topic=topic)
         candidate = replace(candidate, text=cut, flag="several_sentences")
-    if flaw is None and asks_amount(question) and not any(map(states_amount, [*draft, candidate.text])):
-        flaw = "no_amount"  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 
 

@@ -127,6 +127,15 @@ _REPORT = re.compile(
     r"|[Tt]he\s+answer\s+is(?:\s+that)?"
     r"|[Aa]ccording\s+to\s+(?:the|this)\s+(?:document|text|passage|article|paragraph|source|context))\s*[:,]?\s*"
 )
+# a question asking an amount, and a sentence stating one (`asks_amount`, `states_amount`)
+_ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)
+_AMOUNT_SAID = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+    r"|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
+    r"|no|none|nothing|free|many|several|few|couple|all|every|each|most)\b",
+    re.I,
+)
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
@@ -260,6 +269,19 @@ def _direction(text: str) -> int:
     return int(bool(_RISES.search(text))) - int(bool(_FALLS.search(text)))
 
 
+def asks_amount(question: str) -> bool:
+    """The question asks for an amount ("How many ...?", "How much ...?", "How old ...?", "What percentage ...?"):
+    a sentence stating none does not answer it (`degeneracy`). How long, far or often is not asked here: "overnight",
+    "next door" and "monthly" answer those with no number."""
+    return bool(_ASKS_AMOUNT.search(question))
+
+
+def states_amount(sentence: str) -> bool:
+    """The sentence states an amount, however vaguely: digits, a number word ("six", "a dozen", "twice", "half"),
+    or none at all ("no", "none", "nothing", "free"), or a vague one ("many", "several", "few")."""
+    return bool(_AMOUNT_SAID.search(sentence))
+
+
 def asks_yes_no(question: str) -> bool:
     """The question is answered yes or no ("Is ...?", "Does ...?", "Were both ...?"): it opens with an auxiliary
     verb and asks for no value and no choice ("Was Summit or Crosstrack ...?", "Will Penny was ... of what
@@ -270,17 +292,25 @@ def asks_yes_no(question: str) -> bool:
 
 
 def degeneracy(
-    question: str, sentence: str, draft: Sequence[str], chunk_text: str | None = None, *, topic: bool = False
+    question: str,
+    sentence: str,
+    draft: Sequence[str],
+    chunk_text: str | None = None,
+    *,
+    topic: bool = False,
+    segment: bool = False,
 ) -> str | None:
     """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
     date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
     France.", answers it, yes or, with a "not", no; not a `topic`, what a document was said to be about, which
-    states nothing), `repeats_draft`,
-    `several_sentences` (three or more, or two copied from the chunk; the caller may cut it with
-    `best_sentence`), `about_the_document` (it speaks of the document, not of the world, or copies the prompt's
-    machinery: "is_final: true", a delimiter's nonce). A short answer (fewer
-    than `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer,
-    not a restatement."""
+    states nothing), `repeats_draft`, `no_amount` (the question asks how many or how much, and neither the
+    sentence nor the draft states an amount), `several_sentences` (three or more, or two copied from the chunk,
+    or two of which the second speaks of the text; the caller may cut it with `best_sentence`, which skips the
+    parts that are degenerate themselves), `about_the_document` (it speaks of the document, not of the world, or
+    copies the prompt's machinery: "is_final: true", a delimiter's nonce). A `segment` is one unit however many
+    sentences it holds (a Self-RAG checkpoint's ends at its own [Retrieval] token). A short answer (fewer than
+    `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer, not
+    a restatement."""
     said = terms(sentence)
     restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
     answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
@@ -291,14 +321,16 @@ def degeneracy(
         before = terms(earlier)
         if said and before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
             return "repeats_draft"
-    parts = len(sentences(sentence))
+    parts = [sentence] if segment else sentences(sentence)
     copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
-    if parts >= 3 or (parts == 2 and copied):
+    if len(parts) >= 3 or (len(parts) == 2 and copied):
         return "several_sentences"
     if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
         return "about_the_document"
-    if parts == 2 and any(_ABOUT_DOCUMENT.match(part) for part in sentences(sentence)):
+    if len(parts) == 2 and _ABOUT_DOCUMENT.match(parts[1]):
         return "several_sentences"  # "Helmets are advised. The sentence is also about e-bikes.": cut to the first
+    if asks_amount(question) and not any(map(states_amount, [*draft, sentence])):
+        return "no_amount"  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
     return None
 
 

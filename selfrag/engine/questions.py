@@ -5,8 +5,6 @@
                     why, how, explain, "What is the refund policy?")
     options         the two names a choice question offers
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
-    asks_amount     the question asks how many or how much ("How many cargo bikes ...?", "How much is a day pass?")
-    states_amount   a sentence states an amount: a number, in digits or words, or none ("no", "free")
     follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
                     helmet required?"), which the search adds to its query
 
@@ -19,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ..conversation import TURN_START
+from ..conversation import questions_asked
 from .compare import PEOPLE
 from .evidence import asks_yes_no, terms
 
@@ -42,14 +40,6 @@ _VALUE = re.compile(
     r"(?!(?:purpose|reason|difference|meaning|role|significance|relationship|process|history|impact|effect|point"
     r"|idea|goal|benefit|advantage|importance)\b)(?:[\w'’-]+\s+){1,4}?(?:of|in|at|for|on|from|to|by)\s"
     rf"|\b{_AMOUNT}\b|\b(?:what|which)\s+\d|\bwhom\b",
-    re.I,
-)
-_ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)
-_AMOUNT_SAID = re.compile(
-    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-    r"|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
-    r"|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
-    r"|no|none|nothing|free|many|several|few|couple|all|every|each|most)\b",
     re.I,
 )
 _TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
@@ -75,19 +65,6 @@ def question_kind(question: str) -> str | None:
     if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
         return "factoid"
     return None
-
-
-def asks_amount(question: str) -> bool:
-    """The question asks for an amount ("How many ...?", "How much ...?", "How old ...?", "What percentage ...?"):
-    a sentence stating none does not answer it (`critic.tidy`). How long, far or often is not asked here: "overnight",
-    "next door" and "monthly" answer those with no number."""
-    return bool(_ASKS_AMOUNT.search(question))
-
-
-def states_amount(sentence: str) -> bool:
-    """The sentence states an amount, however vaguely: digits, a number word ("six", "a dozen", "twice", "half"),
-    or none at all ("no", "none", "nothing", "free"), or a vague one ("many", "several", "few")."""
-    return bool(_AMOUNT_SAID.search(sentence))
 
 
 def options(question: str) -> tuple[str, str] | None:
@@ -126,7 +103,6 @@ _GOES_ON = re.compile(r"^\W*(?:and|but|so|also|then|what about|how about|what if
 _POINTS_BACK = re.compile(r"\b(?:it|its|one|ones|they|them|their|that|this|those|these|he|him|his|she|her)\b", re.I)
 _PHRASE = re.compile(r"^\W*(?:for|in|on|at|with|without|during|after|before|from|by|since|until)\b", re.I)
 FOLLOW_UP_TERMS = 3  # a question pointing back that names more content words than this stands on its own
-_ANSWER_START = "\nAssistant: "
 
 
 def follows_on(question: str, history: str) -> str:
@@ -135,20 +111,13 @@ def follows_on(question: str, history: str) -> str:
     pronoun and names at most `FOLLOW_UP_TERMS` content words, or opens with a preposition and names one. A
     follow-up of a follow-up goes back to the question they both go on from ("Is a helmet required?", "Where can I
     borrow one?", "For how long?")."""
-    asked = [_asked(turn) for turn in history.split(f"\n{TURN_START}")[1:]] if history else []
-    if history.startswith(TURN_START):
-        asked.insert(0, _asked(history[len(TURN_START) :]))
+    asked = questions_asked(history)
     earlier: list[str] = []
     current = question
     while asked and _goes_on(current):
         current = asked.pop()
         earlier.insert(0, current)
     return " ".join(earlier)
-
-
-def _asked(turn: str) -> str:
-    """The question of one turn: its text up to the assistant's answer."""
-    return " ".join(turn.split(_ANSWER_START, 1)[0].split())
 
 
 def _goes_on(question: str) -> bool:

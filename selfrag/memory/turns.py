@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..conversation import MAX_HISTORY_CHARS, TURN_START
+from ..conversation import MAX_HISTORY_CHARS, turn_text
 
 TOPIC_SIMILARITY = 0.2
 DUPLICATE_QUESTION = 0.8
@@ -176,7 +176,7 @@ def noted(memory: Memory, recalled: Sequence[MemoryTurn]) -> Memory:
 
 
 def _block(turn: MemoryTurn) -> str:
-    return f"{TURN_START}{turn.question}\nAssistant: {turn.answer}"
+    return turn_text(turn.question, turn.answer)
 
 
 def _rendered_size(turn: MemoryTurn) -> int:

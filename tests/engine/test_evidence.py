@@ -144,6 +144,22 @@ def test_two_sentences_one_about_the_text_are_cut_to_the_other():
     assert evidence.best_sentence(Q, sentence) == "Spielberg directed it in 1975."
 
 
+CARGO_Q = "How many cargo bikes does the co-op have?"
+
+
+def test_a_sentence_stating_no_amount_does_not_answer_how_many_and_a_cut_keeps_the_one_that_does():
+    assert evidence.degeneracy(CARGO_Q, "The co-op insures its riders.", []) == "no_amount"
+    assert evidence.degeneracy(CARGO_Q, "They are kept at the Depot.", ["The co-op has 6 cargo bikes."]) is None
+    several = "The co-op's cargo bikes are insured. It has 6 cargo bikes with a front box. They are kept at the Depot."
+    assert evidence.degeneracy(CARGO_Q, several, []) == "several_sentences"
+    assert evidence.best_sentence(CARGO_Q, several) == "It has 6 cargo bikes with a front box."
+    # a Self-RAG checkpoint's segment is one unit, however many sentences: judged whole
+    assert evidence.degeneracy(CARGO_Q, several, [], segment=True) is None
+    assert evidence.degeneracy(CARGO_Q, "The co-op insures riders. Bikes are kept at the Depot.", [], segment=True) == (
+        "no_amount"
+    )
+
+
 def test_sixteen_hex_digits_the_chunk_holds_are_the_documents_not_a_nonce():
     chunk = "The fix landed in commit 109783c817deb906 on 3 May."
     assert evidence.degeneracy("Which commit fixed it?", "Commit 109783c817deb906 fixed it.", [], chunk) is None

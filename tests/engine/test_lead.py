@@ -8,8 +8,9 @@ from helpers import DIRECTORS, fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
+from selfrag.engine.evidence import asks_amount, states_amount
 from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text
-from selfrag.engine.questions import asks_amount, options, pair, question_kind, states_amount
+from selfrag.engine.questions import options, pair, question_kind
 from selfrag.schema import Beam, Critique, Segment
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
