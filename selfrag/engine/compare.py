@@ -15,8 +15,14 @@ dates, "Are A and B both film directors?" by whether each one's own sentences sa
                   compared; "both": the words asked of both found for both; "one": found for one and for the
                   other not at all); None when they cannot (a negation, a comparison, "the same family", a name
                   with no sentence of its own, a people or a date missing, the words found in part)
-    read_from     which texts a decision about two names read: where each name opens a sentence, else where it is
-                  named (what `decide` and `decide_yes_no` look at first), to cite them
+    read_from     which texts a decision about two names read: where each name opens a sentence, else where a
+                  sentence names it before its verb, else where it is named (what `decide` and `decide_yes_no`
+                  look at first), to cite them
+
+An option's own sentences are the first it opens ("Pablo Trapero (born 1971) is ..."), else the first naming it
+before its verb, as a stage name is ("James Dixon Swan (born 1956), better known as Jimmy Barnes, is ..."): on
+HaluEval's 1,310 training yes/no and choice questions, read from their gold knowledge, the second kind decided 30
+more, 29 of them right.
 
 A small model answers these questions by a coin flip between the two names even when both documents state the
 dates; comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no
@@ -57,10 +63,12 @@ _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(?:what|which) (?:year|date|decade|century)\b|\bwhen\b|\bhow (?:old|long)\b", re.I)
 _GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 September 188926 May 1976"
 _UNGLUED = re.compile(r"(?<=[a-z0-9)\"”])\.(?=[A-Z][a-z])")  # "... record producer.Anette Olsson (born ..."
+_VERB = re.compile(r"\b(?:is|was|are|were)\b")  # a sentence's verb: what comes before it is its subject
 _RANGE = re.compile(r"\s*(?:[-–—]|to)?\s*")
 _WORDS = re.compile(r"\w+")
 _ARTICLES = ("the", "a", "an")
 OPENING = 4  # words at a sentence's start within which a named option is the sentence's subject
+OPENS, SUBJECT = 2, 1  # how plainly a sentence is about an option (`_about`): it opens with it, it names it first
 FOLLOWING = 1  # sentences after the option's own that may still hold its date ("... The magazine was started in 1989.")
 OWN_SENTENCES = 3  # an option's own sentences: the first it opens and the next ones of its text, up to the other's
 TRAIT_MARGIN = 2  # a trait decides when its words are found for one option only, or this many more of them
@@ -172,13 +180,13 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
 
 def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:
     """The texts a decision about the two names read, in order: for each name the first text where it opens a
-    sentence (its own sentences, its date), else the first that names it."""
+    sentence, else names it before a sentence's verb (its own sentences, its date: `_about`), else names it."""
     split = _split(texts)
     found = []
     for name in names:
-        opening = (n for n, parts in enumerate(split) if any(_opens(name, sentence) for sentence in parts))
+        about = [max((_about(name, sentence) for sentence in parts), default=0) for parts in split]
         named = (n for n, parts in enumerate(split) if any(_phrase(name) in _phrase(part) for part in parts))
-        at = next(opening, None)
+        at = next((n for plainly in (OPENS, SUBJECT) for n, level in enumerate(about) if level == plainly), None)
         at = next(named, None) if at is None else at
         if at is not None and at not in found:
             found.append(at)
@@ -235,16 +243,18 @@ def _by_trait(trait: frozenset[str], offered: tuple[str, str], split: Sequence[S
 
 
 def _own_sentences(option: str, other: str, split: Sequence[Sequence[str]]) -> list[str] | None:
-    """The first sentence the option opens and the next of its text, up to one that names the other option."""
-    for parts in split:
-        for n, sentence in enumerate(parts):
-            if _opens(option, sentence):
-                own = [sentence]
-                for part in parts[n + 1 : n + OWN_SENTENCES]:
-                    if _phrase(other) in _phrase(part) or _opens(other, part):
-                        break
-                    own.append(part)
-                return own
+    """The first sentence about the option (`_about`: one it opens, else one naming it before its verb) and the
+    next of its text, up to one that names the other option."""
+    for plainly in (OPENS, SUBJECT):
+        for parts in split:
+            for n, sentence in enumerate(parts):
+                if _about(option, sentence) == plainly:
+                    own = [sentence]
+                    for part in parts[n + 1 : n + OWN_SENTENCES]:
+                        if _phrase(other) in _phrase(part) or _opens(other, part):
+                            break
+                        own.append(part)
+                    return own
     return None
 
 
@@ -271,12 +281,12 @@ def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: boo
     theirs = terms(other) - terms(option)
     if not terms(option):
         return None
-    for opening in (True, False):
+    for plainly in (OPENS, SUBJECT, 0):
         for parts in split:
             for n, sentence in enumerate(parts):
-                if _opens(option, sentence) != opening or not (opening or _phrase(option) in _phrase(sentence)):
+                if _about(option, sentence) != plainly or not (plainly or _phrase(option) in _phrase(sentence)):
                     continue
-                start = 0 if opening else _mention_end(option, sentence)
+                start = 0 if plainly else _mention_end(option, sentence)  # "(born 1950), known as X" holds X's
                 for k, part in enumerate(parts[n : n + 1 + FOLLOWING]):
                     if k and theirs and theirs <= terms(part):
                         break
@@ -287,6 +297,16 @@ def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: boo
 
 
 _NO_END: Date = (0, 0, 0)  # a date with no range after it, asked for a death
+
+
+def _about(option: str, sentence: str) -> int:
+    """How plainly the sentence is about the option: `OPENS` when it opens with it (`_opens`), `SUBJECT` when it
+    names it before its verb ("Jeffrey Ross Hyman (May 19, 1951 - April 15, 2001), known professionally as Joey
+    Ramone, was ..."; "As of 2012, Thums Up is the leader ..."), 0 otherwise."""
+    if _opens(option, sentence):
+        return OPENS
+    verb = _VERB.search(sentence)
+    return SUBJECT if verb is not None and _phrase(option) in _phrase(sentence[: verb.start()]) else 0
 
 
 def _opens(option: str, sentence: str) -> bool:

@@ -207,3 +207,30 @@ def test_a_decision_cites_the_texts_each_name_opens_before_one_that_only_names_i
     assert read_from(("Pylon", "Rivermaya"), texts) == (2, 3)
     assert read_from(("Pylon", "Oasis"), texts) == (2,)  # no text names Oasis
     assert read_from(("Pylon", "Rivermaya"), texts[:2]) == (0,)  # named only: the text that names them
+
+
+# -- a name written only as what someone is known as -------------------------------------------------------------
+
+ALIASED = [
+    "Robert Fleischman (born March 11, 1953) is an American musician and songwriter. James Dixon Swan (born 28 "
+    "April 1956), better known as Jimmy Barnes, is an Australian rock singer.",
+]
+
+
+def test_a_name_given_before_the_sentences_verb_makes_the_sentence_its_own():
+    question = "Do Robert Fleischman and Jimmy Barnes have the same nationality?"
+    assert decide_yes_no(question, ("Robert Fleischman", "Jimmy Barnes"), ALIASED) == Decision("No", "same")
+    assert date_after("Jimmy Barnes", ALIASED) == (1956, 4, 28)  # the date before the name is his
+    assert decide("Who was born first, Robert Fleischman or Jimmy Barnes?", ("Robert Fleischman", "Jimmy Barnes"),
+                  ALIASED) == Decision("Robert Fleischman", "dates")  # fmt: skip
+
+
+def test_a_name_after_the_verb_or_opening_a_later_sentence_is_read_as_before():
+    texts = ["The 1990 tour was led by Jimmy Barnes.", "Cold Chisel is an Australian band formed in 1973."]
+    assert decide_yes_no("Are Jimmy Barnes and Cold Chisel both bands?", ("Jimmy Barnes", "Cold Chisel"), texts) is None
+    texts = [
+        "The third studio album by Madonna was released in 1990.",  # names her before its verb, of the album
+        "Madonna (born August 16, 1958) is an American singer.",  # opens with her: read first
+    ]
+    assert date_after("Madonna", texts) == (1958, 8, 16)
+    assert read_from(("Madonna", "Cher"), texts) == (1,)
