@@ -124,6 +124,9 @@ ABSTAIN_ANSWER = "The documents do not say."
 # question about two names, their peoples or years compared, the words asked found for both, or for one only
 LeadSource = Literal["model", "dates", "traits", "same", "both", "one"]
 DECIDED: tuple[str, ...] = get_args(LeadSource)[1:]  # the documents decided it, no call (engine.compare)
+# what the confidence counts an answer as whose short answer is "The documents don't settle it." (engine.lead):
+# it answers nothing, so it is right only where its sentences happen to be
+UNSETTLED_KINDS = {"yes_no": "yes_no_unsettled", "choice": "choice_unsettled"}
 
 
 class Abstention(_Out):

@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..engine.questions import question_kind
 from ..errors import InputError
 from ..schema import Chunk
 from .shortform import CLOSED, pose
@@ -104,6 +105,18 @@ class Dataset:
         random.Random(seed).shuffle(order)
         chosen = sorted(order[:limit])
         return replace(self, examples=tuple(self.examples[i] for i in chosen))
+
+    def of_kind(self, kind: str | None) -> Dataset:
+        """Only the questions of one kind (`engine.questions.question_kind`: yes_no, choice, factoid), before
+        sampling: what one kind of answer needs can be fitted on enough of them. QA datasets only."""
+        if kind is None:
+            return self
+        if self.task != "qa":
+            raise InputError(f"--kind needs a QA dataset (questions), not {self.name}")
+        examples = tuple(example for example in self.examples if question_kind(example.question) == kind)
+        if not examples:
+            raise InputError(f"{self.name} has no {kind} question in this split")
+        return replace(self, examples=examples, total=len(examples))
 
     def with_corpus_size(self, size: int, seed: int) -> Dataset:
         """The corpus cut to `size` chunks: every gold chunk of the examples, then seeded random distractors."""

@@ -21,8 +21,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.lead import counted_kind, documents_decide
+from ..engine.lead import UNSETTLED, counted_kind, documents_decide, lead_text
 from ..engine.questions import question_kind
+from ..result import UNSETTLED_KINDS
 from .metrics import answer_in
 
 
@@ -42,18 +43,40 @@ def lead_of(record: Mapping[str, Any]) -> str:
 
 
 def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
-    """kind -> (short answers right, short answers stated) over answered records whose sentences were wrong."""
+    """kind -> (right, counted) over answered records: a stated short answer where the sentences were wrong; an
+    answer opening "The documents don't settle it." whole (`UNSETTLED_KINDS`), and the model's own yes or no
+    behind it where the sentences were wrong (`held_back`), so the rate that decides whether it is trusted can
+    still be counted once it is not printed."""
     right: Counter[str] = Counter()
     stated: Counter[str] = Counter()
-    for record in records:
-        lead, gold, sentences = lead_of(record), record.get("answers") or [], _sentences(record)
-        source = record.get("lead_from") or "model"
-        kind = counted_kind(question_kind(str(record.get("question", ""))), lead, [sentences], source)
-        if record.get("status") != "ok" or kind is None or not gold or answer_in(sentences, gold):
-            continue
+
+    def count(kind: str, said: str) -> None:
         stated[kind] += 1
-        right[kind] += bool(answer_in(lead, gold))
+        right[kind] += bool(answer_in(said, gold))
+
+    for record in records:
+        gold, sentences = record.get("answers") or [], _sentences(record)
+        if record.get("status") != "ok" or not gold:
+            continue
+        asked = question_kind(str(record.get("question", "")))
+        kind = counted_kind(asked, lead_of(record), [sentences], record.get("lead_from") or "model")
+        held = held_back(record) if asked == "yes_no" else None
+        if kind in UNSETTLED_KINDS.values():
+            count(kind, str(record.get("prediction") or ""))
+        elif kind is not None and not answer_in(sentences, gold):
+            count(kind, lead_of(record))
+        if held is not None and not answer_in(sentences, gold):
+            count("yes_no", held)
     return {kind: (right[kind], stated[kind]) for kind in sorted(stated)}
+
+
+def held_back(record: Mapping[str, Any]) -> str | None:
+    """The model's own "Yes." or "No." to a yes/no question where the answer printed "The documents don't settle
+    it." instead (an untrusted or contradicted reply, `engine.lead`); None where it printed its reply or had none."""
+    if lead_of(record) != UNSETTLED or record.get("lead_from") != "model":
+        return None
+    said = lead_text("yes_no", str(record.get("lead_reply") or ""), ())
+    return said if said != UNSETTLED else None
 
 
 def decided_counts(questions: Iterable[tuple[str, Sequence[str], Sequence[str]]]) -> dict[str, tuple[int, int]]:

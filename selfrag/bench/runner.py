@@ -70,6 +70,7 @@ class RunOptions:
     limit: int | None = None
     seed: int = 0
     split: str = "all"  # "train": only examples that never appear in a reported sample (datasets.load)
+    kind: str | None = None  # only questions of this kind (`Dataset.of_kind`), sampled among themselves
     out: Path = Path("benchmarks/runs")
     run_dir: Path | None = None  # explicit folder instead of <out>/<dataset>/<label>/<hash>
     resume: bool = False
@@ -133,7 +134,8 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     for flag, path in (("--out", options.out), ("--run-dir", options.run_dir)):
         if path is not None and "\x00" in str(path):
             raise InputError(f"{flag} {str(path)!r} holds a NUL byte; pass a real folder name")
-    dataset = ds.load(options.dataset, options.data_path, options.split).sample(options.limit, options.seed)
+    dataset = ds.load(options.dataset, options.data_path, options.split).of_kind(options.kind)
+    dataset = dataset.sample(options.limit, options.seed)
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)
     if options.stale_copies:
@@ -218,6 +220,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             if options.limit and options.limit < dataset.total
             else "all examples",
             **({"split": options.split} if options.split != "all" else {}),
+            **({"kind": options.kind} if options.kind else {}),
         },
         "seed": options.seed,
         "corpus": {

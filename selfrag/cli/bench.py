@@ -112,6 +112,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         default="all",
         help="all (default; reported samples) or train: examples that never appear in a reported sample, for fitting",
     )
+    data.add_argument(
+        "--kind", choices=("yes_no", "choice", "factoid"),
+        help="QA only: sample among the questions of this kind (what the short answer reads them as)",
+    )  # fmt: skip
     data.add_argument("--out", default="benchmarks/runs", help="runs go to OUT/<dataset>/<system>/<hash>")
     data.add_argument("--run-dir", help="use exactly this run folder")
     data.add_argument("--resume", action="store_true", help="continue a run: skip finished ids")
@@ -147,6 +151,7 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
         limit=args.limit,
         seed=args.seed,
         split=args.split,
+        kind=getattr(args, "kind", None),
         out=Path(args.out),
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         resume=args.resume,
@@ -292,7 +297,7 @@ def fit_lead_command(args: argparse.Namespace) -> int:
 
     if not args.runs and not args.decided_on:
         raise UsageError("give training run folders, --decided-on DATASET, or both")
-    records: list[dict[str, Any]] = []
+    records: dict[tuple[str, str], dict[str, Any]] = {}  # a question answered in two runs counts once (the first)
     for folder in map(Path, args.runs):
         config = _run_config(folder)
         if config["sample"].get("split") != "train" or config["dataset"].get("task") != "qa":
@@ -300,11 +305,12 @@ def fit_lead_command(args: argparse.Namespace) -> int:
         if not (config["system"].get("config") or {}).get("lead"):
             raise UsageError(f"{folder} was run without --lead: its answers hold no short answer")
         found, _ = read_samples(folder / "samples.jsonl", repair=False)
-        records += found.values()
+        for key, record in found.items():
+            records.setdefault((str(config["dataset"].get("name")), key), record)
     model = load_critic_model(args.weights)
     counts, source = dict(model.lead), dict(model.fitted_on)
     if args.runs:
-        counts = lead_counts(records)
+        counts = lead_counts(records.values())
         if not counts:
             raise InputError(
                 "no training answer in these runs stated a short answer over wrong sentences; nothing to fit"

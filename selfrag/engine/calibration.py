@@ -5,7 +5,9 @@
     confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
                    with a short answer (`engine.lead`) stated first: c + (1 - c) · q_kind, q_kind = (right + 1) /
                    (of + 2) from training answers whose sentences were wrong (`lead`: how often the short answer
-                   of that kind was right there; `selfrag bench fit-lead`), once `of` reaches MIN_LEAD_ANSWERS
+                   of that kind was right there; `selfrag bench fit-lead`), once `of` reaches MIN_LEAD_ANSWERS;
+                   with "The documents don't settle it." first, q_unsettled alone: how often such training answers
+                   were right
     answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
                    candidate under the abstention cut on it is declined (a sentence copied well from a chunk
                    about something else is supported, not an answer)
@@ -32,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from ..result import DECIDED
+from ..result import DECIDED, UNSETTLED_KINDS
 from .evidence import FEATURES, POLARITY, features, polarity, vector
 
 FORMAT = "selfrag-critic"
@@ -40,6 +42,7 @@ VERSION = 1
 SHIPPED = "critic-v1.json"
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
+COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the model's yes or no beats a coin
 MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 KEEP, KEEP_CONFIDENCE = 0.9, 0.8  # the abstention cut keeps 90 % of right answers, promised at 80 % confidence
@@ -170,9 +173,10 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
 
 
-# the kinds of engine.questions.question_kind that get a short answer, and what decided a choice the documents decided
-# (result.DECIDED: the options' dates, or a trait said of one option only; engine.compare)
-LEAD_KINDS = ("yes_no", "choice", "factoid", *DECIDED)
+# the kinds of engine.questions.question_kind that get a short answer, what decided a choice the documents decided
+# (result.DECIDED: the options' dates, or a trait said of one option only; engine.compare), and the answers whose
+# short answer says the documents don't settle it (result.UNSETTLED_KINDS)
+LEAD_KINDS = ("yes_no", "choice", "factoid", *DECIDED, *UNSETTLED_KINDS.values())
 
 
 def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:
@@ -618,11 +622,10 @@ class EvidenceRater:
 
     @property
     def trusts_yes_no(self) -> bool:
-        """Only where the training counts show the model's yes or no beating a coin (`lead_rate` over 0.5): the
-        135M model's was right on 22 of 45 HaluEval training questions the documents did not decide, and the
-        shipped counts hold too few yes/no answers to rate (2 right of 8)."""
-        rate = self.model.lead_rate("yes_no")
-        return rate is not None and rate > 0.5
+        """Only where the training counts show the model's yes or no beating a coin (`beats_a_coin`): the 135M
+        model's was right on 22 of 45 HaluEval training questions the documents did not decide."""
+        right, of = self.model.lead.get("yes_no", (0, 0))
+        return of >= MIN_LEAD_ANSWERS and beats_a_coin(right, of)
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
         out = []
@@ -636,13 +639,29 @@ class EvidenceRater:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
 
     def with_lead(self, confidence: float, kind: str | None) -> float:
-        """The answer is right if its sentences are or, where they are not, its short answer is."""
+        """The answer is right if its sentences are or, where they are not, its short answer is. A short answer
+        saying the documents don't settle the question (`UNSETTLED_KINDS`) answers nothing: the confidence is how
+        often such training answers were right, whatever their sentences' support (a sentence that backs one
+        name of a yes/no question does not say yes or no)."""
         rate = self.model.lead_rate(kind)
-        return confidence if rate is None else confidence + (1 - confidence) * rate
+        if rate is None:
+            return confidence
+        return rate if kind in UNSETTLED_KINDS.values() else confidence + (1 - confidence) * rate
 
     def refutes(self, claim: str, text: str) -> float | None:
         head = self.model.refutes
         return None if head is None else head.probability(polarity(claim, text))
+
+
+def beats_a_coin(right: int, of: int) -> bool:
+    """`right` of `of` is more than a coin's half beyond chance: the lower end of the rate's one-sided 95 % Wilson
+    interval is over 0.5 (13 of 20 is not; 14 of 20 is)."""
+    if of <= 0:
+        return False
+    rate, z2 = right / of, COIN_Z * COIN_Z
+    centre = rate + z2 / (2 * of)
+    spread = COIN_Z * math.sqrt(rate * (1 - rate) / of + z2 / (4 * of * of))
+    return (centre - spread) / (1 + z2 / of) > 0.5
 
 
 def rater_for(scorer: str, weights: str | None, shipped: str = SHIPPED) -> Rater:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
-from ..result import DECIDED, LeadSource
+from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from .compare import Decision, decide, decide_yes_no, read_from
 from .context import Run
@@ -130,12 +130,14 @@ def echoes(lead: str, sentences: Sequence[str]) -> bool:
 def counted_kind(
     kind: str | None, lead: str | None, sentences: Sequence[str], source: str | None = "model"
 ) -> str | None:
-    """The kind whose training rate the confidence adds for this short answer, or None: only a stated answer
-    ("The documents don't settle it." states none) that says more than the sentences after it. A yes/no always
-    does; a name or number whose words all occur in the sentences restates their answer, right or wrong with them.
-    A choice the documents decided counts as what decided it (`DECIDED`): how often that is right is not the
-    model's rate."""
-    if kind is None or not lead or lead == UNSETTLED:
+    """The kind whose training rate the confidence takes for this short answer, or None: a stated answer that
+    says more than the sentences after it, or "The documents don't settle it." (`UNSETTLED_KINDS`: it states no
+    answer, and the confidence is how often such answers were right). A yes/no always says more; a name or
+    number whose words all occur in the sentences restates their answer, right or wrong with them. A choice the
+    documents decided counts as what decided it (`DECIDED`): how often that is right is not the model's rate."""
+    if lead == UNSETTLED:
+        return UNSETTLED_KINDS.get(kind or "")
+    if kind is None or not lead:
         return None
     if kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences)):
         return source if source in DECIDED else kind

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -156,3 +157,16 @@ def test_corpus_cut_keeps_every_gold_chunk(tmp_path):
     assert len(cut.corpus) == 4 and gold <= {c.key for c in cut.corpus}
     with pytest.raises(InputError, match="below"):
         data.with_corpus_size(1, seed=0)
+
+
+def test_a_sample_of_one_kind_draws_among_those_questions_only(tmp_path):
+    data = ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "h"))
+    yes_no = replace(data.examples[0], id="yn", question="Are Paris and Rome both capitals?")
+    asked = replace(data, examples=(*data.examples, yes_no))
+    only = asked.of_kind("yes_no")
+    assert [e.id for e in only.examples] == ["yn"] and only.total == 1 and only.corpus == asked.corpus
+    assert asked.of_kind(None) is asked
+    with pytest.raises(InputError, match="no choice question"):
+        data.of_kind("choice")
+    with pytest.raises(InputError, match="needs a QA dataset"):
+        ds.load("scifact", write_scifact(tmp_path / "s")).of_kind("yes_no")

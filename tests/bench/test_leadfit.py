@@ -32,14 +32,27 @@ def test_only_short_answers_over_wrong_sentences_are_counted():
     records = [
         record(YES_NO, ["yes"], "Yes.", "Medici is a board game."),  # counted, right
         record(YES_NO, ["no"], "Yes.", "Senet is a board game."),  # counted, wrong
-        record(YES_NO, ["no"], UNSETTLED, "Senet is old."),  # no short answer stated
+        record(YES_NO, ["no"], UNSETTLED, "Senet is old."),  # no short answer stated: counted whole, apart
         record(FACTOID, ["Walt Disney Pictures"], "Walt Disney Pictures.", "Walt Disney Pictures released it."),
         record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn."),  # counted, wrong
         record(FACTOID, ["Walt Disney Pictures"], "Carbyn.", "The film is by Carbyn."),  # restates the sentences
         record(YES_NO, ["yes"], "Yes.", "x", status="failed"),
         record("Why is the sky blue?", ["scattering"], "Scattering.", "It is blue."),  # no kind
     ]
-    assert lead_counts(records) == {"factoid": (0, 1), "yes_no": (1, 2)}
+    assert lead_counts(records) == {"factoid": (0, 1), "yes_no": (1, 2), "yes_no_unsettled": (0, 1)}
+
+
+def test_the_models_yes_or_no_held_back_is_still_counted_and_the_unsettled_answer_whole():
+    def held(answers, reply, sentence="Senet is old."):
+        return {**record(YES_NO, answers, UNSETTLED, sentence), "lead_from": "model", "lead_reply": reply}
+
+    records = [
+        held(["no"], "No, they are not."),  # the model was right, though its reply was not printed
+        held(["no"], "Yes"),  # wrong
+        held(["yes"], "Maybe"),  # no yes or no to count
+        held(["no"], "Yes", "No, Senet is not a board game."),  # the sentence says it: the answer is right whole
+    ]
+    assert lead_counts(records) == {"yes_no": (1, 2), "yes_no_unsettled": (1, 4)}
 
 
 def test_a_choice_decided_by_the_documents_dates_is_counted_apart_from_the_models_choices():
@@ -71,6 +84,11 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
     pooled = {kind: shipped.lead[kind] for kind in DECIDED if kind in shipped.lead}  # over a pool: a run keeps them
     assert pooled and fitted.lead == {"yes_no": (1, 2), **pooled} and fitted.supported == shipped.supported
     assert "yes_no 1 of 2" in capsys.readouterr().err
+    again = _run(tmp_path / "again", records=rows)  # the same questions answered in a second run count once
+    assert main(["bench", "fit-lead", str(tmp_path / "train"), str(again), "--out", str(out)]) == 0
+    fitted = load_critic_model(out)
+    assert fitted.lead["yes_no"] == (1, 2) and fitted.fitted_on["lead"].startswith("2 training answers of 2 run")
+    capsys.readouterr()
     assert main(["bench", "fit-lead", "--out", str(out)]) == 2 and "--decided-on" in capsys.readouterr().err
 
     refused = tmp_path / "refused.json"

@@ -69,6 +69,17 @@ def test_a_complete_run_writes_its_folder_and_score_recomputes_the_same_metrics(
     assert "| no-retrieval | 6 | 0 |" in report.table
 
 
+def test_a_run_of_one_kind_of_question_says_so_and_gets_its_own_folder(tmp_path):
+    chat = ScriptedChatModel({"answer_direct": direct_answer})
+    whole = run_benchmark(options(tmp_path), chat=chat)
+    factoids = run_benchmark(options(tmp_path, kind="factoid"), chat=chat)
+    results = json.loads((factoids.run_dir / "results.json").read_text())
+    assert factoids.run_dir != whole.run_dir and results["sample"]["kind"] == "factoid"
+    assert results["summary"]["n"] == 6  # every fixture question asks for a fact
+    with pytest.raises(InputError, match="no yes_no question"):
+        run_benchmark(options(tmp_path, kind="yes_no"), chat=chat)
+
+
 def test_failed_questions_are_recorded_counted_and_exit_3(tmp_path):
     def flaky(request):
         if country(request) in ("France", "Spain"):

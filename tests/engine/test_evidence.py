@@ -21,6 +21,7 @@ from selfrag.engine.calibration import (
     Rated,
     abstain_cut,
     balanced_threshold,
+    beats_a_coin,
     fit_abstain_cut,
     fit_critic,
     fit_logistic,
@@ -395,6 +396,14 @@ def test_a_short_answer_adds_its_training_rate_where_the_sentences_are_wrong():
     assert rater.with_lead(0.1, None) == 0.1
 
 
+def test_an_answer_that_says_the_documents_dont_settle_it_is_as_sure_as_such_answers_were_right():
+    body = _body() | {"lead": {"yes_no_unsettled": {"right": 2, "of": 30}, "choice_unsettled": {"right": 1, "of": 5}}}
+    rater = EvidenceRater(parse_critic_model(json.dumps(body), "critic weights lead.json"))
+    # its sentences' support says nothing of a yes or no it does not state: the training rate stands alone
+    assert rater.with_lead(0.9, "yes_no_unsettled") == rater.with_lead(0.1, "yes_no_unsettled") == pytest.approx(3 / 32)
+    assert rater.with_lead(0.9, "choice_unsettled") == 0.9  # five training answers are too few: the sentences' stands
+
+
 def test_a_polarity_head_round_trips_and_rates_a_claim_against_a_text():
     model = parse_critic_model(json.dumps(_body() | {"refutes": _polar(weights=[3.0, 0.0, 0.0, 0.0], bias=-1.5)}), "w")
     assert parse_critic_model(model.to_json(), "again") == model
@@ -487,3 +496,9 @@ def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does
 )
 def test_a_yes_no_question_opens_with_a_verb_and_asks_for_no_value_or_choice(question, yes_no):
     assert evidence.asks_yes_no(question) is yes_no
+
+
+def test_a_rate_beats_a_coin_only_beyond_what_chance_gives_that_many_answers():
+    assert not beats_a_coin(13, 20) and beats_a_coin(14, 20)  # a coin throws 13 heads of 20 or more one time in 8
+    assert not beats_a_coin(58, 100) and beats_a_coin(59, 100)  # more answers, a narrower margin
+    assert not beats_a_coin(0, 0) and beats_a_coin(20, 20)

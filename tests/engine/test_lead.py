@@ -150,7 +150,10 @@ def test_only_a_short_answer_that_says_more_than_the_sentences_adds_to_the_confi
     assert counted_kind("yes_no", "Yes.", SENTENCES) == "yes_no"
     assert counted_kind("factoid", "30 days.", SENTENCES) is None  # the sentences' own answer, right or wrong with them
     assert counted_kind("factoid", "Two years.", SENTENCES) == "factoid"
-    assert counted_kind("yes_no", UNSETTLED, SENTENCES) is None and counted_kind("yes_no", None, SENTENCES) is None
+    assert counted_kind("yes_no", None, SENTENCES) is None
+    # "The documents don't settle it." states no answer: counted apart, by the kind of question it leaves open
+    assert counted_kind("yes_no", UNSETTLED, SENTENCES) == "yes_no_unsettled"
+    assert counted_kind("choice", UNSETTLED, SENTENCES) == "choice_unsettled"
     assert counted_kind(None, "Two years.", SENTENCES) is None
 
 
