@@ -92,6 +92,11 @@ def register(commands: Any) -> None:
     lead.add_argument("--data", help="the dataset folder for --decided-on (default: ../shared/datasets/<name>)")
     lead.add_argument("--ndocs", type=int, default=5, help="chunks read per question for --decided-on (default 5)")
     lead.add_argument("--weights", help="critic weights to add the counts to (default: the shipped ones)")
+    lead.add_argument(
+        "--only", metavar="KINDS",
+        help="refit only these kinds from the runs (comma-separated, e.g. yes_no,yes_no_unsettled); the other "
+        "kinds keep the counts of --weights",
+    )  # fmt: skip
     lead.add_argument("--out", required=True, help="weights file to write")
     lead.set_defaults(run=fit_lead_command)
 
@@ -291,12 +296,16 @@ def fit_lead_command(args: argparse.Namespace) -> int:
 
     from ..bench.leadfit import lead_counts
     from ..bench.samples import read_samples
-    from ..engine.calibration import LEAD_POOL, LEAD_RUNS, load_critic_model
+    from ..engine.calibration import LEAD_KINDS, LEAD_POOL, LEAD_RUNS, load_critic_model
     from ..files import write_atomic
     from ..result import DECIDED
 
     if not args.runs and not args.decided_on:
         raise UsageError("give training run folders, --decided-on DATASET, or both")
+    only = [kind.strip() for kind in (args.only or "").split(",") if kind.strip()]
+    counted = [kind for kind in LEAD_KINDS if kind not in DECIDED]
+    if args.only is not None and (not only or not set(only) <= set(counted) or not args.runs):
+        raise UsageError(f"--only needs training runs and kinds among {', '.join(counted)}")
     records: dict[tuple[str, str], dict[str, Any]] = {}  # a question answered in two runs counts once (the first)
     for folder in map(Path, args.runs):
         config = _run_config(folder)
@@ -311,11 +320,16 @@ def fit_lead_command(args: argparse.Namespace) -> int:
     counts, source = dict(model.lead), dict(model.fitted_on)
     if args.runs:
         counts = lead_counts(records.values())
+        if only:  # the other kinds keep what they were counted on
+            counts = {kind: n for kind, n in model.lead.items() if kind not in only} | {
+                kind: n for kind, n in counts.items() if kind in only
+            }
         if not counts:
             raise InputError(
                 "no training answer in these runs stated a short answer over wrong sentences; nothing to fit"
             )
-        source[LEAD_RUNS] = f"{len(records)} training answers of {len(args.runs)} run(s)"
+        runs = f"{len(records)} training answers of {len(args.runs)} run(s)"
+        source[LEAD_RUNS] = f"{source.get(LEAD_RUNS)}; {', '.join(only)}: {runs}" if only else runs
         if LEAD_POOL in source:  # the documents' decisions were counted over a whole pool: runs do not replace them
             pooled = {kind: n for kind, n in model.lead.items() if kind in DECIDED}
             counts = {kind: n for kind, n in counts.items() if kind not in pooled} | pooled

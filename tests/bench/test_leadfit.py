@@ -91,6 +91,15 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
     capsys.readouterr()
     assert main(["bench", "fit-lead", "--out", str(out)]) == 2 and "--decided-on" in capsys.readouterr().err
 
+    guessed = [rows[1], record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn.")]
+    only = [str(_run(tmp_path / "only", records=guessed)), "--only", "factoid", "--weights", str(out)]
+    assert main(["bench", "fit-lead", *only, "--out", str(out)]) == 0
+    kept = load_critic_model(out).lead  # the run's yes/no would count 0 of 1: not refitted
+    assert kept["factoid"] == (0, 1) and kept["yes_no"] == (1, 2)
+    for bad in ("factoidz", "dates", ""):  # an unknown kind, one the documents decide, none
+        assert main(["bench", "fit-lead", *only[:2], bad, "--out", str(tmp_path / "bad.json")]) == 2
+        assert "--only needs" in capsys.readouterr().err and not (tmp_path / "bad.json").exists()
+
     refused = tmp_path / "refused.json"
     for folder, code, message in (
         (_run(tmp_path / "test", split="all", records=rows), 2, "fit only on training ids"),
