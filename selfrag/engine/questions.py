@@ -48,7 +48,19 @@ _EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.
 _CHOICE = re.compile(
     r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I
 )
-_NAMES = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|la|von|van|du|del|da)\s+)*[A-Z0-9][\w'’.&-]*)*")
+_SMALL = r"of|the|and|de|la|le|von|van|den|der|du|del|da|di|dos|das|v\.|vs\.|for|to"  # inside names
+
+
+def _names(small: str) -> re.Pattern[str]:
+    """Capitalised words (or numbers), and the small words inside a name: "Sharon den Adel", "Marsh v. Chambers",
+    "System of a Down"."""
+    return re.compile(rf"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:{small})\s+(?:an?\s+)?)*[A-Z0-9][\w'’.&-]*)*")
+
+
+_NAMES = _names(_SMALL)
+# an option of a choice may hold a place's small words too ("Babes in Toyland", "Home on the Range"): it ends at
+# its "or" or the question's end; in a yes/no question "... Airport in California?" asks where, names nothing
+_TITLES = _names(_SMALL + "|in|on|at")
 _OPENER = re.compile(
     r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I
 )
@@ -74,8 +86,8 @@ def options(question: str) -> tuple[str, str] | None:
     offers no names and is not a choice here."""
     for match in _CHOICE.finditer(question.strip()):
         left, right = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
-        before = _OPENER.sub("", next((m.group(0) for m in _NAMES.finditer(left) if m.end() == len(left)), ""))
-        after = _NAMES.search(right)
+        before = _OPENER.sub("", next((m.group(0) for m in _TITLES.finditer(left) if m.end() == len(left)), ""))
+        after = _TITLES.search(right)
         if before and after and len(right[: after.start()].split()) <= 3:  # "the Cotula", "the birth of Robert Young"
             return before, after.group(0)
     return None

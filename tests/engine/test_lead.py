@@ -108,6 +108,14 @@ def test_sentences_stating_an_amount_are_recognised(sentence, states):
          ("The Dandy Warhols", "Robert Young")),
         ("Between Iain Banks and Irwin Shaw, which writer had a more diverse career?", ("Iain Banks", "Irwin Shaw")),
         ("Should I pick red or blue wine?", None),
+        # the small words inside a name are the name's
+        ("Who was born first, Sharon den Adel or Ezra Koenig?", ("Sharon den Adel", "Ezra Koenig")),
+        ("Which court case came first, United States v. Jones or Marsh v. Chambers?",
+         ("United States v. Jones", "Marsh v. Chambers")),
+        ("Which film was produced first, Babes in Toyland or America's Heart and Soul?",
+         ("Babes in Toyland", "America's Heart and Soul")),
+        ("Which is a heavy metal band, Gary Braver or System of a Down?", ("Gary Braver", "System of a Down")),
+        ("Was Melissa Bank or Kingsley Amis an American author?", ("Melissa Bank", "Kingsley Amis")),  # no "an" alone
     ],
 )  # fmt: skip
 def test_a_choice_question_offers_the_names_next_to_its_or(question, offered):
@@ -330,6 +338,8 @@ def test_a_yes_no_question_the_documents_cannot_decide_asks_the_model(engine):
          ("The New Pornographers", "Kings of Leon")),  # "American" is asked, not a name's
         ("Did the movies The Castaway Cowboy and The Straight Story come out in the same year?",
          ("The Castaway Cowboy", "The Straight Story")),
+        ("Are both Chico Municipal Airport and William R. Fairchild International Airport in California?",
+         ("Chico Municipal Airport", "William R. Fairchild International Airport")),  # asks where: no name's
         ("Is a receipt required for a refund?", None),
         ("Are refunds and exchanges free?", None),  # common words, no names
     ],
