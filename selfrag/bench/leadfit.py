@@ -7,7 +7,11 @@ documents don't settle it") saying more than their sentences (`engine.lead.count
 hold is right or wrong with them; a short answer the documents decided counts apart, by what decided it) and whose
 sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
-short answer as the start of `prediction`, before the sentences' text.
+short answer as the start of `prediction`, before the sentences' text. An answer opening "The documents don't
+settle it." states no answer: such answers are counted whole (`UNSETTLED_KINDS`: how often the answer was right),
+and that rate is its confidence. Behind a yes/no one the record keeps the model's own reply (`lead_reply`): its yes
+or no is counted under `yes_no` as if stated (`held_back`), so whether the model beats a coin can still be fitted
+once its reply is no longer printed (`EvidenceRater.trusts_yes_no`).
 
 A choice or a yes/no question the documents decide (`engine.compare`) needs no model, so its rate is counted over
 a dataset's whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice or

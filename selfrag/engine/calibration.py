@@ -83,9 +83,10 @@ class CriticModel:
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
 
     def lead_rate(self, kind: str | None) -> float | None:
-        """How often a short answer of this kind was right where the sentences after it were not (Laplace's
-        rule on the training counts); None for a kind with fewer than `MIN_LEAD_ANSWERS` training answers: a
-        rate from a handful of answers is noise, and the sentences' confidence stands."""
+        """How often a short answer of this kind was right where the sentences after it were not (for the
+        `UNSETTLED_KINDS`, how often such an answer was right at all), by Laplace's rule on the training counts;
+        None for a kind with fewer than `MIN_LEAD_ANSWERS` training answers: a rate from a handful of answers is
+        noise, and the sentences' confidence stands."""
         right, of = self.lead.get(kind or "", (0, 0))
         return (right + 1) / (of + 2) if of >= MIN_LEAD_ANSWERS else None
 

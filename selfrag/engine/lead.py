@@ -11,7 +11,8 @@ the names it weighs) is read in `engine.questions`.
                     one of the two options, as the question writes it, for a choice; for a factoid, only words
                     the documents read or the answer's sentences contain (it can add no fact of its own), and
                     some word the question lacks
-    counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences
+    counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
+                    or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
     write_lead      the lead of a question of a kind: a choice or a yes/no question about two names the
                     documents decide (`engine.compare`, no call: "Who was born first, A or B?" by their dates,
