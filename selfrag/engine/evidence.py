@@ -118,14 +118,16 @@ _NONCE = re.compile(r"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")  # the shape of a 
 # a report's frame, whose report is the sentence's content: "The document states that ...", "According to the text,
 # ...", "The answer is: ..."; and a topic's ("The document is about ...": the small model names the topic so, and
 # the topic is often the answer)
-_TEXT = r"(?:[Tt]he|[Tt]his)\s+(?:document|text|passage|article|paragraph|source|context)"
+_TEXTS = "document|text|passage|article|paragraph|source|context"
+_TEXT = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS})"
 _TOPIC = re.compile(rf"^\W*{_TEXT}\s+(?:is|was)\s+(?:mainly\s+|mostly\s+)?about\s+")
-_REPORT = re.compile(
-    rf"^\W*(?:{_TEXT}\s+"
+_TELLER = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS}|sentence|excerpt|snippet|chunk)"  # a text's other names report too
+_REPORT = re.compile(  # "The sentence says that ..." reports too ("The sentence is about ..." is declined, no topic)
+    rf"^\W*(?:{_TELLER}\s+"
     r"(?:states|says|shows|mentions|notes|explains|reports|indicates|confirms)"
     r"(?:\s+that)?"
     r"|[Tt]he\s+answer\s+is(?:\s+that)?"
-    r"|[Aa]ccording\s+to\s+(?:the|this)\s+(?:document|text|passage|article|paragraph|source|context))\s*[:,]?\s*"
+    rf"|[Aa]ccording\s+to\s+(?:the|this)\s+(?:{_TEXTS}))\s*[:,]?\s*"
 )
 # a question asking an amount, and a sentence stating one (`asks_amount`, `states_amount`)
 _ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)

@@ -178,6 +178,7 @@ def test_sixteen_hex_digits_the_chunk_holds_are_the_documents_not_a_nonce():
         ("The answer is yes, Spielberg directed it.", "Yes, Spielberg directed it."),
         ("The answer is that Spielberg directed it.", "Spielberg directed it."),
         ("The document is about Steven Spielberg, who directed it.", "Steven Spielberg, who directed it."),
+        ("The sentence says that Sunny Day Real Estate was an emo band.", "Sunny Day Real Estate was an emo band."),
         ("The answer is.", "The answer is."),  # nothing reported: left as written
         ("Steven Spielberg directed Jaws.", "Steven Spielberg directed Jaws."),
     ],
