@@ -63,6 +63,8 @@ _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(?:what|which) (?:year|date|decade|century)\b|\bwhen\b|\bhow (?:old|long)\b", re.I)
 _GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 September 188926 May 1976"
 _UNGLUED = re.compile(r"(?<=[a-z0-9)\"”])\.(?=[A-Z][a-z])")  # "... record producer.Anette Olsson (born ..."
+# "singer-songwriter", "writer/director": each word is said ("English-language novelists" names no people)
+_COMPOUND = re.compile(r"(?<=\w)[-/](?!(?:language|speaking)\b)(?=\w)")
 _VERB = re.compile(r"\b(?:is|was|are|were)\b")  # a sentence's verb: what comes before it is its subject
 _RANGE = re.compile(r"\s*(?:[-–—]|to)?\s*")
 _WORDS = re.compile(r"\w+")
@@ -225,7 +227,7 @@ def asked_trait(question: str, offered: tuple[str, str]) -> frozenset[str] | Non
 
 def _traits(text: str) -> frozenset[str]:
     """A text's content words, a country named as its people's adjective ("Germany" -> "german")."""
-    return terms(_COUNTRY.sub(lambda m: PEOPLE[int(str(m.lastgroup)[1:])], text))
+    return terms(_COUNTRY.sub(lambda m: PEOPLE[int(str(m.lastgroup)[1:])], _COMPOUND.sub(" ", text)))
 
 
 def _by_trait(trait: frozenset[str], offered: tuple[str, str], split: Sequence[Sequence[str]]) -> str | None:

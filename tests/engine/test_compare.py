@@ -234,3 +234,16 @@ def test_a_name_after_the_verb_or_opening_a_later_sentence_is_read_as_before():
     ]
     assert date_after("Madonna", texts) == (1958, 8, 16)
     assert read_from(("Madonna", "Cher"), texts) == (1,)
+
+
+def test_each_word_of_a_compound_is_said_but_a_language_is_no_people():
+    texts = [
+        "Naser Mestarihi is a Jordanian singer-songwriter based in Doha. Justin Geever, known professionally as "
+        "Justin Sane, is the lead guitarist and singer/songwriter of Anti-Flag.",
+        "Elizabeth Jane Howard was an English novelist. Patrick White was an Australian writer, one of the most "
+        "important English-language novelists of the 20th century.",
+    ]
+    named = ("Naser Mestarihi", "Justin Sane")
+    assert decide_yes_no("Are Naser Mestarihi and Justin Sane both singers?", named, texts) == Decision("Yes", "both")
+    question = "Are both Elizabeth Jane Howard and Patrick White from the same country?"
+    assert decide_yes_no(question, ("Elizabeth Jane Howard", "Patrick White"), texts) == Decision("No", "same")
