@@ -329,7 +329,9 @@ def fit_lead_command(args: argparse.Namespace) -> int:
                 "no training answer in these runs stated a short answer over wrong sentences; nothing to fit"
             )
         runs = f"{len(records)} training answers of {len(args.runs)} run(s)"
-        source[LEAD_RUNS] = f"{source.get(LEAD_RUNS)}; {', '.join(only)}: {runs}" if only else runs
+        if only:
+            runs = "; ".join(filter(None, [source.get(LEAD_RUNS), f"{', '.join(only)}: {runs}"]))
+        source[LEAD_RUNS] = runs
         if LEAD_POOL in source:  # the documents' decisions were counted over a whole pool: runs do not replace them
             pooled = {kind: n for kind, n in model.lead.items() if kind in DECIDED}
             counts = {kind: n for kind, n in counts.items() if kind not in pooled} | pooled
