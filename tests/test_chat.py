@@ -71,6 +71,18 @@ def test_a_conversation_with_follow_ups_commands_and_exit(index_dir, tmp_path):
     assert "How many days for refunds?" in history  # persistent history
 
 
+def test_the_chat_shows_the_scorer_it_rates_with_and_keeps_it(index_dir, tmp_path):
+    with FakeOpenAIServer() as server:
+        child = spawn(index_dir, server, tmp_path)
+        exchange(child, "/show", "scorer = paper")  # "auto" as the engine resolved it for a model at --base-url
+        # the rater and the endpoints were built when the chat started
+        exchange(child, "/set scorer evidence", "scorer is chosen when the chat starts (selfrag chat --scorer ...)")
+        exchange(child, "/set endpoint x", "(selfrag chat --base-url ...)")
+        exchange(child, "/show", "scorer = paper")
+        child.sendcontrol("d")
+        left(child)
+
+
 def test_a_greeting_is_answered_without_a_search_and_left_out_of_the_memory(index_dir, tmp_path):
     with FakeOpenAIServer() as server:
         child = spawn(index_dir, server, tmp_path, "--no-history")

@@ -39,6 +39,13 @@ HELP = """commands:
 Ctrl-C cancels the answer being written."""
 
 
+# knobs /set cannot change: the engine's endpoints and rater are built once, when the chat starts; their flags
+FIXED_KNOBS = {
+    "endpoint": "--base-url", "critic_endpoint": "--critic-base-url", "scorer": "--scorer",
+    "scorer_weights": "--scorer-weights",
+}  # fmt: skip
+
+
 def register(commands: Any) -> None:
     chat = commands.add_parser("chat", help="talk with your documents", description="Interactive Self-RAG chat.")
     chat.add_argument("--index", "-i", required=True, help="index folder (made by `selfrag index`)")
@@ -103,7 +110,10 @@ class Session:
 
         knob, _, value = text.partition(" ")
         knob = knob.replace("-", "_")
-        if knob in ("endpoint", "critic_endpoint") or not value.strip():
+        if knob in FIXED_KNOBS:
+            print(f"{knob} is chosen when the chat starts (selfrag chat {FIXED_KNOBS[knob]} ...)", file=sys.stderr)
+            return
+        if not value.strip():
             print("usage: /set KNOB VALUE (see /show for the knobs)", file=sys.stderr)
             return
         try:
@@ -219,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
     rag = SelfRAG.from_index(args.index, config)
-    session = Session(rag, config, rag.session(args.session) if args.session is not None else None)
+    # the engine's config: `scorer` "auto" made concrete, as its rater was built (what /show and the footer say)
+    session = Session(rag, rag.config, rag.session(args.session) if args.session is not None else None)
 
     async def main() -> None:
         try:
