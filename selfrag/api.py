@@ -98,7 +98,7 @@ class SelfRAG:
         """
         question = check_question(question)
         history = clip_history(check_conversation(conversation))
-        run = Run(self.deps, config or self.config, question, history, Meter(), self._secret)
+        run = Run(self.deps, self._per_call(config), question, history, Meter(), self._secret)
         deadline = asyncio.get_running_loop().time() + run.config.deadline  # the probe counts against it too
         run.meter.deadline, run.meter.max_calls = deadline, run.config.max_llm_calls  # rate-limit waits stop here
         try:
@@ -113,6 +113,20 @@ class SelfRAG:
         )
         async for event in search(run, info, deadline):
             yield event
+
+    def _per_call(self, config: Config | None) -> Config:
+        """One answer's config: the engine's, or the one given, whose scorer is the engine's. The rater is built
+        with the engine, so a call's "auto" (the default) is the engine's scorer, and another scorer or weights
+        file is refused: a new SelfRAG rates with it."""
+        if config is None:
+            return self.config
+        mine = (self.config.scorer, self.config.scorer_weights)
+        if config.scorer not in ("auto", mine[0]) or config.scorer_weights not in (None, mine[1]):
+            raise ConfigError(
+                f"this engine rates with scorer {mine[0]!r} (weights {mine[1] or 'shipped'}); "
+                "a call cannot change it: make a SelfRAG with that config"
+            )
+        return config.with_values(scorer=mine[0], scorer_weights=mine[1])
 
     async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:
         """The answer's Result; `conversation` as in `astream` (its most recent 4,000 characters are used)."""

@@ -8,7 +8,8 @@ import pytest
 from helpers import by_document, distinct, document_of, fused, plain
 
 from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
-from selfrag.errors import ContextLengthError, CritiqueError, InputError, RefusalError
+from selfrag.config import Config
+from selfrag.errors import ConfigError, ContextLengthError, CritiqueError, InputError, RefusalError
 from selfrag.testing import Scripted, ScriptedChatModel
 
 Q = "How long are refunds accepted?"
@@ -499,3 +500,13 @@ def _by_step(calls):
     """The generate calls split at the first one whose draft is not empty (the second step's)."""
     at = next(i for i, c in enumerate(calls) if "(nothing yet)" not in c.messages[1].content)
     return calls[:at], calls[at:]
+
+
+def test_a_calls_config_takes_the_engines_scorer_and_may_not_change_it(engine):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Refunds are accepted within 30 days.")}
+    rag = engine(script, ndocs=1, scorer="paper")
+    call = Config(nonce_seed="test", lead=False, ndocs=1, beam_width=2)  # scorer "auto", the default
+    result = rag.answer(Q, config=call)
+    assert result.config["scorer"] == "paper" and result.config["beam_width"] == 2  # the call's knobs, the rater's
+    with pytest.raises(ConfigError, match="scorer 'paper'"):
+        rag.answer(Q, config=call.with_values(scorer="evidence"))  # its rater was built with the engine
