@@ -144,6 +144,7 @@ def _estimators(result: Result) -> str:
 DECIDED_BY = {  # a short answer the documents decided, with no model call (engine.compare)
     "dates": ": the two options' dates in the documents",
     "traits": ": what the question asks for, found in one option's own sentences only",
+    "counts": ": how many of what the question counts each option's own sentences state, compared",
     "same": ": the peoples or years the two names' own sentences give, compared",
     "both": ": what the question asks of both, found in each one's own sentences",
     "one": ": what the question asks of both, found in one's own sentences and not the other's",

@@ -1,16 +1,19 @@
 """⑥ A choice question decided by the documents, with no model call: by the two options' dates for a choice
 about time ("Who was born first, A or B?", "Which film was released earlier, A or B?", "Who is younger, A or
-B?"), by what each option's own sentences say for a choice about a trait ("Which composer was Hungarian, A or
-B?", "Who was also an airline pilot, A or B?"). A yes/no question about two names likewise: "Are A and B from
-the same country?" by the peoples each one's own sentences name, "... released in the same year?" by their
-dates, "Are A and B both film directors?" by whether each one's own sentences say so.
+B?"), by the counts each option's own sentences state for a choice about how many ("Which genus has more
+species, A or B?"), by what each option's own sentences say for a choice about a trait ("Which composer was
+Hungarian, A or B?", "Who was also an airline pilot, A or B?"). A yes/no question about two names likewise:
+"Are A and B from the same country?" by the peoples each one's own sentences name, "... released in the same
+year?" by their dates, "Are A and B both film directors?" by whether each one's own sentences say so.
 
     asked_order   "earlier" or "later": which end of time the question asks for, or None (no time word, or both)
+    asked_count   "more" or "fewer", and the thing counted, for a choice about how many ("more species"), or None
     asked_trait   the words a choice about a trait asks for, or None (a comparison such as "more species", a
                   choice about time, or nothing left once the options and the question's own words are out)
     date_after    the first date the documents give after naming an option, within its sentence and the next
-    decide        the option the documents pick, as the question writes it, and by what ("dates" or "traits");
-                  None when they cannot: a date missing or tied, a trait found as often for both options
+    decide        the option the documents pick, as the question writes it, and by what ("dates", "counts" or
+                  "traits"); None when they cannot: a date or a count missing or tied, a trait found as often for
+                  both options
     decide_yes_no "Yes" or "No" for a yes/no question about two names, and by what ("same": a people or a year
                   compared; "both": the words asked of both found for both; "one": found for one and for the
                   other not at all); None when they cannot (a negation, a comparison, "the same family", a name
@@ -65,6 +68,15 @@ _GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 
 _UNGLUED = re.compile(r"(?<=[a-z0-9)\"”])\.(?=[A-Z][a-z])")  # "... record producer.Anette Olsson (born ..."
 # "singer-songwriter", "writer/director": each word is said ("English-language novelists" names no people)
 _COMPOUND = re.compile(r"(?<=\w)[-/](?!(?:language|speaking)\b)(?=\w)")
+# a choice about how many: "more species", "fewer Grand Slam titles" (the options taken out of the question first)
+_ASKS_COUNT = re.compile(r"\b(more|fewer)\s+([A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*)*?)\s*(?:[,?;:]|$)", re.I)
+COUNTED_WORDS = 3  # "Grand Slam titles": a longer phrase after "more" asks something else
+_NUMBER_WORDS = tuple(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()
+)
+# a count, and a range's end left out: "about 100", "48–56", "two" (`_count_of` adds the thing counted)
+_COUNT = rf"\b(\d[\d,]*|{'|'.join(_NUMBER_WORDS)})(?:\s*(?:[-–]|to)\s*\d[\d,]*)?"
 _VERB = re.compile(r"\b(?:is|was|are|were)\b")  # a sentence's verb: what comes before it is its subject
 _RANGE = re.compile(r"\s*(?:[-–—]|to)?\s*")
 _WORDS = re.compile(r"\w+")
@@ -144,6 +156,10 @@ def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Dec
     if order is not None:
         picked = _by_dates(question, offered, _split(texts), order)
         return Decision(picked, "dates") if picked else None
+    counted = asked_count(question, offered)
+    if counted is not None:
+        picked = _by_counts(counted, offered, _split(texts))
+        return Decision(picked, "counts") if picked else None
     trait = asked_trait(question, offered)
     picked = _by_trait(trait, offered, _split(texts)) if trait else None
     return Decision(picked, "traits") if picked else None
@@ -223,6 +239,48 @@ def asked_trait(question: str, offered: tuple[str, str]) -> frozenset[str] | Non
     if timely or _COMPARISON.search(rest):
         return None
     return _traits(rest) - _ASKING - _traits(" ".join(offered)) or None
+
+
+def asked_count(question: str, offered: tuple[str, str]) -> tuple[str, str] | None:
+    """("more" or "fewer", the thing counted) for a choice about how many: "Which genus has more species, A or
+    B?" -> ("more", "species"), "Who won more Grand Slam titles, A or B?" -> ("more", "titles"); None for any
+    other question, or a longer phrase ("more number of students in a year")."""
+    rest = question
+    for option in offered:
+        rest = rest.replace(option, ",")
+    asked = _ASKS_COUNT.search(rest)
+    if asked is None or not 1 <= len(asked.group(2).split()) <= COUNTED_WORDS:
+        return None
+    return ("more" if asked.group(1).lower() == "more" else "fewer"), asked.group(2).split()[-1]
+
+
+def _by_counts(counted: tuple[str, str], offered: tuple[str, str], split: Sequence[Sequence[str]]) -> str | None:
+    """The option whose own sentences state more (or fewer) of the thing counted; None when one states no count
+    or both the same."""
+    found = []
+    for option, other in (offered, offered[::-1]):
+        own = _own_sentences(option, other, split)
+        found.append(_count_of(counted[1], " ".join(own)) if own else None)
+    if found[0] is None or found[1] is None or found[0] == found[1]:
+        return None
+    larger = found[0] > found[1]
+    return offered[0] if larger == (counted[0] == "more") else offered[1]
+
+
+def _count_of(noun: str, text: str) -> int | None:
+    """The first count the text states of the noun: "about 100 accepted species", "48-56 species" (the first
+    number), "two child seats"; a year-like number counts only right before the noun ("the 1985 Space Shuttle
+    mission" counts no missions)."""
+    stem = min(terms(noun), key=len, default="")
+    if not stem:
+        return None
+    counted = re.compile(_COUNT + rf"((?:\s+[a-z][\w-]*){{0,2}}?)\s+{re.escape(stem)}\w*\b", re.I)
+    for match in counted.finditer(text):
+        raw = match.group(1).lower().replace(",", "")
+        value = int(raw) if raw.isdigit() else _NUMBER_WORDS.index(raw)
+        if not (match.group(2).strip() and raw.isdigit() and 1000 <= value <= 2099 and "," not in match.group(1)):
+            return value
+    return None
 
 
 def _traits(text: str) -> frozenset[str]:

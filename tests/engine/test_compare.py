@@ -247,3 +247,31 @@ def test_each_word_of_a_compound_is_said_but_a_language_is_no_people():
     assert decide_yes_no("Are Naser Mestarihi and Justin Sane both singers?", named, texts) == Decision("Yes", "both")
     question = "Are both Elizabeth Jane Howard and Patrick White from the same country?"
     assert decide_yes_no(question, ("Elizabeth Jane Howard", "Patrick White"), texts) == Decision("No", "same")
+
+
+# -- a choice about how many ------------------------------------------------------------------------------------
+
+GENERA = [
+    "Fir (Abies) is a genus of 48–56 species of evergreen coniferous trees in the family Pinaceae.",
+    "Chelone is a genus of four species of herbaceous perennials native to North America.",
+    "Piers Sellers was a meteorologist. He flew on three Space Shuttle missions.",
+    "Lodewijk van den Berg is a chemical engineer who flew on a 1985 Space Shuttle mission.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "offered", "decision"),
+    [
+        ("Which genus has more species, Fir or Chelone?", ("Fir", "Chelone"), Decision("Fir", "counts")),  # 48 > 4
+        ("Which genus has fewer species, Fir or Chelone?", ("Fir", "Chelone"), Decision("Chelone", "counts")),
+        ("Does Chelone or Fir have more species?", ("Chelone", "Fir"), Decision("Fir", "counts")),
+        # a year is no count of missions: Lodewijk van den Berg's sentences state none
+        ("Who flew on more Space Shuttle missions, Piers Sellers or Lodewijk van den Berg?",
+         ("Piers Sellers", "Lodewijk van den Berg"), None),
+        ("Which genus has more members, Fir or Chelone?", ("Fir", "Chelone"), None),  # no count of members stated
+        ("Which university graduates more number of students in a year, Fir or Chelone?", ("Fir", "Chelone"),
+         None),  # a longer phrase after "more" asks something else
+    ],
+)  # fmt: skip
+def test_a_choice_about_how_many_compares_the_counts_each_options_own_sentences_state(question, offered, decision):
+    assert decide(question, offered, GENERA) == decision
