@@ -274,8 +274,8 @@ def _count_of(noun: str, text: str) -> int | None:
     stem = min(terms(noun), key=len, default="")
     if not stem:
         return None
-    counted = re.compile(_COUNT + rf"((?:\s+[a-z][\w-]*){{0,2}}?)\s+{re.escape(stem)}\w*\b", re.I)
-    for match in counted.finditer(text):
+    stated = re.compile(_COUNT + rf"((?:\s+[a-z][\w-]*){{0,2}}?)\s+{re.escape(stem)}\w*\b", re.I)
+    for match in stated.finditer(text):
         raw = match.group(1).lower().replace(",", "")
         value = int(raw) if raw.isdigit() else _NUMBER_WORDS.index(raw)
         if not (match.group(2).strip() and raw.isdigit() and 1000 <= value <= 2099 and "," not in match.group(1)):
