@@ -51,33 +51,34 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
     answer opening "The documents don't settle it." whole (`UNSETTLED_KINDS`), and the model's own yes or no
     behind it where the sentences were wrong (`held_back`), so the rate that decides whether it is trusted can
     still be counted once it is not printed."""
+    counted: Counter[str] = Counter()
     right: Counter[str] = Counter()
-    stated: Counter[str] = Counter()
-
-    def count(kind: str, said: str) -> None:
-        stated[kind] += 1
-        right[kind] += bool(answer_in(said, gold))
-
     for record in records:
         gold, sentences = record.get("answers") or [], _sentences(record)
         if record.get("status") != "ok" or not gold:
             continue
-        asked = question_kind(str(record.get("question", "")))
-        kind = counted_kind(asked, lead_of(record), [sentences], record.get("lead_from") or "model")
-        held = held_back(record) if asked == "yes_no" else None
+        asked, lead = question_kind(str(record.get("question", ""))), lead_of(record)
+        wrong = not answer_in(sentences, gold)
+        kind = counted_kind(asked, lead, [sentences], record.get("lead_from") or "model")
+        said: list[tuple[str, str]] = []
         if kind in UNSETTLED_KINDS.values():
-            count(kind, str(record.get("prediction") or ""))
-        elif kind is not None and not answer_in(sentences, gold):
-            count(kind, lead_of(record))
-        if held is not None and not answer_in(sentences, gold):
-            count("yes_no", held)
-    return {kind: (right[kind], stated[kind]) for kind in sorted(stated)}
+            said.append((kind, str(record.get("prediction") or "")))
+        elif kind is not None and wrong:
+            said.append((kind, lead))
+        held = held_back(record, lead) if asked == "yes_no" and wrong else None
+        if held is not None:
+            said.append(("yes_no", held))
+        for kind, text in said:
+            counted[kind] += 1
+            right[kind] += bool(answer_in(text, gold))
+    return {kind: (right[kind], counted[kind]) for kind in sorted(counted)}
 
 
-def held_back(record: Mapping[str, Any]) -> str | None:
+def held_back(record: Mapping[str, Any], lead: str) -> str | None:
     """The model's own "Yes." or "No." to a yes/no question where the answer printed "The documents don't settle
-    it." instead (an untrusted or contradicted reply, `engine.lead`); None where it printed its reply or had none."""
-    if lead_of(record) != UNSETTLED or record.get("lead_from") != "model":
+    it." instead (`lead`, as `lead_of` reads it: an untrusted or contradicted reply, `engine.lead`); None where it
+    printed its reply or had none."""
+    if lead != UNSETTLED or record.get("lead_from") != "model":
         return None
     said = lead_text("yes_no", str(record.get("lead_reply") or ""), ())
     return said if said != UNSETTLED else None

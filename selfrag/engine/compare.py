@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..result import LeadSource
-from .evidence import sentences, terms
+from .evidence import NUMBER_WORDS, sentences, terms
 
 Order = Literal["earlier", "later"]
 Date = tuple[int, int, int]  # year, month (0: not given), day (0: not given)
@@ -71,12 +71,8 @@ _COMPOUND = re.compile(r"(?<=\w)[-/](?!(?:language|speaking)\b)(?=\w)")
 # a choice about how many: "more species", "fewer Grand Slam titles" (the options taken out of the question first)
 _ASKS_COUNT = re.compile(r"\b(more|fewer)\s+([A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*)*?)\s*(?:[,?;:]|$)", re.I)
 COUNTED_WORDS = 3  # "Grand Slam titles": a longer phrase after "more" asks something else
-_NUMBER_WORDS = tuple(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split()
-)
 # a count, and a range's end left out: "about 100", "48–56", "two" (`_count_of` adds the thing counted)
-_COUNT = rf"\b(\d[\d,]*|{'|'.join(_NUMBER_WORDS)})(?:\s*(?:[-–]|to)\s*\d[\d,]*)?"
+_COUNT = rf"\b(\d[\d,]*|{'|'.join(NUMBER_WORDS)})(?:\s*(?:[-–]|to)\s*\d[\d,]*)?"
 _VERB = re.compile(r"\b(?:is|was|are|were)\b")  # a sentence's verb: what comes before it is its subject
 _RANGE = re.compile(r"\s*(?:[-–—]|to)?\s*")
 _WORDS = re.compile(r"\w+")
@@ -124,9 +120,7 @@ def asked_order(question: str, offered: tuple[str, str]) -> Order | None:
     """The end of time a choice question asks for; the options' own words ("The Last Shadow Puppets", "First for
     Women") are not read as the question's. A question asking for a date or an age ("what year was the older one
     born?") wants no option and gets None."""
-    rest = question
-    for option in offered:
-        rest = rest.replace(option, " ")
+    rest = _without(question, offered)
     earlier, later = bool(_EARLIER.search(rest)), bool(_LATER.search(rest))
     if earlier == later or _ASKS_DATE.search(rest) or _DATE.search(rest):  # "... "Box" in 2011, ... earlier"
         return None
@@ -170,9 +164,7 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
     same or different people ("from the same country?") or year ("in the same year?") is compared between the
     two names' own sentences; otherwise the words the question asks of both ("both film directors?") decide:
     yes when each one's own sentences hold them all, no when one's hold them all and the other's none."""
-    rest = question
-    for name in named:
-        rest = rest.replace(name, " ")
+    rest = _without(question, named)
     if _NEGATED.search(rest) or _COMPARISON.search(rest):
         return None
     split = _split(texts)
@@ -245,10 +237,7 @@ def asked_count(question: str, offered: tuple[str, str]) -> tuple[str, str] | No
     """("more" or "fewer", the thing counted) for a choice about how many: "Which genus has more species, A or
     B?" -> ("more", "species"), "Who won more Grand Slam titles, A or B?" -> ("more", "titles"); None for any
     other question, or a longer phrase ("more number of students in a year")."""
-    rest = question
-    for option in offered:
-        rest = rest.replace(option, ",")
-    asked = _ASKS_COUNT.search(rest)
+    asked = _ASKS_COUNT.search(_without(question, offered, ","))  # the phrase after "more" ends at an option
     if asked is None or not 1 <= len(asked.group(2).split()) <= COUNTED_WORDS:
         return None
     return ("more" if asked.group(1).lower() == "more" else "fewer"), asked.group(2).split()[-1]
@@ -277,10 +266,18 @@ def _count_of(noun: str, text: str) -> int | None:
     stated = re.compile(_COUNT + rf"((?:\s+[a-z][\w-]*){{0,2}}?)\s+{re.escape(stem)}\w*\b", re.I)
     for match in stated.finditer(text):
         raw = match.group(1).lower().replace(",", "")
-        value = int(raw) if raw.isdigit() else _NUMBER_WORDS.index(raw)
+        value = int(raw) if raw.isdigit() else NUMBER_WORDS.index(raw)
         if not (match.group(2).strip() and raw.isdigit() and 1000 <= value <= 2099 and "," not in match.group(1)):
             return value
     return None
+
+
+def _without(question: str, names: tuple[str, str], filler: str = " ") -> str:
+    """The question with the two names it offers or joins taken out: their own words ("The Last Shadow Puppets",
+    "First for Women") are not the question's."""
+    for name in names:
+        question = question.replace(name, filler)
+    return question
 
 
 def _traits(text: str) -> frozenset[str]:

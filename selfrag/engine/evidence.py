@@ -97,6 +97,7 @@ _FALLS = re.compile(
 # a sentence about the document rather than the world: "The document is about ...", "This document contains
 # information ...", "The document's version attribute ..." (the prompts call every chunk a document; a name such as
 # "The Document Foundation" goes on with a capital, and "The document must be signed" says something of the world)
+_OTHER_NAMES = "sentence|passage|excerpt|snippet|paragraph|text|chunk"  # the prompts' other names for a text
 _ABOUT_DOCUMENT = re.compile(
     r"^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+documents?(?:['’]s?)?\s+(?:"
     r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?"
@@ -106,7 +107,7 @@ _ABOUT_DOCUMENT = re.compile(
     # the prompt's other names for a text, with only what is said of a text: "The sentence is also about ...", "The
     # passage is relevant ...", "The next sentence is not complete" ("The passage was a sea route" speaks of the world)
     r"|^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+(?:next\s+|previous\s+|last\s+|first\s+)?"
-    r"(?:sentence|passage|excerpt|snippet|paragraph|text|chunk)s?\s+(?:"
+    rf"(?:{_OTHER_NAMES})s?\s+(?:"
     r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?"
     r"(?:about|relevant|irrelevant|incomplete|complete|unclear|truncated)"
     r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|provides?|discuss(?:es)?|describes?|talks?|mentions?|refers?)\b"
@@ -121,7 +122,7 @@ _NONCE = re.compile(r"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")  # the shape of a 
 _TEXTS = "document|text|passage|article|paragraph|source|context"
 _TEXT = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS})"
 _TOPIC = re.compile(rf"^\W*{_TEXT}\s+(?:is|was)\s+(?:mainly\s+|mostly\s+)?about\s+")
-_TELLER = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS}|sentence|excerpt|snippet|chunk)"  # a text's other names report too
+_TELLER = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS}|{_OTHER_NAMES})"  # a text's other names report too
 _REPORT = re.compile(  # "The sentence says that ..." reports too ("The sentence is about ..." is declined, no topic)
     rf"^\W*(?:{_TELLER}\s+"
     r"(?:states|says|shows|mentions|notes|explains|reports|indicates|confirms)"
@@ -131,9 +132,12 @@ _REPORT = re.compile(  # "The sentence says that ..." reports too ("The sentence
 )
 # a question asking an amount, and a sentence stating one (`asks_amount`, `states_amount`)
 _ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)
+NUMBER_WORDS = tuple(  # a count written out, by its value ("four" is NUMBER_WORDS[4])
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()
+)
 _AMOUNT_SAID = re.compile(
-    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-    r"|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+    rf"\d|\b(?:{'|'.join(NUMBER_WORDS)}|thirty|forty|fifty|sixty|seventy|eighty|ninety"
     r"|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
     r"|no|none|nothing|free|many|several|few|couple|all|every|each|most)\b",
     re.I,
