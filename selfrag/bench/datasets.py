@@ -86,6 +86,10 @@ class Dataset:
     notes: tuple[str, ...] = ()
     total: int = 0  # examples before sampling
     presets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # question -> its own passages (shortform)
+    # the list seeded samples are drawn from, where it holds more than `examples`: a training split's questions
+    # that another dataset reports (`load`) keep their places in it, so no seeded sample changes, but are never
+    # returned; empty when it is `examples`
+    drawn_from: tuple[Example, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -99,12 +103,14 @@ class Dataset:
         then the first `limit`), so a run can be extended and its cached answers reused."""
         if limit is not None and limit < 1:
             raise InputError(f"--limit must be at least 1, got {limit}")
-        if limit is None or limit >= len(self.examples):
+        pool = self.drawn_from or self.examples
+        if limit is None or limit >= len(pool):
             return self
-        order = list(range(len(self.examples)))
+        order = list(range(len(pool)))
         random.Random(seed).shuffle(order)
-        chosen = sorted(order[:limit])
-        return replace(self, examples=tuple(self.examples[i] for i in chosen))
+        kept = {example.id for example in self.examples}
+        chosen = tuple(pool[i] for i in sorted(order[:limit]) if pool[i].id in kept)
+        return replace(self, examples=chosen, drawn_from=())
 
     def of_kind(self, kind: str | None) -> Dataset:
         """Only the questions of one kind (`engine.questions.question_kind`: yes_no, choice, factoid), before
@@ -116,7 +122,8 @@ class Dataset:
         examples = tuple(example for example in self.examples if question_kind(example.question) == kind)
         if not examples:
             raise InputError(f"{self.name} has no {kind} question in this split")
-        return replace(self, examples=examples, total=len(examples))
+        pool = tuple(example for example in self.drawn_from if question_kind(example.question) == kind)
+        return replace(self, examples=examples, total=len(examples), drawn_from=pool)
 
     def with_corpus_size(self, size: int, seed: int) -> Dataset:
         """The corpus cut to `size` chunks: every gold chunk of the examples, then seeded random distractors."""
@@ -193,7 +200,8 @@ def load(name: str, path: str | Path | None = None, split: str = "all") -> Datas
     `split` "all" is every labelled example (what reported samples are drawn from). "train" is for fitting and
     never overlaps a reported sample: SciFact's train claims; for HaluEval and CLIMATE-FEVER, which have no
     split of their own, every example outside the test pool (the first `TEST_POOL` of the seed-0 shuffle,
-    which holds every seed-0 sample of up to 500); the HotpotQA smoke set has no training examples."""
+    which holds every seed-0 sample of up to 500), less the questions another dataset reports (`REPORTED_BY`:
+    11 of HaluEval's are HotpotQA smoke questions); the HotpotQA smoke set has no training examples."""
     if name not in LOADERS:
         raise InputError(f"unknown dataset {name!r}; known: {', '.join(LOADERS)}")
     if split not in SPLITS:
@@ -210,9 +218,33 @@ def load(name: str, path: str | Path | None = None, split: str = "all") -> Datas
     dataset = LOADERS[name](folder)
     reserved = {example.id for example in dataset.sample(TEST_POOL, 0).examples}
     kept = tuple(example for example in dataset.examples if example.id not in reserved)
-    return replace(
-        dataset, examples=kept, total=len(kept), notes=(*dataset.notes, "split train: outside the test pool")
-    )
+    notes, asked = [*dataset.notes, "split train: outside the test pool"], set[str]()
+    for other in REPORTED_BY.get(name, ()):
+        theirs = _questions_of(other, folder.parent / FOLDERS[other])
+        if theirs is None:
+            notes.append(f"split train: no {other} beside {folder}, so its questions could not be withheld")
+        asked |= theirs or set()
+    usable = tuple(example for example in kept if _asked(example.question) not in asked)
+    if len(usable) == len(kept):
+        return replace(dataset, examples=kept, total=len(kept), notes=tuple(notes))
+    notes.append(f"split train: {len(kept) - len(usable)} question(s) another dataset reports withheld")
+    return replace(dataset, examples=usable, total=len(usable), notes=tuple(notes), drawn_from=kept)
+
+
+# a dataset's questions that another one reports are never fitted on: HaluEval's questions come from HotpotQA,
+# and 11 of them are questions of the HotpotQA smoke set
+REPORTED_BY = {"halueval": ("hotpotqa_smoke",)}
+
+
+def _asked(question: str) -> str:
+    return " ".join(question.lower().split())
+
+
+def _questions_of(name: str, folder: Path) -> set[str] | None:
+    """The questions of dataset `name` in `folder` as `_asked` writes them; None when the folder is missing."""
+    if not folder.is_dir():
+        return None
+    return {_asked(example.question) for example in LOADERS[name](folder).examples}
 
 
 # -- reading and checking ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from selfrag.config import Config
 from selfrag.errors import ConfigError, InputError
 from selfrag.testing import ScriptedChatModel
 
-from .fixtures import CAPITALS, write_climate, write_halueval, write_hotpot
+from .fixtures import CAPITALS, hotpot_questions, write_climate, write_halueval, write_hotpot, write_jsonl
 
 
 def _write(request):
@@ -72,6 +72,38 @@ def test_the_training_split_never_meets_a_reported_sample(tmp_path):
         ds.load("hotpotqa_smoke", write_hotpot(tmp_path / "hp"), split="train")
     with pytest.raises(InputError, match="unknown split"):
         ds.load("halueval", halu, split="dev")
+
+
+def test_training_never_holds_a_question_another_dataset_reports_and_its_samples_stay_put(tmp_path):
+    rows = [
+        {"knowledge": f"Town {n} has {n} bridges.", "question": f"How many bridges does Town {n} have?",
+         "right_answer": str(n), "hallucinated_answer": str(n + 1)}
+        for n in range(560)
+    ]  # fmt: skip
+    lone = tmp_path / "lone" / "halueval_qa"  # no HotpotQA beside it: nothing to withhold
+    lone.mkdir(parents=True)
+    write_jsonl(lone / "qa.jsonl", rows)
+    before = ds.load("halueval", lone, split="train")
+    assert len(before.examples) == 60 and "no hotpotqa_smoke beside" in before.notes[-1]
+    asked = [row["question"] for row in rows]
+    twins = [q for q in asked if q in {e.question for e in before.examples}][:7:3]  # three training questions
+    halu = tmp_path / "both" / "halueval_qa"
+    halu.mkdir(parents=True)
+    write_jsonl(halu / "qa.jsonl", rows)
+    hotpot = [
+        dict(q, question=twin.upper().replace(" ", "  "))  # written otherwise, asked the same
+        for q, twin in zip(hotpot_questions()[:3], twins, strict=True)
+    ]
+    write_hotpot(tmp_path / "both" / "hotpotqa_smoke", hotpot)
+    train = ds.load("halueval", halu, split="train")
+    assert len(train.examples) == 57 and not {e.question for e in train.examples} & set(twins)
+    assert "3 question(s) another dataset reports withheld" in train.notes[-1]
+    assert len(train.sample(None, 0).examples) == 57
+    for seed in range(4):  # the seeded samples are the ones drawn before, less the withheld questions
+        old = [e.question for e in before.sample(20, seed).examples]
+        assert [e.question for e in train.sample(20, seed).examples] == [q for q in old if q not in twins]
+    everything = ds.load("halueval", halu)
+    assert len(everything.examples) == 560  # a reported sample is drawn as before
 
 
 def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
