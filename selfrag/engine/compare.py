@@ -114,6 +114,14 @@ _SAME = re.compile(r"\b(same|different)\s+(?:(countr(?:y|ies)|nations?|nationali
 _ALIKE = re.compile(r"\b(?:same|different|similar|alike|common)\b", re.I)
 _NEGATED = re.compile(r"\b(?:not|never|neither|nor|either|only)\b|n't\b", re.I)
 _YES_NO_WORDS = terms("are were is was do does did have has had both and each")
+# a yes/no question about one thing (decide_stated)
+_CLAUSE_END = re.compile(
+    r"\s*(?:;|,?\s+\b(?:but|except|unless|whereas|while)\b|\n(?=\s*(?:[-*+•]\s|\d+[.)]\s|#|\n)))\s*", re.I
+)  # also a list item's or a paragraph's end: "- No riding on ..." is not the item before it
+_DENIAL = re.compile(r"not|never|no|cannot|\w+n't", re.I)
+_SPOKEN = re.compile(r"\w+(?:'\w+)?")  # words as said: "isn't" is one
+DENIAL_REACH = 3  # a denial this many words or fewer before an asked word denies it ("is not required")
+ASKED_WORDS = 2  # "Is it open?" asks too little for a sentence holding "open" to decide it
 
 
 def asked_order(question: str, offered: tuple[str, str]) -> Order | None:
@@ -137,10 +145,12 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The option the documents pick, as the question writes it, and what picked it."""
+    """The option the documents pick, as the question writes it, and what picked it; `read` the texts holding
+    the sentences that decided it, where the rule knows them (`decide_stated`; else `read_from` finds them)."""
 
     option: str
     by: LeadSource
+    read: tuple[int, ...] = ()
 
 
 def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Decision | None:
@@ -186,6 +196,36 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
     if held == [len(asked), len(asked)]:
         return Decision("Yes", "both")
     return Decision("No", "one") if held == [0, len(asked)] else None
+
+
+def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
+    """The documents' "Yes" or "No" to a yes/no question about one thing ("Is a helmet required?"): "No" when
+    every clause that holds all the words it asks denies one of them ("Wearing a helmet is not required by law
+    in Millbrook, but ..."), "Yes" when every such clause holds them undenied; None when none holds them all,
+    when clauses disagree, and for a question that itself denies, compares or asks for a date, or asks fewer
+    than `ASKED_WORDS` words. A clause ends at "but", "except", "unless", "whereas", "while", a semicolon or a
+    list item's end: "allowed on roads but banned from the trails" says nothing of e-bikes on the trails."""
+    if any(rule.search(question) for rule in (_NEGATED, _COMPARISON, _ALIKE, _ASKS_DATE)):
+        return None
+    asked = frozenset(word for word in _traits(question) - _ASKING - _YES_NO_WORDS if word.isalnum())  # not "i'm"
+    if len(asked) < ASKED_WORDS:
+        return None
+    said: dict[bool, set[int]] = {False: set(), True: set()}  # denied? -> texts holding such a clause
+    for n, parts in enumerate(_split(texts)):
+        for clause in (c for sentence in parts for c in _CLAUSE_END.split(sentence)):
+            if asked <= _traits(clause):
+                said[_denies(asked, clause)].add(n)
+    if bool(said[False]) == bool(said[True]):
+        return None
+    denied = bool(said[True])
+    return Decision("No" if denied else "Yes", "stated", tuple(sorted(said[denied])))
+
+
+def _denies(asked: frozenset[str], clause: str) -> bool:
+    """A denial ("not", "never", "no", "-n't") within `DENIAL_REACH` words before a word the question asks."""
+    words = _SPOKEN.findall(clause.replace("’", "'"))
+    hits = [at for at, word in enumerate(words) if terms(word) & asked]
+    return any(_DENIAL.fullmatch(before) for at in hits for before in words[max(at - DENIAL_REACH, 0) : at])
 
 
 def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:

@@ -80,8 +80,19 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
     r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
 )
-_YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must)\b", re.I)
+_AUXILIARY = r"(?:is|are|am|was|were|do|does|did|can|could|will|would|shall|should|has|have|had|may|might|must)\b"
+_YES_NO = re.compile(rf"^\s*{_AUXILIARY}", re.I)
 _ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question ends with "." or "!"
+# a condition or a setting before the question, then a comma or a dash, and the question asked of a person or a
+# thing ("If my account is suspended, can I still vote?", "On a Household plan, can each of us ...?", "I joined
+# last week - can I take an e-bike?"); not HaluEval's "Extras, is a British sitcom ... which ...?"
+_SETTING = re.compile(
+    r"^\s*(?:(?:if|when|whenever|while|once|on|in|at|as|for|since|after|before|with|without|during|unless)\b"
+    r"[^?]*?,|[^?]*?\s[-–—])\s+"
+    rf"(?={_AUXILIARY}\s+(?:i|we|you|he|she|it|they|there|my|our|your|his|her|their|the|a|an|this|that|each|any)\b)",
+    re.I,
+)
+_WH = re.compile(r"\b(?:which|what|who|whom|whose|how)\b|\b(?:when|where|why)\b(?=[^,]*$)", re.I)  # asks a value
 # words that ask for a value or a choice; not "who" or "which", which may open a relative clause ("Is the man who
 # directed Jaws American?" is a yes/no question)
 _OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)
@@ -292,9 +303,13 @@ def asks_yes_no(question: str) -> bool:
     """The question is answered yes or no ("Is ...?", "Does ...?", "Were both ...?"): it opens with an auxiliary
     verb and asks for no value and no choice ("Was Summit or Crosstrack ...?", "Will Penny was ... of what
     nationality?" and "Do You Believe?, released in which year, ...?" are not). A question after a statement
-    ("X has an OBE. Does Y also have one?") is read from its last sentence."""
+    ("X has an OBE. Does Y also have one?"), a condition or a setting ("If I report a fault, am I charged?", "On
+    a Household plan, can we ...?") is read from its last part."""
     asked = question if _YES_NO.match(question) else _ASKED.split(question.strip())[-1]
-    return bool(_YES_NO.match(asked)) and not _OPEN.search(asked)
+    if _YES_NO.match(asked):
+        return not _OPEN.search(asked)
+    setting = _SETTING.match(asked)
+    return setting is not None and not _OPEN.search(asked) and not _WH.search(asked)
 
 
 def degeneracy(

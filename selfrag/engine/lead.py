@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
-from .compare import Decision, decide, decide_yes_no, read_from
+from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
 from .context import Run
 from .evidence import terms
 from .questions import options, pair
@@ -56,14 +56,18 @@ class Lead:
     cites: tuple[Chunk, ...] = ()
 
 
-def documents_decide(question: str, kind: str | None, texts: Sequence[str]) -> Decision | None:
-    """What the documents decide with no call: a choice (`compare.decide`), or a yes/no question about two names
-    (`compare.decide_yes_no`); None for other questions and where they cannot."""
+def documents_decide(
+    question: str, kind: str | None, texts: Sequence[str], written: Sequence[str] = ()
+) -> Decision | None:
+    """What the documents decide with no call: a choice (`compare.decide`), a yes/no question about two names
+    (`compare.decide_yes_no`), or one about one thing that a clause of `texts` states or denies
+    (`compare.decide_stated`; the answer's own sentences, `written`, are read by the first two only: a sentence
+    the model wrote does not state what the documents say); None for other questions and where they cannot."""
     if kind == "choice" and (offered := options(question)) is not None:
-        return decide(question, offered, texts)
+        return decide(question, offered, [*texts, *written])
     if kind == "yes_no" and (named := pair(question)) is not None:
-        return decide_yes_no(question, named, texts)
-    return None
+        return decide_yes_no(question, named, [*texts, *written])
+    return decide_stated(question, texts) if kind == "yes_no" else None
 
 
 def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead | None:
@@ -72,12 +76,19 @@ def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead |
     (`compare.read_from`); None otherwise. Only a decision stands so: the documents decided it by their dates,
     peoples or words (right on 70-99 % of HaluEval's training questions, by what decided them); the model's short
     answer is at chance on yes/no."""
-    texts = [chunk.text for chunk in chunks]
+    texts = _current(chunks)
     decision = documents_decide(question, kind, texts)
-    names = options(question) if kind == "choice" else pair(question)
-    if decision is None or names is None:
+    if decision is None:
         return None
-    return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read_from(names, texts)))
+    names = options(question) if kind == "choice" else pair(question)
+    read = decision.read or (read_from(names, texts) if names else ())
+    return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read))
+
+
+def _current(chunks: Sequence[Chunk]) -> list[str]:
+    """The texts the documents decide from: a superseded document's is left empty (a policy a newer one replaced
+    says neither yes nor no, whether or not the newer one was retrieved); in order, so an index is a chunk's."""
+    return ["" if chunk.version is not None and not chunk.version.current else chunk.text for chunk in chunks]
 
 
 def lead_chunks(best: Beam, limit: int) -> list[Chunk]:
@@ -169,9 +180,9 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
 
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
-    decision = documents_decide(run.question, kind, [c.text for c in chunks] + [s.text for s in best.segments])
-    if decision is not None:
-        return Lead(f"{decision.option}.", decision.by)
+    decision = documents_decide(run.question, kind, _current(chunks), [s.text for s in best.segments])
+    if decision is not None:  # a clause that decided it is cited (`compare.decide_stated`): no sentence may say it
+        return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in decision.read))
     try:
         parsed = await run.ask(
             "answer_lead",

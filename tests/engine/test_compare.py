@@ -11,6 +11,7 @@ from selfrag.engine.compare import (
     asked_trait,
     date_after,
     decide,
+    decide_stated,
     decide_yes_no,
     read_from,
 )
@@ -275,3 +276,41 @@ GENERA = [
 )  # fmt: skip
 def test_a_choice_about_how_many_compares_the_counts_each_options_own_sentences_state(question, offered, decision):
     assert decide(question, offered, GENERA) == decision
+
+
+HELMETS = [
+    "Wearing a helmet is not required by law in Millbrook, but the co-op strongly recommends it. Free loan helmets"
+    " are kept in lockers at the Depot.",
+    "Cargo bikes are not lent overnight; children in the box must wear helmets.",
+    "E-bikes are allowed on roads but banned from the trails.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "decision"),
+    [
+        ("Is a helmet required?", Decision("No", "stated", (0,))),  # "not" right before an asked word
+        ("Are the loan helmets free?", Decision("Yes", "stated", (0,))),
+        ("Must children in the box wear helmets?", Decision("Yes", "stated", (1,))),  # the "not" is another clause's
+        ("Are e-bikes allowed on the trails?", None),  # "allowed" and "trails" sit in two clauses
+        ("Is a helmet required by the co-op?", None),  # no clause holds every word asked
+        ("Is a helmet not required?", None),  # a question that denies is not decided by words found
+        ("Is a helmet required after dark?", None),  # an order in time
+        ("Is it free?", None),  # asks one word: too little to decide by
+    ],
+)
+def test_a_yes_no_question_about_one_thing_is_decided_by_a_clause_holding_all_it_asks(question, decision):
+    assert decide_stated(question, HELMETS) == decision
+
+
+def test_clauses_that_disagree_decide_nothing():
+    said = ["Wearing a helmet is not required by law.", "A helmet is required on group rides."]
+    assert decide_stated("Is a helmet required?", said) is None
+    assert decide_stated("Is a helmet required?", said[1:]) == Decision("Yes", "stated", (0,))
+    assert decide_stated("Is a helmet required?", ["A helmet isn’t required."]) == Decision("No", "stated", (0,))
+
+
+def test_a_list_items_no_is_not_the_next_items():
+    plans = "- **Rider**: a plan with no monthly fee.\n- **Commuter**: a monthly plan that includes unlimited trips."
+    assert decide_stated("Does the Commuter plan include unlimited trips?", [plans]) == Decision("Yes", "stated", (0,))
+    assert decide_stated("Does the Rider plan have a monthly fee?", [plans]) == Decision("No", "stated", (0,))

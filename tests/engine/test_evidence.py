@@ -493,6 +493,18 @@ def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does
         ("Do You Believe?, released in which year, is a drama film.", False),
         ("Who directed Jaws?", False),
         ("Is the man who directed Jaws American?", True),  # a relative clause asks for nothing
+        ("Am I allowed to open the battery case?", True),
+        # a condition or a setting first, then the question asked of someone or something
+        ("If my account is suspended, do I still get to vote?", True),
+        ("If the station is full when I arrive, do I get extra time?", True),  # "when" inside the condition
+        ("On a Household plan, can each of us have a bike out?", True),
+        ("In January, can I take a bike at 05:30?", True),
+        ("I joined two weeks ago - can I take an e-bike yet?", True),
+        ("If the station is full, which one do I go to?", False),  # asks which
+        ("If I return it late, how much is the fee?", False),
+        ("Extras, is a British sitcom created by whom?", False),  # HaluEval: a statement asking a value
+        ("Jinchang and Liling, are located in which country?", False),
+        ("In September 1939, General Keller commanded the invasion of which country, was a German general?", False),
     ],
 )
 def test_a_yes_no_question_opens_with_a_verb_and_asks_for_no_value_or_choice(question, yes_no):

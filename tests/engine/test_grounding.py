@@ -265,7 +265,7 @@ def test_the_evidence_scorer_prints_the_models_yes_or_no_only_where_training_sho
         "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
         "answer_lead": {"answer": "yes"},
     }
-    question = "Are refunds accepted within 30 days?"
+    question = "Can I get a refund within 30 days?"
     rated = engine(script, ndocs=1, lead=True, scorer="evidence", scorer_weights=counted)
     result = rated.answer(question)
     assert result.lead == lead and result.trace.lead_reply == "yes"  # asked, and kept in the trace either way

@@ -3,15 +3,17 @@ answer drew on and checked against them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from helpers import DIRECTORS, fused
+from helpers import CHUNKS, DIRECTORS, fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
 from selfrag.engine.evidence import asks_amount, states_amount
-from selfrag.engine.lead import UNSETTLED, counted_kind, lead_chunks, lead_text
+from selfrag.engine.lead import UNSETTLED, counted_kind, documents_decide, lead_chunks, lead_text
 from selfrag.engine.questions import options, pair, question_kind
-from selfrag.schema import Beam, Critique, Segment
+from selfrag.schema import Beam, Critique, Segment, Version
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}
 
@@ -198,7 +200,7 @@ def test_the_lead_reads_the_cited_chunks_first_then_the_rest_of_the_last_retriev
 async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine):
     script = lead_script("Since April 2026 refunds are accepted within 30 days.", "yes")
     rag = engine(script, ndocs=1, lead=True)
-    events = [e async for e in rag.astream("Are refunds accepted within 30 days?")]
+    events = [e async for e in rag.astream("Can I get a refund within 30 days?")]
     shown = [e for e in events if isinstance(e, LeadEvent | SegmentEvent)]
     assert isinstance(shown[0], LeadEvent) and shown[0].text == "Yes."
     result = events[-1].result
@@ -221,11 +223,11 @@ def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(eng
 
 def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_do_not_settle_it(engine):
     script = lead_script("Yes, since April 2026 refunds are accepted within 30 days.", "no")
-    result = engine(script, ndocs=1, lead=True).answer("Are refunds accepted within 30 days?")
+    result = engine(script, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
     assert result.lead == UNSETTLED
     assert result.answer.startswith(f"{UNSETTLED} Yes, since April 2026")
     agreeing = {**script, "answer_lead": {"answer": "yes"}}
-    assert engine(agreeing, ndocs=1, lead=True).answer("Are refunds accepted within 30 days?").lead == "Yes."
+    assert engine(agreeing, ndocs=1, lead=True).answer("Can I get a refund within 30 days?").lead == "Yes."
 
 
 def test_a_lead_that_only_repeats_the_first_sentence_is_not_printed(engine):
@@ -258,7 +260,7 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
     weights = tmp_path / "lead.json"
     weights.write_text(replace(load_critic_model(), lead={"yes_no": (20, 20), "factoid": (20, 20)}).to_json())
 
-    def confidence(answer: str, lead: bool, question: str = "Are refunds accepted within 30 days?") -> float:
+    def confidence(answer: str, lead: bool, question: str = "Can I get a refund within 30 days?") -> float:
         script = {
             "retrieve_decide": DECIDE_YES,
             "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
@@ -318,6 +320,27 @@ def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_
     assert (result.lead, result.lead_from) == (lead, by) and not rag.chat.calls_to("answer_lead")
     assert result.trace.lead_reply is None  # no call, no reply
     assert counted_kind("yes_no", result.lead, [s.text for s in result.segments], by) == by  # its own rate
+
+
+def test_a_yes_no_question_about_one_thing_a_document_states_leads_without_a_call_citing_it(engine):
+    script = lead_script("Refunds take a few days.", "no")  # the model's coin flip, not asked
+    rag = engine(script, ndocs=2, lead=True)
+    result = rag.answer("Does the warranty cover manufacturing defects?")  # warranty.md: "covers ... defects"
+    assert (result.lead, result.lead_from) == ("Yes.", "stated") and not rag.chat.calls_to("answer_lead")
+    cited = [s.doc_id for s in result.sources if f"[{s.n}]" in result.answer.split(".")[0]]
+    assert result.answer.startswith("Yes [") and cited == ["warranty.md"]
+
+
+def test_a_superseded_document_and_the_answers_own_sentences_decide_nothing(engine):
+    old, new = CHUNKS[0], CHUNKS[1]  # refunds within 14 days (2024), within 30 days (2026)
+    superseded = replace(old, version=Version(current=False, date="2024", newer=(new.doc_id,)))
+    script = lead_script("Refunds are accepted within 14 days of purchase.", "no")
+    rag = engine(script, ndocs=1, lead=True, chunks=[superseded])
+    result = rag.answer("Are refunds accepted within 14 days?")  # only the 2024 policy says so
+    assert result.lead_from == "model" and len(rag.chat.calls_to("answer_lead")) == 1
+    current = engine(script, ndocs=1, lead=True, chunks=[old])
+    assert current.answer("Are refunds accepted within 14 days?").lead_from == "stated"  # the same, current: decides
+    assert documents_decide("Is the warranty free?", "yes_no", [], ["The warranty is free."]) is None
 
 
 def test_a_yes_no_question_the_documents_cannot_decide_asks_the_model(engine):
