@@ -76,7 +76,7 @@ def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead |
     (`compare.read_from`); None otherwise. Only a decision stands so: the documents decided it by their dates,
     peoples or words (right on 70-99 % of HaluEval's training questions, by what decided them); the model's short
     answer is at chance on yes/no."""
-    texts = _current(chunks)
+    texts = current_texts(chunks)
     decision = documents_decide(question, kind, texts)
     if decision is None:
         return None
@@ -85,7 +85,7 @@ def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead |
     return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read))
 
 
-def _current(chunks: Sequence[Chunk]) -> list[str]:
+def current_texts(chunks: Sequence[Chunk]) -> list[str]:
     """The texts the documents decide from: a superseded document's is left empty (a policy a newer one replaced
     says neither yes nor no, whether or not the newer one was retrieved); in order, so an index is a chunk's."""
     return ["" if chunk.version is not None and not chunk.version.current else chunk.text for chunk in chunks]
@@ -180,7 +180,7 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
 
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
-    decision = documents_decide(run.question, kind, _current(chunks), [s.text for s in best.segments])
+    decision = documents_decide(run.question, kind, current_texts(chunks), [s.text for s in best.segments])
     if decision is not None:  # a clause that decided it is cited (`compare.decide_stated`): no sentence may say it
         return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in decision.read))
     try:
