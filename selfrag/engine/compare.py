@@ -4,7 +4,8 @@ B?"), by the counts each option's own sentences state for a choice about how man
 species, A or B?"), by what each option's own sentences say for a choice about a trait ("Which composer was
 Hungarian, A or B?", "Who was also an airline pilot, A or B?"). A yes/no question about two names likewise:
 "Are A and B from the same country?" by the peoples each one's own sentences name, "... released in the same
-year?" by their dates, "Are A and B both film directors?" by whether each one's own sentences say so.
+year?" by their dates, "Are A and B both film directors?" by whether each one's own sentences say so. A yes/no
+question about one thing ("Is a helmet required?") by a clause holding every word it asks, denied or not.
 
     asked_order   "earlier" or "later": which end of time the question asks for, or None (no time word, or both)
     asked_count   "more" or "fewer", and the thing counted, for a choice about how many ("more species"), or None
@@ -18,6 +19,10 @@ year?" by their dates, "Are A and B both film directors?" by whether each one's 
                   compared; "both": the words asked of both found for both; "one": found for one and for the
                   other not at all); None when they cannot (a negation, a comparison, "the same family", a name
                   with no sentence of its own, a people or a date missing, the words found in part)
+    decide_stated "Yes" or "No" for a yes/no question about one thing, by "stated": every clause of the texts
+                  that holds all the words the question asks says it ("Free loan helmets are kept ...": yes), or
+                  every one denies one of them ("... is not required by law": no); None when none holds them all,
+                  when clauses disagree, or for a question that denies, compares or asks for a date
     read_from     which texts a decision about two names read: where each name opens a sentence, else where a
                   sentence names it before its verb, else where it is named (what `decide` and `decide_yes_no`
                   look at first), to cite them

@@ -2,7 +2,9 @@
 supported sentences and their citations (one more call, after the search). What a question asks (its kind,
 the names it weighs) is read in `engine.questions`.
 
-    documents_decide what the documents decide with no call, for a choice or a yes/no question about two names
+    documents_decide what the documents decide with no call: a choice, a yes/no question about two names, or one
+                    about one thing that a clause of the documents states or denies (not a superseded document's:
+                    `current_texts`)
     standing        the answer instead of an abstention: what the documents decide, citing what it was read from
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
@@ -14,10 +16,11 @@ the names it weighs) is read in `engine.questions`.
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
-    write_lead      the lead of a question of a kind: a choice or a yes/no question about two names the
-                    documents decide (`engine.compare`, no call: "Who was born first, A or B?" by their dates,
-                    "Which composer was Hungarian, A or B?" by what each option's own sentences say, "Are A and B
-                    from the same country?" by the peoples they name), else one call asks the model
+    write_lead      the lead of a question of a kind: a choice or a yes/no question the documents decide
+                    (`engine.compare`, no call: "Who was born first, A or B?" by their dates, "Which composer was
+                    Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
+                    country?" by the peoples they name, "Is a helmet required?" by "Wearing a helmet is not
+                    required by law", cited), else one call asks the model
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, the 135M model mostly

@@ -61,6 +61,7 @@ _NAMES = _names(_SMALL)
 # an option of a choice may hold a place's small words too ("Babes in Toyland", "Home on the Range"): it ends at
 # its "or" or the question's end; in a yes/no question "... Airport in California?" asks where, names nothing
 _TITLES = _names(_SMALL + "|in|on|at")
+_TAIL = re.compile(r",((?:\s*[A-Z0-9][^,?]*,?)+?)\s*\?\s*")  # what follows the last option: ", I Shrunk the Kids?"
 _OPENER = re.compile(
     r"^(?:(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|who|which|what|whose)\b\s*)+", re.I
 )
@@ -89,8 +90,17 @@ def options(question: str) -> tuple[str, str] | None:
         before = _OPENER.sub("", next((m.group(0) for m in _TITLES.finditer(left) if m.end() == len(left)), ""))
         after = _TITLES.search(right)
         if before and after and len(right[: after.start()].split()) <= 3:  # "the Cotula", "the birth of Robert Young"
-            return before, after.group(0)
+            return before, _title_goes_on(after.group(0), question[match.end(2) :])
     return None
+
+
+def _title_goes_on(option: str, rest: str) -> str:
+    """The last option with the rest of a title a comma cut off: "... or Honey, I Shrunk the Kids?" offers
+    "Honey, I Shrunk the Kids" where all that follows up to the question mark is capitalised words."""
+    tail = _TAIL.fullmatch(rest)
+    if tail is None or not all(_TITLES.fullmatch(part.strip()) for part in tail.group(1).split(",")):
+        return option
+    return f"{option},{tail.group(1).rstrip()}"
 
 
 def pair(question: str) -> tuple[str, str] | None:

@@ -120,13 +120,15 @@ def test_the_documents_decisions_are_counted_by_what_decided_them():
         ("Who is younger, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # dates pick Bob Day: a gold that disagrees
         ("Which director was from Poland, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # traits, right
         ("Which director made more films, Ann Lee or Bob Day?", ["Ann Lee"], TEXTS),  # a comparison: not decided
-        ("Was Ann Lee a director?", ["yes"], TEXTS),  # one name: nothing to compare
+        ("Was Ann Lee a director?", ["yes"], TEXTS),  # one name: a clause states it; right
         ("Are Ann Lee and Bob Day from the same country?", ["no"], TEXTS),  # same: Polish, American; right
         ("Are Ann Lee and Bob Day both directors?", ["yes"], TEXTS),  # both, right
         ("Are Ann Lee and Bob Day both Polish?", ["yes"], TEXTS),  # one: said of her only; a gold that disagrees
         ("Are Ann Lee and Bob Day in the same family?", ["no"], TEXTS),  # not decided
     ]
-    assert decided_counts(asked) == {"both": (1, 1), "dates": (1, 2), "one": (0, 1), "same": (1, 1), "traits": (1, 1)}
+    assert decided_counts(asked) == {
+        "both": (1, 1), "dates": (1, 2), "one": (0, 1), "same": (1, 1), "stated": (1, 1), "traits": (1, 1)
+    }  # fmt: skip
 
 
 def test_fit_lead_counts_the_decisions_over_a_training_pool_and_keeps_the_models_counts(tmp_path, capsys):

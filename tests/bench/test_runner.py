@@ -262,7 +262,7 @@ def test_a_pooled_sentence_joining_two_paragraphs_cites_both_in_the_record(tmp_p
 
 def test_with_the_lead_on_the_answer_scored_is_the_one_shown_short_answer_first(tmp_path):
     questions = [
-        {"_id": "y1", "question": "Is Paris the capital of France?", "answer": "yes", "type": "comparison",
+        {"_id": "y1", "question": "Is Paris the capital city of France?", "answer": "yes", "type": "comparison",
          "level": "easy", "supporting_facts": [["Paris", 0]], "context": [["Paris", PARAGRAPHS["Paris"]]]},
     ]  # fmt: skip
     script = {"retrieve_decide": {"retrieve": "yes", "query": "Paris capital"},

@@ -118,6 +118,13 @@ def test_sentences_stating_an_amount_are_recognised(sentence, states):
          ("Babes in Toyland", "America's Heart and Soul")),
         ("Which is a heavy metal band, Gary Braver or System of a Down?", ("Gary Braver", "System of a Down")),
         ("Was Melissa Bank or Kingsley Amis an American author?", ("Melissa Bank", "Kingsley Amis")),  # no "an" alone
+        # a title a comma cuts goes on to the question mark where all that follows is capitalised
+        ("What movie was produced first, Muppet Treasure Island or Honey, I Shrunk the Kids?",
+         ("Muppet Treasure Island", "Honey, I Shrunk the Kids")),
+        ("Which film premiered first, Secretariat or The One and Only, Genuine, Original Family Band?",
+         ("Secretariat", "The One and Only, Genuine, Original Family Band")),
+        ("Which came first, A Team or B Team, in the UK?", ("A Team", "B Team")),  # the question's own words
+        ("Which is older, Sid Haig or Vic Darchinyan, and by how much?", ("Sid Haig", "Vic Darchinyan")),
     ],
 )  # fmt: skip
 def test_a_choice_question_offers_the_names_next_to_its_or(question, offered):
