@@ -184,7 +184,7 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
     decision = documents_decide(run.question, kind, current_texts(chunks), [s.text for s in best.segments])
-    if decision is not None:  # a clause that decided it is cited (`compare.decide_stated`): no sentence may say it
+    if decision is not None:  # cites the clause that decided it where the rule knows it (`compare.decide_stated`)
         return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in decision.read))
     try:
         parsed = await run.ask(
