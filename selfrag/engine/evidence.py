@@ -80,8 +80,8 @@ _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial
     r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
 )
-_AUXILIARY = r"(?:is|are|am|was|were|do|does|did|can|could|will|would|shall|should|has|have|had|may|might|must)\b"
-_YES_NO = re.compile(rf"^\s*{_AUXILIARY}", re.I)
+AUXILIARY = r"(?:is|are|am|was|were|do|does|did|can|could|will|would|shall|should|has|have|had|may|might|must)\b"
+_YES_NO = re.compile(rf"^\s*{AUXILIARY}", re.I)
 _ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question ends with "." or "!"
 # a condition or a setting before the question, then a comma or a dash, and the question asked of a person or a
 # thing ("If my account is suspended, can I still vote?", "On a Household plan, can each of us ...?", "I joined
@@ -89,7 +89,7 @@ _ASKED = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # a statement before the question
 _SETTING = re.compile(
     r"^\s*(?:(?:if|when|whenever|while|once|on|in|at|as|for|since|after|before|with|without|during|unless)\b"
     r"[^?]*?,|[^?]*?\s[-–—])\s+"
-    rf"(?={_AUXILIARY}\s+(?:i|we|you|he|she|it|they|there|my|our|your|his|her|their|the|a|an|this|that|each|any)\b)",
+    rf"(?={AUXILIARY}\s+(?:i|we|you|he|she|it|they|there|my|our|your|his|her|their|the|a|an|this|that|each|any)\b)",
     re.I,
 )
 _WH = re.compile(r"\b(?:which|what|who|whom|whose|how)\b|\b(?:when|where|why)\b(?=[^,]*$)", re.I)  # asks a value

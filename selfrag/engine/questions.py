@@ -19,7 +19,7 @@ import re
 
 from ..conversation import questions_asked
 from .compare import PEOPLE
-from .evidence import asks_yes_no, terms
+from .evidence import AUXILIARY, asks_yes_no, terms
 
 _AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large)"  # "how many ...?" asks for a number, not a way
 _FACTOID = re.compile(
@@ -43,6 +43,23 @@ _VALUE = re.compile(
     re.I,
 )
 _TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
+# what a value is called ("the day pass price", "the minimum age"): "What's the co-op's phone number?", "What does
+# the Fair Ride plan cost?", and asked with no verb at all, "Day pass price?"
+_WORTH = (
+    r"(?:price|fee|cost|charge|surcharge|deposit|fine|rate|number|age|speed|limit|cap|maximum|minimum|deadline|time"
+    r"|date|address|amount|total|distance|weight|capacity)s?"
+)
+_LINKS = r"(?:of|in|for|on|at|from|to|by|about|with|behind)"  # "the purpose of the deposit" is no deposit
+_WORTH_ASKED = re.compile(
+    rf"^\s*what(?:'s|’s|\s+(?:is|are|was|were|will\s+be))\s+(?:(?!{_LINKS}\b)[\w'’-]+\s+){{0,5}}?{_WORTH}\b"
+    r"|^\s*what\s+(?:does|do|did|will)\b[^?]*\b(?:cost|weigh)s?\b(?:\s+[\w'’-]+){0,3}\s*\?\s*$",
+    re.I,
+)
+_TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,4}}\s*\?\s*$", re.I)
+_SPOKEN_VERB = re.compile(rf"\b{AUXILIARY}|\b(?:who|whom|whose|what|when|where|which|why|how)\b", re.I)
+# a situation told before the question: "The late fee used to be $20. What is it now?", "If I bring it back late,
+# what's the charge?"
+_TOLD = re.compile(r"(?<=[.!;])\s+(?=\w)|,\s+(?=(?:what|how|when|where|who|which)\b)", re.I)
 _EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
 _CHOICE = re.compile(
@@ -77,6 +94,11 @@ def question_kind(question: str) -> str | None:
         return "factoid"
     if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
         return "factoid"
+    asked = _TOLD.split(question.strip())[-1]
+    if _TWO_QUESTIONS.search(question) or _EXPLAIN.match(asked):
+        return None
+    if _WORTH_ASKED.match(asked) or (_TERSE.match(asked) and not _SPOKEN_VERB.search(asked)):
+        return "factoid"  # a value named, asked with "what is" or with no verb at all ("Day pass price?")
     return None
 
 

@@ -56,6 +56,19 @@ def lead_script(sentence: str, lead: str) -> dict:
         ("What is the purpose of the deposit?", None),  # an explanation
         ("What is the late fee for a bike, and how many days do I have to dispute a charge?", None),  # two questions
         ("How does the refund work, and how many days does it take?", None),
+        # a value named: asked with "what is", with "what does ... cost", after a situation, or with no verb at all
+        ("What's the co-op's phone number?", "factoid"),
+        ("What does the Fair Ride plan cost per month?", "factoid"),
+        ("If I bring a cargo bike back late, what's the charge?", "factoid"),
+        ("Student membership was $8 a month in 2025; what does it cost now?", "factoid"),
+        ("Day pass price?", "factoid"),
+        ("Minimum age to ride alone?", "factoid"),
+        ("Helmets mandatory?", None),  # names no value
+        ("Why is the fee so high?", None),  # an explanation, though it names a fee
+        ("What is the purpose of the deposit?", None),  # the deposit's purpose, not its amount
+        # a condition or a setting first, and "Am I ...?", still ask yes or no
+        ("If my account is suspended, do I still get to vote?", "yes_no"),
+        ("Am I allowed to open the battery case?", "yes_no"),
     ],
 )
 def test_questions_with_a_short_answer_are_recognised(question, kind):
