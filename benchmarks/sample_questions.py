@@ -9,7 +9,7 @@ the `heldout` sets (60 each) were written afterwards, by another hand that saw n
 With no model, per set: how many are read as their kind (`engine.questions.question_kind`: a question that is not
 gets no short answer at all), and for yes/no questions what the documents decide with no call
 (`engine.lead.documents_decide` over the engine's own retrieval, superseded documents read as the engine reads
-them): right, wrong, or not decided. A question with gold "unsettled" that the documents decide is wrong.
+them): right, wrong, or not decided ("no lead"). A question with gold "unsettled" the documents decide is wrong.
 
 With `--model`, the embedded model answers every question through the engine with its defaults (short answer on)
 and the short answers are counted: right (for a value, the gold or an alias in it as the benchmarks' metric reads
@@ -51,7 +51,9 @@ SETS = {
     for part in ("dev", "heldout")
 }
 YES_NO = ("yes", "no", "unsettled")
-COLUMNS = ("set", "how", "questions", "read as its kind", "right", "wrong", "unsettled (gold settled)", "no lead")
+COLUMNS = (
+    "set", "how", "questions", "read as its kind", "right", "wrong", "unsettled (gold settled)", "abstained", "no lead"
+)  # fmt: skip
 
 
 def read_set(path: Path, yes_no: bool) -> list[dict[str, Any]]:
@@ -66,10 +68,12 @@ def read_set(path: Path, yes_no: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def verdict(row: dict[str, Any], lead: str | None, yes_no: bool) -> str:
+def verdict(row: dict[str, Any], lead: str | None, yes_no: bool, abstained: bool = False) -> str:
     """A short answer against the gold: right, wrong, "unsettled (gold settled)", or "no lead" (right for a value
-    the documents do not give)."""
+    the documents do not give); an answer that abstained with no lead is right where the gold is "unsettled"."""
     gold = row["answer"]
+    if lead is None and abstained:
+        return "right" if gold == "unsettled" else "abstained"
     if lead is None:
         return "right" if gold == "unsettled" and not yes_no else "no lead"
     if lead == UNSETTLED:
@@ -79,11 +83,14 @@ def verdict(row: dict[str, Any], lead: str | None, yes_no: bool) -> str:
     return "right" if gold != "unsettled" and answer_in(lead, [gold, *row.get("aliases", [])]) else "wrong"
 
 
-def tally(rows: list[dict[str, Any]], answers: list[tuple[str | None, str | None]], yes_no: bool) -> dict[str, object]:
-    """Right, wrong, "don't settle it" and no short answer, and how often each source gave one."""
+Said = tuple[str | None, str | None, bool]  # the short answer, what gave it, and whether the answer abstained
+
+
+def tally(rows: list[dict[str, Any]], answers: list[Said], yes_no: bool) -> dict[str, object]:
+    """Right, wrong, "don't settle it", abstained and no short answer, and how often each source gave one."""
     pairs = zip(rows, answers, strict=True)
-    counts: Counter[str] = Counter(verdict(row, lead, yes_no) for row, (lead, _) in pairs)
-    counts.update(f"from {source}" for _, source in answers if source)
+    counts: Counter[str] = Counter(verdict(row, lead, yes_no, abstained) for row, (lead, _, abstained) in pairs)
+    counts.update(f"from {source}" for _, source, _ in answers if source)
     return dict(counts)
 
 
@@ -113,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                 for row in rows:
                     chunks = [hit.chunk for hit in retriever.find_relevant_chunks(row["question"], args.ndocs)]
                     decision = documents_decide(row["question"], kind, current_texts(chunks))
-                    decided.append((f"{decision.option}." if decision else None, decision.by if decision else None))
+                    decided.append(
+                        (f"{decision.option}." if decision else None, decision.by if decision else None, False)
+                    )
                 table.append({**head, "how": "documents, no model", **tally(rows, decided, True)})
             elif not args.model:
                 table.append({**head, "how": "no model: kinds only"})
@@ -124,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                     {
                         **head,
                         "how": "embedded model",
-                        **tally(rows, [(r.lead, r.lead_from) for r in results], kind == "yes_no"),
+                        **tally(
+                            rows, [(r.lead, r.lead_from, r.abstention is not None) for r in results], kind == "yes_no"
+                        ),
                     }
                 )
     keys = [*COLUMNS, *sorted({key for row in table for key in row if key.startswith("from ")})]
