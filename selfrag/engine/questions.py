@@ -1,8 +1,9 @@
 """What a question asks, read off its words with no model: its kind, and the two names it weighs.
 
-    question_kind   yes_no ("Is ...?", "Does ...?") | choice ("Which is older, A or B?") | factoid ("Who ...?",
-                    "How many ...?", "What label ...?", "What was the population of X?") | None (an explanation:
-                    why, how, explain, "What is the refund policy?")
+    question_kind   yes_no ("Is ...?", "Does ...?", "If ..., can I ...?") | choice ("Which is older, A or B?") |
+                    factoid ("Who ...?", "How many ...?", "What label ...?", "What was the population of X?", a
+                    value asked by its name: "What's the phone number?", "Day pass price?") | None (an
+                    explanation: why, how, explain, "What is the refund policy?")
     options         the two names a choice question offers
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
     follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
@@ -57,8 +58,8 @@ _WORTH_ASKED = re.compile(
 )
 _TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,4}}\s*\?\s*$", re.I)
 _SPOKEN_VERB = re.compile(rf"\b{AUXILIARY}|\b(?:who|whom|whose|what|when|where|which|why|how)\b", re.I)
-# a situation told before the question: "The late fee used to be $20. What is it now?", "If I bring it back late,
-# what's the charge?"
+# a situation told before the question: "Student membership was $8 in 2025; what does it cost now?", "If I bring
+# it back late, what's the charge?"
 _TOLD = re.compile(r"(?<=[.!;])\s+(?=\w)|,\s+(?=(?:what|how|when|where|who|which)\b)", re.I)
 _EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
