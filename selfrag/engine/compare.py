@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..result import LeadSource
-from .evidence import NUMBER_WORDS, sentences, terms
+from .evidence import NUMBER_WORDS, denies, sentences, terms, words
 
 Order = Literal["earlier", "later"]
 Date = tuple[int, int, int]  # year, month (0: not given), day (0: not given)
@@ -123,8 +123,6 @@ _YES_NO_WORDS = terms("are were is was do does did have has had both and each")
 _CLAUSE_END = re.compile(
     r"\s*(?:;|,?\s+\b(?:but|except|unless|whereas|while)\b|\n(?=\s*(?:[-*+•]\s|\d+[.)]\s|#|\n)))\s*", re.I
 )  # also a list item's or a paragraph's end: "- No riding on ..." is not the item before it
-_DENIAL = re.compile(r"not|never|no|cannot|\w+n't", re.I)
-_SPOKEN = re.compile(r"\w+(?:'\w+)?")  # words as said: "isn't" is one
 DENIAL_REACH = 3  # a denial this many words or fewer before an asked word denies it ("is not required")
 ASKED_WORDS = 2  # "Is it open?" asks too little for a sentence holding "open" to decide it
 
@@ -227,10 +225,11 @@ def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
 
 
 def _denies(asked: frozenset[str], clause: str) -> bool:
-    """A denial ("not", "never", "no", "-n't") within `DENIAL_REACH` words before a word the question asks."""
-    words = _SPOKEN.findall(clause.replace("’", "'"))
-    hits = [at for at, word in enumerate(words) if terms(word) & asked]
-    return any(_DENIAL.fullmatch(before) for at in hits for before in words[max(at - DENIAL_REACH, 0) : at])
+    """A denial (`evidence.denies`: "not", "never", "no", "-n't", ...) within `DENIAL_REACH` words before a word
+    the question asks; a compound's words count apart, as `_traits` reads them ("not possible with e-bikes")."""
+    said = words(_COMPOUND.sub(" ", clause))
+    hits = [at for at, word in enumerate(said) if terms(word) & asked]
+    return any(denies(before) for at in hits for before in said[max(at - DENIAL_REACH, 0) : at])
 
 
 def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:

@@ -92,7 +92,10 @@ _SETTING = re.compile(
     rf"(?={AUXILIARY}\s+(?:i|we|you|he|she|it|they|there|my|our|your|his|her|their|the|a|an|this|that|each|any)\b)",
     re.I,
 )
-_WH = re.compile(r"\b(?:which|what|who|whom|whose|how)\b|\b(?:when|where|why)\b(?=[^,]*$)", re.I)  # asks a value
+QUESTION_WORDS = r"(?:who|whom|whose|what|which|how|when|where|why)\b"
+# asks a value: "when", "where" and "why" only in the question itself, not in a condition before it ("If ... when I
+# arrive, do I ...?")
+_WH = re.compile(r"\b(?:which|what|who|whom|whose|how)\b|\b(?:when|where|why)\b(?=[^,]*$)", re.I)
 # words that ask for a value or a choice; not "who" or "which", which may open a relative clause ("Is the man who
 # directed Jaws American?" is a yes/no question)
 _OPEN = re.compile(r"\b(what|how many|how much|which year|or)\b", re.I)
@@ -170,8 +173,17 @@ def _stemmer():  # type: ignore[no-untyped-def]
 @lru_cache(maxsize=4096)
 def terms(text: str) -> frozenset[str]:
     """Content words of a text, lower-cased and stemmed, stopwords left out."""
-    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
-    return frozenset(_stemmer().stemWords(words))
+    return frozenset(_stemmer().stemWords([w for w in words(text) if w not in _STOPWORDS]))
+
+
+def words(text: str) -> list[str]:
+    """A text's words, lower-cased, as `terms` reads them ("isn't" and "e-bike" are one word each)."""
+    return _WORD.findall(text.lower())
+
+
+def denies(word: str) -> bool:
+    """The word is a denial: "not", "no", "never", "nothing", "cannot", "without", an "-n't" ("isn't")."""
+    return bool(_NEGATION.search(word))
 
 
 def facts(text: str) -> frozenset[str]:

@@ -83,9 +83,14 @@ def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead |
     decision = documents_decide(question, kind, texts)
     if decision is None:
         return None
-    names = options(question) if kind == "choice" else pair(question)
-    read = decision.read or (read_from(names, texts) if names else ())
+    read = decision.read or _read_from(question, kind, texts)
     return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read))
+
+
+def _read_from(question: str, kind: str | None, texts: Sequence[str]) -> tuple[int, ...]:
+    """The texts a decision about two names (a choice's options, a yes/no question's pair) read from."""
+    names = options(question) if kind == "choice" else pair(question)
+    return read_from(names, texts) if names else ()
 
 
 def current_texts(chunks: Sequence[Chunk]) -> list[str]:

@@ -20,7 +20,7 @@ import re
 
 from ..conversation import questions_asked
 from .compare import PEOPLE
-from .evidence import AUXILIARY, asks_yes_no, terms
+from .evidence import AUXILIARY, QUESTION_WORDS, asks_yes_no, terms
 
 _AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large)"  # "how many ...?" asks for a number, not a way
 _FACTOID = re.compile(
@@ -57,10 +57,10 @@ _WORTH_ASKED = re.compile(
     re.I,
 )
 _TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,4}}\s*\?\s*$", re.I)
-_SPOKEN_VERB = re.compile(rf"\b{AUXILIARY}|\b(?:who|whom|whose|what|when|where|which|why|how)\b", re.I)
+_SPOKEN_VERB = re.compile(rf"\b{AUXILIARY}|\b{QUESTION_WORDS}", re.I)
 # a situation told before the question: "Student membership was $8 in 2025; what does it cost now?", "If I bring
 # it back late, what's the charge?"
-_TOLD = re.compile(r"(?<=[.!;])\s+(?=\w)|,\s+(?=(?:what|how|when|where|who|which)\b)", re.I)
+_TOLD = re.compile(rf"(?<=[.!;])\s+(?=\w)|,\s+(?={QUESTION_WORDS})", re.I)
 _EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.I)
 # "..., The Exies or Circus Diablo?", "Was Summit or Crosstrack created ...?", "Between A and B, which ...?"
 _CHOICE = re.compile(
