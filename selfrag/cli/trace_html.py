@@ -149,6 +149,7 @@ DECIDED_BY = {  # a short answer the documents decided, with no model call (engi
     "both": ": what the question asks of both, found in each one's own sentences",
     "one": ": what the question asks of both, found in one's own sentences and not the other's",
     "stated": ": a clause of the documents holding every word the question asks, denied or not",
+    "value": ": the value asked, as every clause of the documents holding the question's words states it",
 }
 
 

@@ -23,6 +23,8 @@ question about one thing ("Is a helmet required?") by a clause holding every wor
                   that holds all the words the question asks says it ("Free loan helmets are kept ...": yes), or
                   every one denies one of them ("... is not required by law": no); None when none holds them all,
                   when clauses disagree, or for a question that denies, compares or asks for a date
+    clauses       each text's clauses: sentences cut at "but", "except", "unless", "whereas", "while", a
+                  semicolon and a list item's end (what `decide_stated` and `values.decide_value` read)
     read_from     which texts a decision about two names read: where each name opens a sentence, else where a
                   sentence names it before its verb, else where it is named (what `decide` and `decide_yes_no`
                   look at first), to cite them
@@ -214,8 +216,8 @@ def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
     if len(asked) < ASKED_WORDS:
         return None
     said: dict[bool, set[int]] = {False: set(), True: set()}  # denied? -> texts holding such a clause
-    for n, parts in enumerate(_split(texts)):
-        for clause in (c for sentence in parts for c in _CLAUSE_END.split(sentence)):
+    for n, parts in enumerate(clauses(texts)):
+        for clause in parts:
             if asked <= _traits(clause):
                 said[_denies(asked, clause)].add(n)
     if bool(said[False]) == bool(said[True]):
@@ -371,6 +373,12 @@ def _by_dates(question: str, offered: tuple[str, str], split: Sequence[Sequence[
         return None
     earlier, later = (offered[0], offered[1]) if first < second else (offered[1], offered[0])
     return earlier if order == "earlier" else later
+
+
+def clauses(texts: Sequence[str]) -> list[list[str]]:
+    """Each text's clauses: its sentences cut at "but", "except", "unless", "whereas", "while", a semicolon and a
+    list item's or a paragraph's end (`_CLAUSE_END`)."""
+    return [[c for sentence in parts for c in _CLAUSE_END.split(sentence)] for parts in _split(texts)]
 
 
 def _split(texts: Sequence[str]) -> list[list[str]]:

@@ -2,8 +2,9 @@
 supported sentences and their citations (one more call, after the search). What a question asks (its kind,
 the names it weighs) is read in `engine.questions`.
 
-    documents_decide what the documents decide with no call: a choice, a yes/no question about two names, or one
-                    about one thing that a clause of the documents states or denies (not a superseded document's:
+    documents_decide what the documents decide with no call: a choice, a yes/no question about two names, one
+                    about one thing that a clause of the documents states or denies, or a value asked that the
+                    clauses holding the question's words state (`engine.values`; not a superseded document's:
                     `current_texts`)
     standing        the answer instead of an abstention: what the documents decide, citing what it was read from
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
@@ -20,7 +21,8 @@ the names it weighs) is read in `engine.questions`.
                     (`engine.compare`, no call: "Who was born first, A or B?" by their dates, "Which composer was
                     Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
                     country?" by the peoples they name, "Is a helmet required?" by "Wearing a helmet is not
-                    required by law", cited), else one call asks the model
+                    required by law", "Day pass price?" by "A day pass costs $6.00", cited), else one call asks
+                    the model
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, the 135M model mostly
@@ -42,6 +44,7 @@ from .context import Run
 from .evidence import terms
 from .questions import options, pair
 from .replies import LeadReply
+from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
 MAX_LEAD_WORDS = 12
@@ -63,13 +66,16 @@ def documents_decide(
     question: str, kind: str | None, texts: Sequence[str], written: Sequence[str] = ()
 ) -> Decision | None:
     """What the documents decide with no call: a choice (`compare.decide`), a yes/no question about two names
-    (`compare.decide_yes_no`), or one about one thing that a clause of `texts` states or denies
-    (`compare.decide_stated`; the answer's own sentences, `written`, are read by the first two only: a sentence
-    the model wrote does not state what the documents say); None for other questions and where they cannot."""
+    (`compare.decide_yes_no`), one about one thing that a clause of `texts` states or denies
+    (`compare.decide_stated`), or the value a factoid question asks that the clauses holding its words state
+    (`values.decide_value`). The answer's own sentences, `written`, are read by the first two only: a sentence
+    the model wrote does not state what the documents say. None for other questions and where they cannot."""
     if kind == "choice" and (offered := options(question)) is not None:
         return decide(question, offered, [*texts, *written])
     if kind == "yes_no" and (named := pair(question)) is not None:
         return decide_yes_no(question, named, [*texts, *written])
+    if kind == "factoid":
+        return decide_value(question, texts)
     return decide_stated(question, texts) if kind == "yes_no" else None
 
 

@@ -52,3 +52,12 @@ def test_the_script_reports_what_the_documents_decide_with_no_model(capsys):
     row = dict(zip(header, first, strict=True))
     assert row["set"] == "yes-no-dev" and int(row["questions"]) == 48
     assert int(row["right"]) >= 1 and int(row["wrong"]) == 0  # "Are the loan helmets free?": helmets.md says so
+
+
+def test_the_script_reports_the_values_the_documents_state_with_no_model(capsys):
+    assert sample_questions.main(["--set", "factoid-dev"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    header, first = ([cell.strip() for cell in line.strip().strip("|").split("|")] for line in (table[1], table[3]))
+    row = dict(zip(header, first, strict=True))
+    assert row["set"] == "factoid-dev" and row["how"] == "documents, no model"
+    assert int(row["from value"]) >= 1 and int(row["wrong"]) == 0  # "Day pass price?": "A day pass costs $6.00"

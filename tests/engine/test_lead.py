@@ -363,6 +363,27 @@ def test_a_superseded_document_and_the_answers_own_sentences_decide_nothing(engi
     assert documents_decide("Is the warranty free?", "yes_no", [], ["The warranty is free."]) is None
 
 
+def test_a_value_the_documents_state_leads_without_a_call_citing_it(engine):
+    script = lead_script("Orders leave the warehouse quickly.", "a week")  # the model's reply: not asked
+    rag = engine(script, ndocs=3, lead=True, chunks=CHUNKS[2:])
+    result = rag.answer("How long do orders take to ship?")  # shipping.md: "ship within two business days"
+    assert (result.lead, result.lead_from) == ("Within two business days.", "value")
+    assert not rag.chat.calls_to("answer_lead") and result.trace.lead_reply is None
+    cited = [s.doc_id for s in result.sources if f"[{s.n}]" in result.answer.split(".")[0]]
+    assert result.answer.startswith("Within two business days [") and cited == ["shipping.md"]
+
+
+def test_a_value_two_current_documents_disagree_on_is_left_to_the_model_a_superseded_one_is_not_read(engine):
+    old, new = CHUNKS[0], CHUNKS[1]  # refunds within 14 days (2024), within 30 days (2026)
+    script = lead_script("Refunds are accepted for a while.", "30 days")
+    question = "How long after purchase are refunds accepted?"
+    both = engine(script, ndocs=2, lead=True, chunks=[old, new])
+    assert both.answer(question).lead_from == "model" and len(both.chat.calls_to("answer_lead")) == 1
+    superseded = replace(old, version=Version(current=False, date="2024", newer=(new.doc_id,)))
+    result = engine(script, ndocs=2, lead=True, chunks=[superseded, new]).answer(question)
+    assert (result.lead, result.lead_from) == ("Within 30 days.", "value")
+
+
 def test_a_yes_no_question_the_documents_cannot_decide_asks_the_model(engine):
     script = directors_script("no")
     rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)

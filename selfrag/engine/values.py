@@ -1,0 +1,164 @@
+"""⑥ A value asked for, read off the clause of the documents that states it, with no model call: "How much per
+hour is a cargo bike?" -> "$4 per hour", "Minimum age to ride alone?" -> "at least 16 years old".
+
+    asked_value   what sort of value a factoid question asks ("money", "duration", "age", "time", "date",
+                  "year", "distance", "speed", "weight", "percent", "frequency", or a count of a named thing), or None
+    decide_value  the value every clause holding the question's words states, as the document writes it, and the
+                  texts it was read from; None when no clause holds them all, when such clauses state different
+                  values or a clause states two, and for a question asking no sort of value read here
+
+A clause holds the question's words when each content word it asks (the value's own name, "price" or "fee", and
+the question's small words left out) is in the clause or in its document's heading ("# Cargo bikes"): a
+document about cargo bikes says "The price is $4 per hour", not "the cargo bike price". A value the question
+itself gives ("The late fee used to be $20. What is it now?") is not its answer, and a superseded document is
+not read (`lead.current_texts`). The rule would rather decide nothing than pick between two clauses: "$4 per hour"
+and "$10 per extra hour" both hold "cargo bike" and "hour", so "How much per hour is a cargo bike?" is decided only
+where one of them is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .compare import Decision, clauses
+from .evidence import NUMBER_WORDS, terms
+
+_NUMBER = rf"(?:\d[\d,]*(?:\.\d+)?|(?:{'|'.join(NUMBER_WORDS[1:])})\b|an?\b|half an?\b)"
+_QUALIFIED = (
+    r"(?:(?:at least|at most|up to|about|around|roughly|approximately|over|under|within|more than|less than"
+    r"|no more than|no later than|a maximum of|a minimum of|only|every)\s+)?"
+)
+_UNIT_OF_TIME = r"(?:second|minute|hour|day|week|fortnight|month|year)s?"
+_PER = rf"(?:\s+(?:per|a|an|each|every)\s+(?:extra\s+|additional\s+)?(?:{_UNIT_OF_TIME}|[a-z]+))"
+_MONEY = (
+    rf"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s+(?:million|billion|thousand))?|\d[\d,]*(?:\.\d+)?\s+(?:cents|dollars|euros))"
+    rf"{_PER}?"
+)
+_DURATION = rf"{_QUALIFIED}{_NUMBER}\s+(?:extra\s+|more\s+|working\s+|business\s+)?{_UNIT_OF_TIME}\b"
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+)
+_PATTERNS = {
+    "money": _MONEY,
+    "duration": _DURATION,
+    "age": rf"{_QUALIFIED}{_NUMBER}\s+(?:years?\s+(?:old|of\s+age)|{_UNIT_OF_TIME}\b)|\baged?\s+\d+",
+    "time": r"\b\d{1,2}[:.]\d{2}(?:\s*[ap]\.?m\.?)?|\b\d{1,2}\s*[ap]\.?m\.?|\bnoon\b|\bmidnight\b",
+    "date": rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:\s+\d{{3,4}})?"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{3,4}})?",
+    "year": r"\b(?:1[0-9]{3}|20[0-9]{2})\b(?![\d,.]\d)",
+    "distance": rf"{_QUALIFIED}{_NUMBER}\s*(?:km|kilomet(?:re|er)s?|miles?|metres?|meters?)\b(?!/)",
+    "speed": rf"{_QUALIFIED}{_NUMBER}\s*(?:km/h|kph|mph|(?:kilomet(?:re|er)s|miles)\s+(?:per|an)\s+hour)",
+    "weight": rf"{_QUALIFIED}{_NUMBER}\s*(?:kg|kilograms?|kilos?|lbs?)\b",
+    "percent": rf"{_QUALIFIED}\d[\d.]*\s*(?:%|percent\b|per\s+cent\b)",
+    "frequency": rf"\bevery\s+(?:{_NUMBER}\s+|other\s+)?{_UNIT_OF_TIME}\b"
+    rf"|\b(?:once|twice|{_NUMBER}\s+times)\s+(?:a|an|per)\s+\w+|\b(?:daily|weekly|monthly|yearly|annually)\b",
+}
+# what sort of value a question asks, tried in this order: "how much time" asks a duration, "how much" money
+_ASKS = (
+    ("speed", r"\bspeed\b|\bhow fast\b"),
+    ("weight", r"\bweigh(?:t|s)?\b|\bhow heavy\b"),
+    ("percent", r"\bper\s*cent(?:age)?\b|\bwhat share\b"),
+    ("frequency", r"\bhow often\b|\bhow frequently\b"),
+    ("time", r"\bwhat time\b|\bat what hour\b|\bopening (?:time|hours?)\b|\bclosing time\b"),
+    ("date", r"\b(?:what|which) date\b|\bby when\b"),
+    ("year", r"\b(?:what|which) year\b"),
+    ("age", r"\bhow old\b|\bage\b"),
+    (
+        "duration",
+        rf"\bhow long\b|\bhow (?:far|much time) (?:ahead|in advance|before)\b|\bhow soon\b|\bhow much time\b"
+        rf"|\bhow many {_UNIT_OF_TIME}\b|\bdeadline\b",
+    ),
+    ("distance", r"\bhow far\b|\bdistance\b|\brange\b"),
+    ("money", r"\bhow much\b|\b(?:price|fee|cost|charge|surcharge|deposit|fine|credit|refund|cap|pay|paid)s?\b"),
+)
+_ASKED = tuple((sort, re.compile(rule, re.I)) for sort, rule in _ASKS)
+_COUNTED = re.compile(r"\bhow many\s+([a-z][\w-]*)", re.I)
+_VALUES = {sort: re.compile(rule, re.I) for sort, rule in _PATTERNS.items()}
+# the question's words that are not what it asks about: the value's name, the asking, "now" and "exactly"
+_NOT_ASKED = terms(
+    "how much many long often old far fast soon heavy what which when where who whose is are was were do does did "
+    "can could will would should much price prices fee fees cost costs charge charged charges surcharge deposit fine "
+    "credit refund cap pay paid amount total maximum minimum number rate limit time date age speed distance weight "
+    "percentage percent deadline value get now currently today still exactly please tell know need needs ahead "
+    "advance before take takes used use one another"
+)
+_HEADING = re.compile(r"^\s*#+\s*(.+)$", re.M)
+_CONTRACTED = re.compile(r"['’]s\b")  # "What's", "the co-op's"
+# a thing named, not a value: "Who answers a charge dispute?", "Which stations can charge e-bikes?"
+_NAMED = re.compile(r"^\W*(?:who|whom|whose|where|which(?!\s+(?:date|day|time|year|month)\b))\b", re.I)
+_ENDS = re.compile(r"\b(?:open|start|begin|leave)s?\b|\b(close|end|finish)(?:s|es)?\b", re.I)  # which of two times
+ASKED_WORDS = 2  # "Damage charge cap?" asks only "damage": too little to pick the clause that states it
+
+
+def asked_value(question: str) -> str | None:
+    """The sort of value a factoid question asks ("money", "duration", ...; `_PATTERNS`), "count:<thing>" for
+    "how many <things>" ("count:docks"), or None."""
+    for sort, rule in _ASKED:
+        if rule.search(question):
+            return sort
+    counted = _COUNTED.search(question)
+    return f"count:{counted.group(1).lower()}" if counted else None
+
+
+def _pattern(sort: str) -> re.Pattern[str]:
+    if not sort.startswith("count:"):
+        return _VALUES[sort]
+    thing = sort.removeprefix("count:").rstrip("s")  # "docks" is counted as "28 docks" and "one dock"
+    return re.compile(rf"{_QUALIFIED}{_NUMBER}\s+(?:[\w-]+\s+)?{re.escape(thing)}(?:s|es)?\b", re.I)
+
+
+def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
+    """The value the clauses of `texts` holding the question's words all state, by "value", citing the texts
+    they are in; None where they cannot (module docstring)."""
+    sort = asked_value(question)
+    if sort is None or _NAMED.match(question):
+        return None
+    given = _numbers(question)
+    asked = frozenset(w for w in terms(_CONTRACTED.sub("", question)) - _NOT_ASKED - given if w.isalnum())
+    if len(asked) < ASKED_WORDS:
+        return None
+    rule = _pattern(sort)
+    said: dict[str, set[int]] = {}
+    for n, (text, parts) in enumerate(zip(texts, clauses(texts), strict=True)):
+        heading = terms(" ".join(_HEADING.findall(text)))
+        for clause in parts:
+            if not asked <= terms(clause) | heading:
+                continue
+            found = {_said(m.group(0)) for m in rule.finditer(clause)} - {""}
+            found = {value for value in found if not _numbers(value) or not _numbers(value) <= given}
+            found = _the_one_asked(found, asked, question, sort, clause)
+            if found is None:
+                return None  # "$250 with a police report, $900 without": the clause itself does not say which
+            for value in found:
+                said.setdefault(value, set()).add(n)
+    if len(said) != 1:
+        return None
+    value, read = next(iter(said.items()))
+    return Decision(value[0].upper() + value[1:], "value", tuple(sorted(read)))  # "Every six weeks"
+
+
+def _the_one_asked(found: set[str], asked: frozenset[str], question: str, sort: str, clause: str) -> set[str] | None:
+    """The values a clause states for the question: all of them when one or none, else the one whose own words
+    the question asks ("$3 per month" of "$3 per month, with the $25 share"), or for an opening or a closing time
+    the first or the last of two ("open from 18:00 to 21:00"); None when the clause states several and none of these
+    picks one."""
+    if len(found) <= 1:
+        return found
+    named = {value for value in found if terms(value) & asked}
+    if len(named) == 1:
+        return named
+    if sort == "time" and len(found) == 2 and (end := _ENDS.search(question)) is not None:
+        ordered = sorted(found, key=clause.find)
+        return {ordered[-1] if end.group(1) else ordered[0]}
+    return None
+
+
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(word for word in terms(text) if any(ch.isdigit() for ch in word))
+
+
+def _said(value: str) -> str:
+    """A value as the document writes it, one space between words, no trailing comma or full stop."""
+    return " ".join(value.split()).rstrip(".,;:")
