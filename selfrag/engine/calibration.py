@@ -82,13 +82,13 @@ class CriticModel:
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
 
-    def lead_rate(self, kind: str | None) -> float | None:
+    def lead_rate(self, kind: str | None, least: int = MIN_LEAD_ANSWERS) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (for the
         `UNSETTLED_KINDS`, how often such an answer was right at all), by Laplace's rule on the training counts;
-        None for a kind with fewer than `MIN_LEAD_ANSWERS` training answers: a rate from a handful of answers is
-        noise, and the sentences' confidence stands."""
+        None for a kind with fewer than `least` training answers: a rate from a handful of answers is noise,
+        and the sentences' confidence stands where there are sentences."""
         right, of = self.lead.get(kind or "", (0, 0))
-        return (right + 1) / (of + 2) if of >= MIN_LEAD_ANSWERS else None
+        return (right + 1) / (of + 2) if of >= least else None
 
     def to_json(self) -> str:
         body = {
@@ -556,7 +556,7 @@ class Rater(Protocol):
 
     def confidence(self, supported: Sequence[float]) -> float: ...
 
-    def with_lead(self, confidence: float, kind: str | None) -> float: ...
+    def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float: ...
 
     def refutes(self, claim: str, text: str) -> float | None: ...
 
@@ -589,7 +589,7 @@ class PaperRater:
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
 
-    def with_lead(self, confidence: float, kind: str | None) -> float:
+    def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         return confidence  # the paper's confidence speaks of the sentences' critique only
 
     def refutes(self, claim: str, text: str) -> float | None:
@@ -639,12 +639,14 @@ class EvidenceRater:
     def confidence(self, supported: Sequence[float]) -> float:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
 
-    def with_lead(self, confidence: float, kind: str | None) -> float:
+    def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         """The answer is right if its sentences are or, where they are not, its short answer is. A short answer
         saying the documents don't settle the question (`UNSETTLED_KINDS`) answers nothing: the confidence is how
         often such training answers were right, whatever their sentences' support (a sentence that backs one
-        name of a yes/no question does not say yes or no)."""
-        rate = self.model.lead_rate(kind)
+        name of a yes/no question does not say yes or no). A short answer that stands `alone`, no sentence after
+        it (`lead.standing`), is as sure as its kind's counts say however few they are: 7 of 8 for 6 right of 6,
+        a half for none, never the 0 of sentences that are not there."""
+        rate = self.model.lead_rate(kind, least=0 if alone else MIN_LEAD_ANSWERS)
         if rate is None:
             return confidence
         return rate if kind in UNSETTLED_KINDS.values() else confidence + (1 - confidence) * rate

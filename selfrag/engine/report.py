@@ -236,7 +236,7 @@ def build_result(
     if abstention is not None:
         supports = [abstention.best_support or 0.0]
     rater = rater or PaperRater()
-    confidence = rater.with_lead(rater.confidence(supports), lead_kind)
+    confidence = rater.with_lead(rater.confidence(supports), lead_kind, alone=bool(lead) and not best.segments)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,

@@ -169,12 +169,18 @@ async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_c
     assert not rag.chat.calls_to("answer_lead")
 
 
-def test_where_no_sentence_is_supported_a_value_the_documents_state_stands_citing_it(engine, weights):
+@pytest.mark.parametrize(("counted", "confidence"), [({}, 0.5), ({"value": (6, 6)}, 7 / 8)])
+def test_where_no_sentence_is_supported_a_value_the_documents_state_stands_citing_it(
+    engine, tmp_path, counted, confidence
+):
+    weights = critic_file(tmp_path, lead=counted)
     rag = engine(directors(), chunks=DIRECTORS_AND_BIKES, ndocs=3, lead=True, scorer="evidence", scorer_weights=weights)
     result = rag.answer("How much is the late fee for bikes returned after 24 hours?")
     assert (result.lead, result.lead_from, result.stop_reason) == ("15 euros.", "value", "unsupported")
     assert result.abstention is None and not result.segments and not rag.chat.calls_to("answer_lead")
     assert [s.doc_id for s in result.sources] == ["bikes.md"] and result.answer == "15 euros [1]."
+    # alone, it is as sure as the decisions of its kind were right, however few (Laplace's rule), never 0
+    assert result.confidence == pytest.approx(confidence)
 
 
 @pytest.mark.parametrize(
