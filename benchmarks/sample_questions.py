@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ndocs", type=int, default=Config().ndocs, help="chunks read per question (engine default)")
     parser.add_argument("--model", action="store_true", help="also answer every question with the embedded model")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--details", type=Path, help="with --model: write each answer, one JSON line, to this file")
     args = parser.parse_args(argv)
     chosen = list(SETS) if args.set == "all" else [args.set]
     os.environ["SELFRAG_THREADS"] = str(args.threads)
@@ -122,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.model:
                 with SelfRAG(retriever, config) as rag:
                     results = [rag.answer(row["question"]) for row in rows]
+                if args.details:
+                    with args.details.open("a") as out:
+                        for row, r in zip(rows, results, strict=True):
+                            said = {"set": name, "gold": row["answer"], "lead": r.lead, "lead_from": r.lead_from}
+                            said |= {"lead_reply": r.trace.lead_reply, "abstained": r.abstention is not None}
+                            said |= {"question": r.question, "answer": r.answer, "confidence": r.confidence}
+                            out.write(json.dumps(said) + "\n")
                 table.append(
                     {
                         **head,

@@ -92,6 +92,14 @@ _SETTING = re.compile(
     rf"(?={AUXILIARY}\s+(?:i|we|you|he|she|it|they|there|my|our|your|his|her|their|the|a|an|this|that|each|any)\b)",
     re.I,
 )
+# a polite request wrapped round the question: "Could you please tell me how long ...?", "Would you kindly give me
+# the phone number?"; it is a yes/no question only where what it asks is ("Can you tell me whether ...?")
+_REQUEST = re.compile(
+    r"^\s*(?:(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?|please\s+)"
+    r"(?:tell|give|send|show|remind|let)\s+(?:me|us)\s+(?:know\s+)?(?:please\s+)?",
+    re.I,
+)
+_WHETHER = re.compile(r"^\s*(?:whether|if)\b", re.I)
 QUESTION_WORDS = r"(?:who|whom|whose|what|which|how|when|where|why)\b"
 # asks a value: "when", "where" and "why" only in the question itself, not in a condition before it ("If ... when I
 # arrive, do I ...?")
@@ -316,12 +324,22 @@ def asks_yes_no(question: str) -> bool:
     verb and asks for no value and no choice ("Was Summit or Crosstrack ...?", "Will Penny was ... of what
     nationality?" and "Do You Believe?, released in which year, ...?" are not). A question after a statement
     ("X has an OBE. Does Y also have one?"), a condition or a setting ("If I report a fault, am I charged?", "On
-    a Household plan, can we ...?") is read from its last part."""
+    a Household plan, can we ...?") is read from its last part; a polite request ("Could you tell me how long
+    ...?") by what it asks (`unwrapped`)."""
+    request = _REQUEST.match(question)
+    if request is not None:
+        return bool(_WHETHER.match(question[request.end() :]))
     asked = question if _YES_NO.match(question) else _ASKED.split(question.strip())[-1]
     if _YES_NO.match(asked):
         return not _OPEN.search(asked)
     setting = _SETTING.match(asked)
     return setting is not None and not _OPEN.search(asked) and not _WH.search(asked)
+
+
+def unwrapped(question: str) -> str:
+    """The question a polite request wraps ("Could you please tell me how long X?" -> "how long X?"), or the
+    question itself where no request does."""
+    return _REQUEST.sub("", question, count=1)
 
 
 def degeneracy(

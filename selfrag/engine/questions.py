@@ -20,9 +20,9 @@ import re
 
 from ..conversation import questions_asked
 from .compare import PEOPLE
-from .evidence import AUXILIARY, QUESTION_WORDS, asks_yes_no, terms
+from .evidence import AUXILIARY, QUESTION_WORDS, asks_yes_no, terms, unwrapped
 
-_AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large)"  # "how many ...?" asks for a number, not a way
+_AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large|soon)"  # "how many ...?" asks for a number, not a way
 _FACTOID = re.compile(
     rf"^\s*(?:who|whom|whose|when|where|which|{_AMOUNT})\b"
     r"|^\s*what (?:year|date|day|time|city|country|town|name|number|percentage|amount|age|is the name)\b"
@@ -47,16 +47,16 @@ _TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re
 # what a value is called ("the day pass price", "the minimum age"): "What's the co-op's phone number?", "What does
 # the Fair Ride plan cost?", and asked with no verb at all, "Day pass price?"
 _WORTH = (
-    r"(?:price|fee|cost|charge|surcharge|deposit|fine|rate|number|age|speed|limit|cap|maximum|minimum|deadline|time"
-    r"|date|address|amount|total|distance|weight|capacity)s?"
+    r"(?:price|fee|cost|charge|surcharge|deposit|fine|credit|rate|number|age|speed|limit|cap|maximum|minimum|deadline"
+    r"|time|date|address|amount|total|distance|weight|capacity|name)s?"
 )
 _LINKS = r"(?:of|in|for|on|at|from|to|by|about|with|behind)"  # "the purpose of the deposit" is no deposit
 _WORTH_ASKED = re.compile(
     rf"^\s*what(?:'s|’s|\s+(?:is|are|was|were|will\s+be))\s+(?:(?!{_LINKS}\b)[\w'’-]+\s+){{0,5}}?{_WORTH}\b"
-    r"|^\s*what\s+(?:does|do|did|will)\b[^?]*\b(?:cost|weigh)s?\b(?:\s+[\w'’-]+){0,3}\s*\?\s*$",
+    r"|^\s*what\s+(?:does|do|did|will|would)\b[^?]*\b(?:cost|weigh)s?\b(?:\s+[\w'’-]+){0,3}\s*\?\s*$",
     re.I,
 )
-_TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,4}}\s*\?\s*$", re.I)
+_TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,5}}\s*\?\s*$", re.I)
 _SPOKEN_VERB = re.compile(rf"\b{AUXILIARY}|\b{QUESTION_WORDS}", re.I)
 # a situation told before the question: "Student membership was $8 in 2025; what does it cost now?", "If I bring
 # it back late, what's the charge?"
@@ -86,9 +86,12 @@ _OPENER = re.compile(
 
 
 def question_kind(question: str) -> str | None:
-    """yes_no, choice, factoid, or None for a question whose answer is an explanation."""
+    """yes_no, choice, factoid, or None for a question whose answer is an explanation; a polite request by what
+    it asks ("Could you please give me the phone number?" asks a value)."""
     if asks_yes_no(question):
         return "yes_no"
+    if (asked := unwrapped(question)) != question:
+        return question_kind(asked)
     if options(question) is not None:
         return "choice"
     if _FACTOID.search(question) and not _EXPLAIN.match(question):

@@ -82,7 +82,7 @@ _NOT_ASKED = terms(
     "can could will would should much price prices fee fees cost costs charge charged charges surcharge deposit fine "
     "credit refund cap pay paid amount total maximum minimum number rate limit time date age speed distance weight "
     "percentage percent deadline value get now currently today still exactly please tell know need needs ahead "
-    "advance before take takes used use one another"
+    "advance before take takes used use one another per"
 )
 _HEADING = re.compile(r"^\s*#+\s*(.+)$", re.M)
 _CONTRACTED = re.compile(r"['’]s\b")  # "What's", "the co-op's"

@@ -66,9 +66,19 @@ def lead_script(sentence: str, lead: str) -> dict:
         ("Helmets mandatory?", None),  # names no value
         ("Why is the fee so high?", None),  # an explanation, though it names a fee
         ("What is the purpose of the deposit?", None),  # the deposit's purpose, not its amount
+        ("I'm on a low income. What would the Commuter plan cost me per month?", "factoid"),
+        ("If I leave the co-op, how soon will my share be refunded?", "factoid"),
+        ("coordinator name?", "factoid"),
+        ("This alien pirate is Space Ghost's enemy. What is his name?", "factoid"),
         # a condition or a setting first, and "Am I ...?", still ask yes or no
         ("If my account is suspended, do I still get to vote?", "yes_no"),
         ("Am I allowed to open the battery case?", "yes_no"),
+        # a polite request asks what it wraps
+        ("Could you please give me the telephone number of the co-op's office?", "factoid"),
+        ("Would you kindly tell me how long the co-op keeps my trip details?", "factoid"),
+        ("Can you tell me whether helmets are required?", "yes_no"),
+        ("Could you tell me why the fee went up?", None),
+        ("Could you lend me a helmet?", "yes_no"),  # a request for a thing, answered yes or no
     ],
 )
 def test_questions_with_a_short_answer_are_recognised(question, kind):
