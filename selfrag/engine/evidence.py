@@ -101,6 +101,16 @@ _REQUEST = re.compile(
 )
 _WHETHER = re.compile(r"^\s*(?:whether|if)\b", re.I)
 QUESTION_WORDS = r"(?:who|whom|whose|what|which|how|when|where|why)\b"
+# a yes/no question with no verb, as typed in a search box: what it asks of a thing ("Riverside Park station open in
+# winter?", "Rebalancing rides on e-bikes allowed?") or a value to confirm ("Commuter plan $15 a month now?")
+_STATE = (
+    r"allowed|permitted|required|mandatory|compulsory|free|open|closed|available|included|possible|ok|okay|needed"
+    r"|necessary|refundable|covered|accepted|banned|forbidden|prohibited|valid|insured"
+)
+_VERBLESS = re.compile(
+    rf"^(?!.*\b(?:{AUXILIARY}|{QUESTION_WORDS}))(?=.*(?:\b(?:{_STATE})\b|[$€£]\d|\d\s*%))[^?]*\?\s*$", re.I
+)
+VERBLESS_WORDS = 10  # a longer question with no verb is a sentence that lost one, not a search-box question
 # asks a value: "when", "where" and "why" only in the question itself, not in a condition before it ("If ... when I
 # arrive, do I ...?")
 _WH = re.compile(r"\b(?:which|what|who|whom|whose|how)\b|\b(?:when|where|why)\b(?=[^,]*$)", re.I)
@@ -325,10 +335,13 @@ def asks_yes_no(question: str) -> bool:
     nationality?" and "Do You Believe?, released in which year, ...?" are not). A question after a statement
     ("X has an OBE. Does Y also have one?"), a condition or a setting ("If I report a fault, am I charged?", "On
     a Household plan, can we ...?") is read from its last part; a polite request ("Could you tell me how long
-    ...?") by what it asks (`unwrapped`)."""
+    ...?") by what it asks (`unwrapped`). With no verb and no question word, a short question asking a state
+    ("E-bikes allowed on the trails?") or confirming an amount ("Day pass still $5?") is a yes/no question."""
     request = _REQUEST.match(question)
     if request is not None:
         return bool(_WHETHER.match(question[request.end() :]))
+    if _VERBLESS.match(question) and len(question.split()) <= VERBLESS_WORDS:
+        return True
     asked = question if _YES_NO.match(question) else _ASKED.split(question.strip())[-1]
     if _YES_NO.match(asked):
         return not _OPEN.search(asked)

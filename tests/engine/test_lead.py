@@ -63,7 +63,10 @@ def lead_script(sentence: str, lead: str) -> dict:
         ("Student membership was $8 a month in 2025; what does it cost now?", "factoid"),
         ("Day pass price?", "factoid"),
         ("Minimum age to ride alone?", "factoid"),
-        ("Helmets mandatory?", None),  # names no value
+        ("Helmets mandatory?", "yes_no"),  # a state asked with no verb, as in a search box
+        ("Riverside Park station open in winter?", "yes_no"),
+        ("Commuter plan $15 a month now?", "yes_no"),  # an amount to confirm
+        ("Helmet loan lockers at Central Station, the Depot and the University Library all free?", None),  # too long
         ("Why is the fee so high?", None),  # an explanation, though it names a fee
         ("What is the purpose of the deposit?", None),  # the deposit's purpose, not its amount
         ("I'm on a low income. What would the Commuter plan cost me per month?", "factoid"),
