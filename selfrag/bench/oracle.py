@@ -57,7 +57,7 @@ class NoisyOracle:
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
 
-    def with_lead(self, confidence: float, kind: str | None) -> float:
+    def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         return confidence  # the diagnostic critic speaks of the sentences only
 
     def refutes(self, claim: str, text: str) -> float | None:
