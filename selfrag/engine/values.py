@@ -1,19 +1,20 @@
-"""⑥ A value asked for, read off the clause of the documents that states it, with no model call: "How much per
-hour is a cargo bike?" -> "$4 per hour", "Minimum age to ride alone?" -> "at least 16 years old".
+"""⑥ A value asked for, read off the clauses of the documents that state it, with no model call: "How often is
+each bike serviced?" -> "Every six weeks", "Minimum age to ride alone?" -> "At least 16 years old".
 
-    asked_value   what sort of value a factoid question asks ("money", "duration", "age", "time", "date",
-                  "year", "distance", "speed", "weight", "percent", "frequency", or a count of a named thing), or None
+    asked_value   what sort of value a factoid question asks ("money", "duration", "age", "time", "date", "year",
+                  "distance", "speed", "weight", "percent", "frequency", or "count:<things>"), or None
     decide_value  the value every clause holding the question's words states, as the document writes it, and the
                   texts it was read from; None when no clause holds them all, when such clauses state different
-                  values or a clause states two, and for a question asking no sort of value read here
+                  values, when one states two the question cannot tell apart, and for a question that asks a
+                  name or a place, no sort of value read here, or fewer than `ASKED_WORDS` words
 
-A clause holds the question's words when each content word it asks (the value's own name, "price" or "fee", and
-the question's small words left out) is in the clause or in its document's heading ("# Cargo bikes"): a
-document about cargo bikes says "The price is $4 per hour", not "the cargo bike price". A value the question
-itself gives ("The late fee used to be $20. What is it now?") is not its answer, and a superseded document is
-not read (`lead.current_texts`). The rule would rather decide nothing than pick between two clauses: "$4 per hour"
-and "$10 per extra hour" both hold "cargo bike" and "hour", so "How much per hour is a cargo bike?" is decided only
-where one of them is read.
+A clause holds the question's words when each content word the question asks (not the value's own name,
+"price" or "fee", nor the asking, "how much", nor "now") is in the clause or in its document's heading: a
+document headed "# Cargo bikes" says "The price is $4 per hour", not "the cargo bike price". A value the question
+itself gives ("Student membership was $8 a month in 2025; what does it cost now?") is not its answer, and a
+superseded document is not read (`lead.current_texts`). The rule would rather decide nothing than pick between
+clauses: "The price is $4 per hour" and "A cargo bike not returned ... is charged $10 per extra hour" both hold
+what "How much per hour is a cargo bike?" asks, so where both are read it is left to the model.
 """
 
 from __future__ import annotations
@@ -24,18 +25,21 @@ from collections.abc import Sequence
 from .compare import Decision, clauses
 from .evidence import NUMBER_WORDS, terms
 
-_NUMBER = rf"(?:\d[\d,]*(?:\.\d+)?|(?:{'|'.join(NUMBER_WORDS[1:])})\b|an?\b|half an?\b)"
-_QUALIFIED = (
-    r"(?:(?:at least|at most|up to|about|around|roughly|approximately|over|under|within|more than|less than"
-    r"|no more than|no later than|a maximum of|a minimum of|only|every)\s+)?"
+_QUALIFIER = (
+    r"(?:at least|at most|up to|about|around|roughly|approximately|over|under|within|more than|less than"
+    r"|no more than|no later than|a maximum of|a minimum of|only|every)\s+"
 )
+_NUMBER = rf"(?:\d[\d,]*(?:\.\d+)?|(?:{'|'.join(NUMBER_WORDS[1:])})\b)"
+# so many, qualified or not, or "a" / "an" / "half an" after a qualifier: "within an hour", not the "a day" of
+# "a day pass"
+_SO_MANY = rf"(?:{_QUALIFIER}(?:half\s+)?an?\b|(?:{_QUALIFIER})?{_NUMBER})"
 _UNIT_OF_TIME = r"(?:second|minute|hour|day|week|fortnight|month|year)s?"
 _PER = rf"(?:\s+(?:per|a|an|each|every)\s+(?:extra\s+|additional\s+)?(?:{_UNIT_OF_TIME}|[a-z]+))"
 _MONEY = (
     rf"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s+(?:million|billion|thousand))?|\d[\d,]*(?:\.\d+)?\s+(?:cents|dollars|euros))"
     rf"{_PER}?"
 )
-_DURATION = rf"{_QUALIFIED}{_NUMBER}\s+(?:extra\s+|more\s+|working\s+|business\s+)?{_UNIT_OF_TIME}\b"
+_DURATION = rf"{_SO_MANY}\s+(?:extra\s+|more\s+|working\s+|business\s+)?{_UNIT_OF_TIME}\b"
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
     r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
@@ -43,15 +47,15 @@ _MONTH = (
 _PATTERNS = {
     "money": _MONEY,
     "duration": _DURATION,
-    "age": rf"{_QUALIFIED}{_NUMBER}\s+(?:years?\s+(?:old|of\s+age)|{_UNIT_OF_TIME}\b)|\baged?\s+\d+",
+    "age": rf"{_SO_MANY}\s+(?:years?\s+(?:old|of\s+age)|{_UNIT_OF_TIME}\b)|\baged?\s+\d+",
     "time": r"\b\d{1,2}[:.]\d{2}(?:\s*[ap]\.?m\.?)?|\b\d{1,2}\s*[ap]\.?m\.?|\bnoon\b|\bmidnight\b",
     "date": rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:\s+\d{{3,4}})?"
     rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{3,4}})?",
     "year": r"\b(?:1[0-9]{3}|20[0-9]{2})\b(?![\d,.]\d)",
-    "distance": rf"{_QUALIFIED}{_NUMBER}\s*(?:km|kilomet(?:re|er)s?|miles?|metres?|meters?)\b(?!/)",
-    "speed": rf"{_QUALIFIED}{_NUMBER}\s*(?:km/h|kph|mph|(?:kilomet(?:re|er)s|miles)\s+(?:per|an)\s+hour)",
-    "weight": rf"{_QUALIFIED}{_NUMBER}\s*(?:kg|kilograms?|kilos?|lbs?)\b",
-    "percent": rf"{_QUALIFIED}\d[\d.]*\s*(?:%|percent\b|per\s+cent\b)",
+    "distance": rf"{_SO_MANY}\s*(?:km|kilomet(?:re|er)s?|miles?|metres?|meters?)\b(?!/)",
+    "speed": rf"{_SO_MANY}\s*(?:km/h|kph|mph|(?:kilomet(?:re|er)s|miles)\s+(?:per|an)\s+hour)",
+    "weight": rf"{_SO_MANY}\s*(?:kg|kilograms?|kilos?|lbs?)\b",
+    "percent": rf"(?:{_QUALIFIER})?\d[\d.]*\s*(?:%|percent\b|per\s+cent\b)",
     "frequency": rf"\bevery\s+(?:{_NUMBER}\s+|other\s+)?{_UNIT_OF_TIME}\b"
     rf"|\b(?:once|twice|{_NUMBER}\s+times)\s+(?:a|an|per)\s+\w+|\b(?:daily|weekly|monthly|yearly|annually)\b",
 }
@@ -106,7 +110,7 @@ def _pattern(sort: str) -> re.Pattern[str]:
     if not sort.startswith("count:"):
         return _VALUES[sort]
     thing = sort.removeprefix("count:").rstrip("s")  # "docks" is counted as "28 docks" and "one dock"
-    return re.compile(rf"{_QUALIFIED}{_NUMBER}\s+(?:[\w-]+\s+)?{re.escape(thing)}(?:s|es)?\b", re.I)
+    return re.compile(rf"{_SO_MANY}\s+(?:[\w-]+\s+)?{re.escape(thing)}(?:s|es)?\b", re.I)
 
 
 def decide_value(question: str, texts: Sequence[str]) -> Decision | None:

@@ -90,6 +90,14 @@ def test_no_value_where_the_clauses_do_not_settle_one(question, texts):
     assert decide_value(question, texts) is None
 
 
+def test_a_or_an_is_a_number_only_after_a_qualifier():
+    day_pass = ["A day pass costs $6.00 and is valid for 24 hours."]  # "a day" names the pass, not its length
+    assert decide_value("How long is a day pass valid?", day_pass) == Decision("24 hours", "value", (0,))
+    assert decide_value("How long do I have to report a fault?", ["Report a fault within an hour."]) == Decision(
+        "Within an hour", "value", (0,)
+    )
+
+
 def test_a_value_the_question_itself_gives_is_not_its_answer():
     texts = ["Student membership costs $9 per month.", "Student membership was $8 per month in 2025."]
     assert decide_value("Student membership was $8 a month in 2025; what does it cost now?", texts) == Decision(
