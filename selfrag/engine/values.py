@@ -124,7 +124,7 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
     if len(asked) < ASKED_WORDS:
         return None
     rule = _pattern(sort)
-    said: dict[str, set[int]] = {}
+    said: dict[str, tuple[str, set[int]]] = {}  # the value, lower-cased -> as first written, the texts stating it
     for n, (text, parts) in enumerate(zip(texts, clauses(texts), strict=True)):
         heading = terms(" ".join(_HEADING.findall(text)))
         for clause in parts:
@@ -136,10 +136,10 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
             if found is None:
                 return None  # "$250 with a police report, $900 without": the clause itself does not say which
             for value in found:
-                said.setdefault(value, set()).add(n)
+                said.setdefault(value.lower(), (value, set()))[1].add(n)
     if len(said) != 1:
         return None
-    value, read = next(iter(said.items()))
+    value, read = next(iter(said.values()))
     return Decision(value[0].upper() + value[1:], "value", tuple(sorted(read)))  # "Every six weeks"
 
 

@@ -90,6 +90,11 @@ def test_no_value_where_the_clauses_do_not_settle_one(question, texts):
     assert decide_value(question, texts) is None
 
 
+def test_the_same_value_written_in_two_clauses_agrees_with_itself():
+    texts = ["Send a dispute within 30 days.", "Send your dispute to the bookkeeper Within 30 days."]
+    assert decide_value("How long do I have to send a dispute?", texts) == Decision("Within 30 days", "value", (0, 1))
+
+
 def test_a_or_an_is_a_number_only_after_a_qualifier():
     day_pass = ["A day pass costs $6.00 and is valid for 24 hours."]  # "a day" names the pass, not its length
     assert decide_value("How long is a day pass valid?", day_pass) == Decision("24 hours", "value", (0,))
