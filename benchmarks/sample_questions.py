@@ -1,17 +1,18 @@
 """Questions over the sample corpus with short answers: is each read as the kind it is, and what is answered?
 
-Four sets of questions a member of the sample corpus's bike co-op might ask, each with its gold answer and the
-sentence that states it, live in `examples/questions/`. All were written by someone who read only the corpus,
-never the engine: yes/no questions (gold "yes", "no", or "unsettled": the documents do not say) and questions
-asking a value (a fee, a time, a place; or "unsettled"). The `dev` sets were looked at while the rules were made;
-the `heldout` sets (60 each) were written afterwards, by another hand that saw neither the engine nor the others.
+Sets of questions a member of the sample corpus's bike co-op might ask, each with its gold answer and the
+sentence that states it, live in `examples/questions/` (every `.jsonl` file there is a set). All were written by
+someone who read only the corpus, never the engine: yes/no questions (gold "yes", "no", or "unsettled": the
+documents do not say) and questions asking a value (a fee, a time, a place; or "unsettled"). The `dev` sets were
+looked at while the rules were made; the `heldout` sets (60 each) were written afterwards, by another hand that
+saw neither the engine nor the others.
 
 With no model, per set: how many are read as their kind (`engine.questions.question_kind`: a question that is not
 gets no short answer at all), and what the documents decide with no call (`engine.lead.documents_decide` over
 the engine's own retrieval, superseded documents read as the engine reads them): right, wrong, or not decided
 ("no lead"; for a value question whose gold is "unsettled", not deciding is right). A question with gold
-"unsettled" the documents decide is wrong. A third value set, `factoid-heldout-b` (48), was written later still,
-after the rule that reads values off the documents (`engine.values`) was final.
+"unsettled" the documents decide is wrong. Two more sets, `factoid-heldout-b` and `yes-no-heldout-b` (48 each),
+were written later still, blind in the same way, and first read once the rules they report on were made.
 
 With `--model`, the embedded model answers every question through the engine with its defaults (short answer on)
 and the short answers are counted: right (for a value, the gold or an alias in it as the benchmarks' metric reads
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ndocs", type=int, default=Config().ndocs, help="chunks read per question (engine default)")
     parser.add_argument("--model", action="store_true", help="also answer every question with the embedded model")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--details", type=Path, help="with --model: write each answer, one JSON line, to this file")
+    parser.add_argument("--details", type=Path, help="with --model: add each answer, one JSON line, to this file")
     args = parser.parse_args(argv)
     chosen = list(SETS) if args.set == "all" else [args.set]
     os.environ["SELFRAG_THREADS"] = str(args.threads)
