@@ -58,11 +58,13 @@ _EARLIER = re.compile(
 )
 _LATER = re.compile(r"\b(?:later|latest|younger|youngest|newer|newest|more recent(?:ly)?|most recent(?:ly)?)\b", re.I)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTH = (
-    r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
-    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+MONTH = (  # a month's name, whole or cut short (also read by `engine.values`)
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
 )
-_YEAR = r"(1[0-9]{3}|20[0-9]{2})(?![\d,.]\d)"
+YEAR = r"(?:1[0-9]{3}|20[0-9]{2})(?![\d,.]\d)"  # a year, not the start of a longer number
+_MONTH = rf"({MONTH})\.?"
+_YEAR = f"({YEAR})"
 _DATE = re.compile(
     rf"\b(?:(\d{{1,2}})\s+{_MONTH}\s*,?\s+{_YEAR}"  # 4 October 1971
     rf"|{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+{_YEAR}"  # October 4, 1971

@@ -80,11 +80,11 @@ def documents_decide(
 
 
 def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead | None:
-    """The answer instead of an abstention, when no sentence was supported well enough: a choice or a yes/no
-    question that the chunks read decide is answered by that alone, citing the chunks it was read from
-    (`compare.read_from`); None otherwise. Only a decision stands so: the documents decided it by their dates,
-    peoples or words (right on 70-99 % of HaluEval's training questions, by what decided them); the model's short
-    answer is at chance on yes/no."""
+    """The answer instead of an abstention, when no sentence was supported well enough: a choice, a yes/no
+    question or a value that the chunks read decide (`documents_decide`) is answered by that alone, citing the
+    chunks it was read from; None otherwise. Only a decision stands so: the documents decided it by their dates,
+    peoples, words or stated values (right on 75-100 % of HaluEval's training questions, by what decided them);
+    the model's short answer is at chance on yes/no."""
     texts = current_texts(chunks)
     decision = documents_decide(question, kind, texts)
     if decision is None:

@@ -46,10 +46,11 @@ _VALUE = re.compile(
 _TWO_QUESTIONS = re.compile(r",\s+and\s+(?:who|what|when|where|which|how)\b", re.I)
 # what a value is called ("the day pass price", "the minimum age"): "What's the co-op's phone number?", "What does
 # the Fair Ride plan cost?", and asked with no verb at all, "Day pass price?"
-_WORTH = (
-    r"(?:price|fee|cost|charge|surcharge|deposit|fine|credit|rate|number|age|speed|limit|cap|maximum|minimum|deadline"
-    r"|time|date|address|amount|total|distance|weight|capacity|name)s?"
-)
+VALUE_NAMES = (
+    "price fee cost charge surcharge deposit fine credit rate number age speed limit cap maximum minimum deadline time "
+    "date address amount total distance weight capacity name"
+).split()  # also words a value question does not ask the documents to hold (`engine.values`)
+_WORTH = rf"(?:{'|'.join(VALUE_NAMES)})s?"
 _LINKS = r"(?:of|in|for|on|at|from|to|by|about|with|behind)"  # "the purpose of the deposit" is no deposit
 _WORTH_ASKED = re.compile(
     rf"^\s*what(?:'s|’s|\s+(?:is|are|was|were|will\s+be))\s+(?:(?!{_LINKS}\b)[\w'’-]+\s+){{0,5}}?{_WORTH}\b"

@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .compare import Decision, clauses
+from .compare import MONTH, YEAR, Decision, clauses
 from .evidence import NUMBER_WORDS, terms
+from .questions import VALUE_NAMES
 
 _QUALIFIER = (
     r"(?:at least|at most|up to|about|around|roughly|approximately|over|under|within|more than|less than"
@@ -40,18 +41,14 @@ _MONEY = (
     rf"{_PER}?"
 )
 _DURATION = rf"{_SO_MANY}\s+(?:extra\s+|more\s+|working\s+|business\s+)?{_UNIT_OF_TIME}\b"
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
-)
 _PATTERNS = {
     "money": _MONEY,
     "duration": _DURATION,
     "age": rf"{_SO_MANY}\s+(?:years?\s+(?:old|of\s+age)|{_UNIT_OF_TIME}\b)|\baged?\s+\d+",
     "time": r"\b\d{1,2}[:.]\d{2}(?:\s*[ap]\.?m\.?)?|\b\d{1,2}\s*[ap]\.?m\.?|\bnoon\b|\bmidnight\b",
-    "date": rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:\s+\d{{3,4}})?"
-    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{3,4}})?",
-    "year": r"\b(?:1[0-9]{3}|20[0-9]{2})\b(?![\d,.]\d)",
+    "date": rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{MONTH}\b(?:\s+\d{{3,4}})?"
+    rf"|\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{3,4}})?",
+    "year": rf"\b{YEAR}\b",
     "distance": rf"{_SO_MANY}\s*(?:km|kilomet(?:re|er)s?|miles?|metres?|meters?)\b(?!/)",
     "speed": rf"{_SO_MANY}\s*(?:km/h|kph|mph|(?:kilomet(?:re|er)s|miles)\s+(?:per|an)\s+hour)",
     "weight": rf"{_SO_MANY}\s*(?:kg|kilograms?|kilos?|lbs?)\b",
@@ -80,13 +77,12 @@ _ASKS = (
 _ASKED = tuple((sort, re.compile(rule, re.I)) for sort, rule in _ASKS)
 _COUNTED = re.compile(r"\bhow many\s+([a-z][\w-]*)", re.I)
 _VALUES = {sort: re.compile(rule, re.I) for sort, rule in _PATTERNS.items()}
-# the question's words that are not what it asks about: the value's name, the asking, "now" and "exactly"
-_NOT_ASKED = terms(
+# the question's words that are not what it asks about: the value's name (`questions.VALUE_NAMES`), the asking,
+# "now" and "exactly"
+_NOT_ASKED = terms(" ".join(VALUE_NAMES)) | terms(
     "how much many long often old far fast soon heavy what which when where who whose is are was were do does did "
-    "can could will would should much price prices fee fees cost costs charge charged charges surcharge deposit fine "
-    "credit refund cap pay paid amount total maximum minimum number rate limit time date age speed distance weight "
-    "percentage percent deadline value get now currently today still exactly please tell know need needs ahead "
-    "advance before take takes used use one another per"
+    "can could will would should charged refund pay paid percentage percent value get now currently today still "
+    "exactly please tell know need needs ahead advance before take takes used use one another per"
 )
 _HEADING = re.compile(r"^\s*#+\s*(.+)$", re.M)
 _CONTRACTED = re.compile(r"['’]s\b")  # "What's", "the co-op's"
@@ -131,7 +127,7 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
             if not asked <= terms(clause) | heading:
                 continue
             found = {_said(m.group(0)) for m in rule.finditer(clause)} - {""}
-            found = {value for value in found if not _numbers(value) or not _numbers(value) <= given}
+            found = {value for value in found if not _given(value, given)}
             found = _the_one_asked(found, asked, question, sort, clause)
             if found is None:
                 return None  # "$250 with a police report, $900 without": the clause itself does not say which
@@ -157,6 +153,12 @@ def _the_one_asked(found: set[str], asked: frozenset[str], question: str, sort: 
         ordered = sorted(found, key=clause.find)
         return {ordered[-1] if end.group(1) else ordered[0]}
     return None
+
+
+def _given(value: str, given: frozenset[str]) -> bool:
+    """The question itself gives this value: every number in it is one of the question's ("$8" in "was $8")."""
+    numbers = _numbers(value)
+    return bool(numbers) and numbers <= given
 
 
 def _numbers(text: str) -> frozenset[str]:
