@@ -117,6 +117,7 @@ class Trace(_Out):
     capabilities: dict[str, object] = Field(default_factory=dict)
     final_path: list[str] = Field(default_factory=list)  # beam ids from the root to the returned beam
     lead_reply: str | None = None  # the short-answer call's reply as the model gave it, printed or not (no call: None)
+    lead_held: str | None = None  # that reply as checked, not printed: its kind is more often wrong than right
 
 
 ABSTAIN_ANSWER = "The documents do not say."

@@ -280,6 +280,9 @@ def test_the_short_answer_calls_reply_is_shown_and_whether_it_was_printed(result
     printed = unprinted.model_copy(update={"lead": "Yes.", "lead_from": "model"})
     assert "(not printed)" not in " ".join(_Page(render_trace_html(printed)).text)
     assert "short-answer call replied" not in " ".join(_Page(render_trace_html(result)).text)  # no call made
+    trace = unprinted.trace.model_copy(update={"lead_reply": "90 days", "lead_held": "90 days."})
+    held = " ".join(" ".join(_Page(render_trace_html(unprinted.model_copy(update={"trace": trace}))).text).split())
+    assert "replied 90 days (held back: the model's short answers of this kind were more often wrong" in held
 
 
 def test_a_result_without_steps_still_renders(result):

@@ -9,9 +9,11 @@ sentences held no gold answer, and how many of those short answers did;
 the engine then reads the confidence as c + (1 - c) · q_kind (`CriticModel.lead_rate`). Run records keep the
 short answer as the start of `prediction`, before the sentences' text. An answer opening "The documents don't
 settle it." states no answer: such answers are counted whole (`UNSETTLED_KINDS`: how often the answer was right),
-and that rate is its confidence. Behind a yes/no one the record keeps the model's own reply (`lead_reply`): its yes
-or no is counted under `yes_no` as if stated (`held_back`), so whether the model beats a coin can still be fitted
-once its reply is no longer printed (`EvidenceRater.trusts_yes_no`).
+and that rate is its confidence. A short answer the rater does not trust is not printed (`EvidenceRater.trusts`:
+behind a yes/no question "The documents don't settle it.", for a factoid nothing), and the record keeps it as
+checked (`lead_held`; for a yes/no record from before that field, the model's own reply, `lead_reply`): it is
+counted under its kind as if stated (`held_back`), so whether the model is right more often than wrong can still
+be fitted once its answer is no longer printed.
 
 A choice or a yes/no question the documents decide (`engine.compare`) needs no model, so its rate is counted over
 a dataset's whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice or
@@ -48,9 +50,9 @@ def lead_of(record: Mapping[str, Any]) -> str:
 
 def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
     """kind -> (right, counted) over answered records: a stated short answer where the sentences were wrong; an
-    answer opening "The documents don't settle it." whole (`UNSETTLED_KINDS`), and the model's own yes or no
-    behind it where the sentences were wrong (`held_back`), so the rate that decides whether it is trusted can
-    still be counted once it is not printed."""
+    answer opening "The documents don't settle it." whole (`UNSETTLED_KINDS`), and the model's short answer held
+    back where the sentences were wrong (`held_back`), so the rate that decides whether it is trusted can still be
+    counted once it is not printed."""
     counted: Counter[str] = Counter()
     right: Counter[str] = Counter()
     for record in records:
@@ -65,20 +67,23 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
             said.append((kind, str(record.get("prediction") or "")))
         elif kind is not None and wrong:
             said.append((kind, lead))
-        held = held_back(record, lead) if asked == "yes_no" and wrong else None
-        if held is not None:
-            said.append(("yes_no", held))
+        held = held_back(record, lead, asked) if wrong else None
+        if held is not None and counted_kind(asked, held, [sentences]) == asked:
+            said.append((asked, held))
         for kind, text in said:
             counted[kind] += 1
             right[kind] += bool(answer_in(text, gold))
     return {kind: (right[kind], counted[kind]) for kind in sorted(counted)}
 
 
-def held_back(record: Mapping[str, Any], lead: str) -> str | None:
-    """The model's own "Yes." or "No." to a yes/no question where the answer printed "The documents don't settle
-    it." instead (`lead`, as `lead_of` reads it: an untrusted or contradicted reply, `engine.lead`); None where it
-    printed its reply or had none."""
-    if lead != UNSETTLED or record.get("lead_from") != "model":
+def held_back(record: Mapping[str, Any], lead: str, asked: str | None) -> str | None:
+    """The model's short answer where the answer did not print it (`lead`, as `lead_of` reads it): as checked and
+    held back (`lead_held`), or, in a yes/no record from before that field, its own "Yes." or "No." where the
+    answer printed "The documents don't settle it." instead (an untrusted or contradicted reply, `engine.lead`);
+    None where it printed its reply or had none."""
+    if record.get("lead_held"):
+        return str(record["lead_held"])
+    if asked != "yes_no" or lead != UNSETTLED or record.get("lead_from") != "model":
         return None
     said = lead_text("yes_no", str(record.get("lead_reply") or ""), ())
     return said if said != UNSETTLED else None

@@ -36,8 +36,7 @@ class NoisyOracle:
     def weighs_utility(self) -> bool:
         return True  # the paper's f: only ISREL and ISSUP are the oracle's
 
-    @property
-    def trusts_yes_no(self) -> bool:
+    def trusts(self, kind: str) -> bool:
         return True  # as the paper's critic: the diagnostic flips ISREL and ISSUP, nothing else
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:

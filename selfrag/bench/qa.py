@@ -110,6 +110,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         abstained=result.abstention is not None,
         lead_from=result.lead_from,
         lead_reply=result.trace.lead_reply,
+        lead_held=result.trace.lead_held,
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,

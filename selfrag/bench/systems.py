@@ -170,6 +170,7 @@ class Outcome:
     abstained: bool | None = None  # selfrag QA: the engine said the documents do not say (None: no such notion)
     lead_from: str | None = None  # selfrag QA with a short answer: "model" (one call), or `result.DECIDED` (no call)
     lead_reply: str | None = None  # selfrag QA: the short-answer call's reply, printed or not (`Trace.lead_reply`)
+    lead_held: str | None = None  # selfrag QA: that reply as checked where it was held back (`Trace.lead_held`)
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

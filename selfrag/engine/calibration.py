@@ -45,6 +45,7 @@ MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this man
 COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the model's yes or no beats a coin
 MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
+HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
 KEEP, KEEP_CONFIDENCE = 0.9, 0.8  # the abstention cut keeps 90 % of right answers, promised at 80 % confidence
 
 
@@ -535,7 +536,8 @@ class Rater(Protocol):
     stands). `from_documents`: a question that asks for a fact is answered from the documents, never from the
     model's memory (the rater rates only sentences written from chunks, so such an answer's confidence is nil).
     `weighs_utility`: the model's ISUSE label enters a candidate's score f (w_use), as in the paper.
-    `trusts_yes_no`: the model's own yes or no is printed as a yes/no question's short answer (`engine.lead`).
+    `trusts(kind)`: the model's own short answer to a question of that kind is printed (`engine.lead`); where it
+    is not, a yes/no question reads "The documents don't settle it." and a factoid gets no short answer.
     """
 
     threshold: float
@@ -549,8 +551,7 @@ class Rater(Protocol):
     @property
     def verdict_cut(self) -> float: ...
 
-    @property
-    def trusts_yes_no(self) -> bool: ...
+    def trusts(self, kind: str) -> bool: ...
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
 
@@ -579,8 +580,7 @@ class PaperRater:
     def verdict_cut(self) -> float:
         return 0.5  # support credit: "fully" or "partially" (1 or 0.5) is supported, "no" is not
 
-    @property
-    def trusts_yes_no(self) -> bool:
+    def trusts(self, kind: str) -> bool:
         return True  # the paper trusts the model's reading
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
@@ -621,11 +621,15 @@ class EvidenceRater:
     def verdict_cut(self) -> float:
         return self.model.support_threshold  # fitted on judged statements; not the abstention cut
 
-    @property
-    def trusts_yes_no(self) -> bool:
-        """Only where the training counts show the model's yes or no beating a coin (`beats_a_coin`): the 135M
-        model's was right on 22 of 45 HaluEval training questions the documents did not decide."""
-        right, of = self.model.lead.get("yes_no", (0, 0))
+    def trusts(self, kind: str) -> bool:
+        """A yes or no, or a name, number or date, the model states is printed only where the training counts
+        show it right more often than wrong (`beats_a_coin`): a short answer is read first and plainly, and one
+        that is more often wrong misleads more than it tells. The shipped counts (HaluEval training answers whose
+        sentences were wrong) hold the 135M model's yes or no right on 14 of 27, its factoid on 10 of 58. A choice
+        names one of the question's own two options and is printed (`HELD_KINDS`)."""
+        if kind not in HELD_KINDS:
+            return True
+        right, of = self.model.lead.get(kind, (0, 0))
         return of >= MIN_LEAD_ANSWERS and beats_a_coin(right, of)
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:

@@ -82,11 +82,11 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             yield event
     wall = time.monotonic() - started
     counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], source)
-    reply = short.reply if short else None  # the call's own words, printed or not
+    reply, held = (short.reply, short.held) if short else (None, None)  # the call's own words, printed or not
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
         abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
-        lead_cites=cites,
+        lead_held=held, lead_cites=cites,
     )  # fmt: skip
     yield DoneEvent(result=result)
 

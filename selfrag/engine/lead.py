@@ -10,10 +10,11 @@ the names it weighs) is read in `engine.questions`.
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
                     (the last also when a sentence of the answer opens with the other word: `contradicted`, and
-                    when the rater does not trust the model's yes or no: `Rater.trusts_yes_no`);
-                    one of the two options, as the question writes it, for a choice; for a factoid, only words
-                    the documents read or the answer's sentences contain (it can add no fact of its own), and
-                    some word the question lacks
+                    when the rater does not trust the model's yes or no: `Rater.trusts`);
+                    one of the two options, as the question writes it, for a choice; for a factoid, a phrase
+                    copied from the documents read or the answer's sentences (`copied`: it can add no fact of its
+                    own) with some word the question lacks, and none where the rater does not trust the
+                    model's factoids
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
@@ -41,7 +42,7 @@ from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
 from .context import Run
-from .evidence import terms
+from .evidence import terms, words
 from .questions import options, pair
 from .replies import LeadReply
 from .values import decide_value
@@ -53,13 +54,15 @@ MAX_LEAD_WORDS = 12
 @dataclass(frozen=True, slots=True)
 class Lead:
     """A short answer as printed (None: nothing usable to print), where it came from, the model's own reply when
-    one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it), and the
-    chunks it cites when it stands alone (`standing`)."""
+    one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it), the chunks
+    it cites when it stands alone (`standing`), and the model's short answer as checked where the rater does not
+    trust its kind and it is not printed (`held`: kept, so its rate can still be counted, `bench.leadfit`)."""
 
     text: str | None
     source: LeadSource
     reply: str | None = None
     cites: tuple[Chunk, ...] = ()
+    held: str | None = None
 
 
 def documents_decide(
@@ -128,12 +131,23 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
         return _chosen(said, options(question))
     if not said or len(said.split()) > MAX_LEAD_WORDS:
         return None
-    words = terms(said)
-    if not words or not words <= terms(" ".join(read)):
-        return None  # a name or number the documents and sentences do not hold is not stated as the answer
-    if not words - terms(question):
+    said_terms = terms(said)
+    if not said_terms or not copied(said, read):
+        return None  # a name or number the documents and sentences do not state is not stated as the answer
+    if not said_terms - terms(question):
         return None  # the question's own words ("... starred which actress?" -> "Moment by Moment") answer nothing
     return f"{said[0].upper()}{said[1:]}."
+
+
+def copied(said: str, read: Sequence[str]) -> bool:
+    """The short answer is copied from one text read: its words stand together there, in its order (a leading
+    "the", "a" or "an" aside). Words gathered from here and there ("4 days" from "4 docks" and "30 days") are
+    no phrase any document states."""
+    asked = words(said)
+    if asked and asked[0] in ("the", "a", "an"):
+        asked = asked[1:]
+    phrase = f" {' '.join(asked)} "
+    return bool(asked) and any(phrase in f" {' '.join(words(text))} " for text in read)
 
 
 def contradicted(lead: str, sentences: Sequence[str]) -> bool:
@@ -212,8 +226,10 @@ async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     assert isinstance(parsed.value, LeadReply)
     read = [*(s.text for s in best.segments), *(c.text for c in chunks)]
     text = lead_text(kind, parsed.value.answer, read, run.question)
-    if kind == "yes_no" and text not in (None, UNSETTLED) and not run.deps.rater.trusts_yes_no:
-        text = UNSETTLED  # the model's yes or no is a coin's: what was read did not settle it
-    elif kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
+    if text not in (None, UNSETTLED) and not run.deps.rater.trusts(kind):
+        # more often wrong than right in training: a yes/no question is not settled by what was read, and a
+        # factoid gets no short answer (its sentences and their sources stand)
+        return Lead(UNSETTLED if kind == "yes_no" else None, "model", parsed.value.answer, held=text)
+    if kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
         text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
     return Lead(text, "model", parsed.value.answer)

@@ -208,6 +208,7 @@ def build_result(
     lead_kind: str | None = None,
     lead_from: LeadSource | None = None,
     lead_reply: str | None = None,
+    lead_held: str | None = None,
     lead_cites: Sequence[Chunk] = (),
 ) -> Result:
     citations = Citations()
@@ -260,6 +261,7 @@ def build_result(
         capabilities=dict(info.capabilities),
         final_path=[".".join(path[: i + 1]) for i in range(len(path))],
         lead_reply=lead_reply,
+        lead_held=lead_held,
     )
     return Result(
         question=question,

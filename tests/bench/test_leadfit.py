@@ -55,6 +55,20 @@ def test_the_models_yes_or_no_held_back_is_still_counted_and_the_unsettled_answe
     assert lead_counts(records) == {"yes_no": (1, 2), "yes_no_unsettled": (1, 4)}
 
 
+def test_a_factoid_held_back_is_counted_as_if_printed():
+    def held(answers, kept, sentence="The film is by Carbyn."):
+        return {**record(FACTOID, answers, "", sentence), "lead_from": "model", "lead_reply": kept, "lead_held": kept}
+
+    records = [
+        held(["Walt Disney Pictures"], "Walt Disney Pictures."),  # right, though not printed
+        held(["Walt Disney Pictures"], "Paramount."),  # wrong
+        held(["Walt Disney Pictures"], "Carbyn."),  # restates the sentence: not counted
+        held(["Walt Disney Pictures"], "Paramount.", "Walt Disney Pictures released it."),  # the sentences were right
+        {**record(FACTOID, ["Walt Disney Pictures"], "", "The film is by Carbyn."), "lead_reply": "Paramount"},
+    ]
+    assert lead_counts(records) == {"factoid": (1, 2)}
+
+
 def test_a_choice_decided_by_the_documents_dates_is_counted_apart_from_the_models_choices():
     choice = "Who was born first, Pablo Trapero or Aleksander Ford?"
     dated = {

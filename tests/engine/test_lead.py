@@ -183,6 +183,14 @@ def test_a_factoid_may_take_its_words_from_a_document_the_lead_read():
     assert lead_text("factoid", "three years", [*SENTENCES, WARRANTY]) is None
 
 
+def test_a_factoid_is_a_phrase_one_text_states_not_words_gathered_from_several():
+    assert lead_text("factoid", "the manufacturing defects", [WARRANTY]) == "The manufacturing defects."
+    assert lead_text("factoid", "30 days of purchase", SENTENCES) == "30 days of purchase."
+    # every word is in the texts read, but no text says it: "two" and "years" from one, "days" from another
+    assert lead_text("factoid", "two days", [*SENTENCES, WARRANTY]) is None
+    assert lead_text("factoid", "defects for 30 days", [*SENTENCES, WARRANTY]) is None
+
+
 def test_a_factoid_lead_that_only_repeats_the_question_is_not_an_answer():
     question = "Which defects does the warranty cover?"
     assert lead_text("factoid", "the warranty", [WARRANTY], question) is None
@@ -308,8 +316,38 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
     factoid = "How many days do I have for a refund?"
     restated = confidence("30 days", lead=True, question=factoid)  # the sentence's own answer
     assert restated == pytest.approx(confidence("30 days", lead=False, question=factoid))
-    added = confidence("30 days of purchase", lead=True, question=factoid)  # "purchase": from the document
+    added = confidence("14 days of purchase", lead=True, question=factoid)  # copied from the document: says more
     assert added == pytest.approx(restated + (1 - restated) * 21 / 22, abs=1e-5)
+
+
+def test_a_factoid_the_model_gets_wrong_more_often_than_right_is_held_back(engine, tmp_path):
+    from dataclasses import replace
+
+    from selfrag.engine.calibration import load_critic_model
+
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
+        "answer_lead": {"answer": "14 days of purchase"},
+    }
+    question = "How many days do I have for a refund?"
+
+    def answer(counts: tuple[int, int]):
+        weights = tmp_path / f"lead-{counts[0]}.json"
+        weights.write_text(replace(load_critic_model(), lead={"factoid": counts}).to_json())
+        rag = engine(script, ndocs=1, lead=True, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0)
+        return rag.answer(question)
+
+    trusted = answer((16, 20))  # right on 16 of 20 in training: printed first
+    assert trusted.lead == "14 days of purchase."
+    assert trusted.answer.startswith("14 days of purchase. ")
+    assert trusted.trace.lead_held is None
+    held = answer((10, 58))  # the shipped counts of the 135M model: more often wrong than right
+    assert held.lead is None and held.lead_from is None
+    assert held.answer == "Since April 2026 refunds are accepted within 30 days [1]."
+    assert held.trace.lead_reply == "14 days of purchase"
+    assert held.trace.lead_held == "14 days of purchase."  # kept, so a refit can still count it
+    assert held.confidence < trusted.confidence  # it adds nothing to the sentences' confidence
 
 
 def directors_script(lead: str) -> dict:
