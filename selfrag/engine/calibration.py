@@ -625,8 +625,8 @@ class EvidenceRater:
         """A yes or no, or a name, number or date, the model states is printed only where the training counts
         show it right more often than wrong (`beats_a_coin`): a short answer is read first and plainly, and one
         that is more often wrong misleads more than it tells. The shipped counts (HaluEval training answers whose
-        sentences were wrong) hold the 135M model's yes or no right on 14 of 27, its factoid on 10 of 58. A choice
-        names one of the question's own two options and is printed (`HELD_KINDS`)."""
+        sentences were wrong) hold the 135M model's yes or no right on 14 of 27, its factoid on 10 of 58. Its
+        choice between two options is printed as before (`HELD_KINDS`): counted 3 times, too few to judge."""
         if kind not in HELD_KINDS:
             return True
         right, of = self.model.lead.get(kind, (0, 0))
