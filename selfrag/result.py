@@ -122,9 +122,10 @@ class Trace(_Out):
 
 ABSTAIN_ANSWER = "The documents do not say."
 # where a short answer came from: one call, the two options' dates, a trait found for one option only, the counts
-# their own sentences state ("more species"); for a yes/no question about two names, their peoples or years
-# compared, the words asked found for both, or for one only; for one about one thing, a clause that states it;
-# for a value asked ("How much is a day pass?"), the clauses holding the question's words that state it
+# their own sentences state ("more species"); for a yes/no question about two names, their peoples, years,
+# families or US states compared, the words asked found for both, or for one only; for one about one thing, a
+# clause that states it; for a value asked ("How much is a day pass?"), the clauses holding the question's words
+# that state it
 LeadSource = Literal["model", "dates", "traits", "counts", "same", "both", "one", "stated", "value"]
 DECIDED: tuple[str, ...] = get_args(LeadSource)[1:]  # the documents decided it, no call (engine.compare, engine.values)
 # what the confidence counts an answer as whose short answer is "The documents don't settle it." (engine.lead):

@@ -267,7 +267,7 @@ def test_a_short_answer_standing_alone_links_the_sources_that_decided_it(result)
     alone = result.model_copy(
         update={"segments": [], "lead": "No.", "lead_from": "same", "answer": "No [1, 2].", "sources": sources}
     )
-    bold = re.search(r'<b title="the short answer: the peoples or years[^"]*">(.*?)</b>', render_trace_html(alone))
+    bold = re.search(r'<b title="the short answer: the peoples, years[^"]*">(.*?)</b>', render_trace_html(alone))
     assert bold is not None  # what decided it
     assert re.findall(r'href="(#src-\d+)"', bold.group(1)) == ["#src-1", "#src-2"]  # linked, as cited
     assert re.sub(r"<[^>]+>", "", bold.group(1)) == "No [1, 2]."

@@ -145,7 +145,7 @@ DECIDED_BY = {  # a short answer the documents decided, with no model call (engi
     "dates": ": the two options' dates in the documents",
     "traits": ": what the question asks for, found in one option's own sentences only",
     "counts": ": how many of what the question counts each option's own sentences state, compared",
-    "same": ": the peoples or years the two names' own sentences give, compared",
+    "same": ": the peoples, years, families or US states the two names' own sentences give, compared",
     "both": ": what the question asks of both, found in each one's own sentences",
     "one": ": what the question asks of both, found in one's own sentences and not the other's",
     "stated": ": a clause of the documents holding every word the question asks, denied or not",

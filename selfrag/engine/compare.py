@@ -15,10 +15,11 @@ question about one thing ("Is a helmet required?") by a clause holding every wor
     decide        the option the documents pick, as the question writes it, and by what ("dates", "counts" or
                   "traits"); None when they cannot: a date or a count missing or tied, a trait found as often for
                   both options
-    decide_yes_no "Yes" or "No" for a yes/no question about two names, and by what ("same": a people or a year
-                  compared; "both": the words asked of both found for both; "one": found for one and for the
-                  other not at all); None when they cannot (a negation, a comparison, "the same family", a name
-                  with no sentence of its own, a people or a date missing, the words found in part)
+    decide_yes_no "Yes" or "No" for a yes/no question about two names, and by what ("same": a people, a year, a
+                  family of living things or a US state compared; "both": the words asked of both found for
+                  both; "one": found for one and for the other not at all); None when they cannot (a negation, a
+                  comparison, "the same band", a name with no sentence of its own, a people, a date, a family or
+                  a state missing, the words found in part)
     decide_stated "Yes" or "No" for a yes/no question about one thing, by "stated": every clause of the texts
                   that holds all the words the question asks says it ("Free loan helmets are kept ...": yes), or
                   every one denies one of them ("... is not required by law": no); None when none holds them all,
@@ -118,8 +119,22 @@ _COUNTRY = re.compile(
 )
 PEOPLE = tuple(_COUNTRIES)  # the peoples' adjectives ("American", "South African")
 _PEOPLES = frozenset().union(*(terms(people.split()[-1]) for people in PEOPLE))  # "South African": "african"
-# "from the same country", "of different nationalities", "released in the same year"
-_SAME = re.compile(r"\b(same|different)\s+(?:(countr(?:y|ies)|nations?|nationalit(?:y|ies))|(years?))\b", re.I)
+# "from the same country", "of different nationalities", "released in the same year", "in the same family",
+# "located in the same state"
+_SAME = re.compile(
+    r"\b(same|different)\s+(?:(countr(?:y|ies)|nations?|nationalit(?:y|ies))|(years?)|(famil(?:y|ies))|(states?))\b",
+    re.I,
+)
+_FAMILY = re.compile(r"\b[A-Z][a-z]+(?:aceae|idae)\b")  # a family's Latin name: "Araceae", "Felidae" (not "-oideae")
+US_STATES = (
+    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
+    "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
+    "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska",
+    "Nevada", "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
+    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas",
+    "Utah", "Vermont", "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
+)  # fmt: skip
+_STATE = re.compile(r"(?<![\w-])(?:" + "|".join(sorted(US_STATES, key=len, reverse=True)) + r")(?![\w-])")
 _ALIKE = re.compile(r"\b(?:same|different|similar|alike|common)\b", re.I)
 _NEGATED = re.compile(r"\b(?:not|never|neither|nor|either|only)\b|n't\b", re.I)
 _YES_NO_WORDS = terms("are were is was do does did have has had both and each")
@@ -190,11 +205,12 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
         return None
     same = _SAME.search(rest)
     if same is not None:
-        alike = _alike(named, own, split, by_year=bool(same.group(3)))
+        by = "people" if same.group(2) else "year" if same.group(3) else "family" if same.group(4) else "state"
+        alike = _alike(named, own, split, by=by)
         if alike is None:
             return None
         return Decision("Yes" if alike == (same.group(1).lower() == "same") else "No", "same")
-    if _ALIKE.search(rest):  # "in the same family": both having one does not make it the same
+    if _ALIKE.search(rest):  # "in the same band": both having one does not make it the same
         return None
     asked = _traits(rest) - _ASKING - _YES_NO_WORDS - _traits(" ".join(named))
     if not asked or _DATE.search(rest) or _ASKS_DATE.search(rest):
@@ -252,15 +268,21 @@ def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:
 
 
 def _alike(
-    named: tuple[str, str], own: Sequence[Sequence[str]], split: Sequence[Sequence[str]], *, by_year: bool
+    named: tuple[str, str], own: Sequence[Sequence[str]], split: Sequence[Sequence[str]], *, by: str
 ) -> bool | None:
-    """Whether the two names share a people (any one their own sentences name) or a year (their first dates);
-    None when either has none."""
-    if by_year:
+    """Whether the two names share a year (their first dates) or, `by` "people", "family" or "state", any one
+    people, family of living things ("in the family Araceae") or US state ("Houston, Texas") their own sentences
+    name (a state in a name's own words, "Colorado River Aqueduct", is not where it is); None when either has
+    none."""
+    if by == "year":
         dates = [_date_of(name, split, other, False) for name, other in (named, named[::-1])]
         return None if dates[0] is None or dates[1] is None else dates[0][0] == dates[1][0]
-    peoples = [_PEOPLES & _traits(" ".join(sentences)) for sentences in own]
-    return bool(peoples[0] & peoples[1]) if peoples[0] and peoples[1] else None
+    if by == "people":
+        found = [_PEOPLES & _traits(" ".join(sentences)) for sentences in own]
+    else:
+        pattern = _FAMILY if by == "family" else _STATE
+        found = [set(pattern.findall(" ".join(sentences))) - set(pattern.findall(" ".join(named))) for sentences in own]
+    return bool(found[0] & found[1]) if found[0] and found[1] else None
 
 
 def asked_trait(question: str, offered: tuple[str, str]) -> frozenset[str] | None:

@@ -183,7 +183,8 @@ FILMS = [
          Decision("No", "one")),  # said of one, of the other not at all
         ("Are Bruce Dickinson and Roger Daltrey both singers and pilots?", ("Bruce Dickinson", "Roger Daltrey"),
          None),  # "pilot" found for one, "singer" for both: in part
-        ("Are Pylon and Rivermaya in the same family?", ("Pylon", "Rivermaya"), None),  # both have a family
+        ("Are Pylon and Rivermaya in the same family?", ("Pylon", "Rivermaya"), None),  # no family named
+        ("Were Pylon and Rivermaya formed in the same state?", ("Pylon", "Rivermaya"), None),  # Rivermaya: no state
         ("Are Pylon and Rivermaya in the same national league?", ("Pylon", "Rivermaya"), None),  # not a people
         ("Are Pylon and Rivermaya not rock bands?", ("Pylon", "Rivermaya"), None),  # a negation
         ("Are Pylon and Rivermaya both older bands?", ("Pylon", "Rivermaya"), None),  # a comparison
@@ -196,6 +197,37 @@ FILMS = [
 )  # fmt: skip
 def test_a_yes_no_question_about_two_names_is_decided_by_their_own_sentences(question, named, decision):
     assert decide_yes_no(question, named, FILMS) == decision
+
+
+PLACES = [
+    "Lysichiton is a genus in the family Araceae.Orontium, sometimes called golden-club, is a genus of flowering "
+    "plants in the family Araceae. Ageratum is a genus of flowering annuals from the family Asteraceae.",
+    "Peraphyllum is a monotypic genus of flowering plants in the rose family. Arthropodium is a genus of plants in "
+    "the subfamily Lomandroideae of the family Asparagaceae.",
+    "Eatza Pizza was a buffet-style restaurant chain founded in Arizona in 1997. Your Pie is an American pizza "
+    "concept started in Athens, Georgia in 2008. The Colorado River Aqueduct is a water conveyance in Southern "
+    "California. Eastside Canal is an irrigation canal in Kern County, California. Lake Vega is a lake.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "named", "decision"),
+    [
+        ("Are Lysichiton and Ageratum in the same family?", ("Lysichiton", "Ageratum"), Decision("No", "same")),
+        ("Do Lysichiton and Orontium belong to the same family?", ("Lysichiton", "Orontium"), Decision("Yes", "same")),
+        ("Are Lysichiton and Ageratum of different families?", ("Lysichiton", "Ageratum"), Decision("Yes", "same")),
+        # "the rose family" names no family by its Latin name, and a subfamily is not a family
+        ("Are Arthropodium and Peraphyllum in the same family?", ("Arthropodium", "Peraphyllum"), None),
+        ("Were Eatza Pizza and Your Pie founded in the same state?", ("Eatza Pizza", "Your Pie"),
+         Decision("No", "same")),  # Arizona against Georgia
+        # "Colorado" is the aqueduct's own name, not where it is: both are in California
+        ("Are Colorado River Aqueduct and Eastside Canal in the same state?",
+         ("Colorado River Aqueduct", "Eastside Canal"), Decision("Yes", "same")),
+        ("Are Eastside Canal and Lake Vega in the same state?", ("Eastside Canal", "Lake Vega"), None),  # no state
+    ],
+)  # fmt: skip
+def test_a_family_or_a_us_state_is_compared_between_two_names_own_sentences(question, named, decision):
+    assert decide_yes_no(question, named, PLACES) == decision
 
 
 def test_a_decision_cites_the_texts_each_name_opens_before_one_that_only_names_it():
