@@ -125,6 +125,7 @@ _SAME = re.compile(
     r"\b(same|different)\s+(?:(countr(?:y|ies)|nations?|nationalit(?:y|ies))|(years?)|(famil(?:y|ies))|(states?))\b",
     re.I,
 )
+Alike = Literal["people", "year", "family", "state"]  # what two names are compared by ("the same country")
 _FAMILY = re.compile(r"\b[A-Z][a-z]+(?:aceae|idae)\b")  # a family's Latin name: "Araceae", "Felidae" (not "-oideae")
 US_STATES = (
     "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
@@ -205,7 +206,7 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
         return None
     same = _SAME.search(rest)
     if same is not None:
-        by = "people" if same.group(2) else "year" if same.group(3) else "family" if same.group(4) else "state"
+        by: Alike = "people" if same.group(2) else "year" if same.group(3) else "family" if same.group(4) else "state"
         alike = _alike(named, own, split, by=by)
         if alike is None:
             return None
@@ -268,7 +269,7 @@ def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:
 
 
 def _alike(
-    named: tuple[str, str], own: Sequence[Sequence[str]], split: Sequence[Sequence[str]], *, by: str
+    named: tuple[str, str], own: Sequence[Sequence[str]], split: Sequence[Sequence[str]], *, by: Alike
 ) -> bool | None:
     """Whether the two names share a year (their first dates) or, `by` "people", "family" or "state", any one
     people, family of living things ("in the family Araceae") or US state ("Houston, Texas") their own sentences
