@@ -351,10 +351,11 @@ def _footer(result: Result) -> str:
     ]
     reply = result.trace.lead_reply
     if reply is not None:  # what the short-answer call said, and whether it opens the answer
-        held = result.trace.lead_held  # checked, then not printed: the model's answers of its kind are untrusted
-        why = " (held back: the model's short answers of this kind were more often wrong than right in training)"
-        shown = "" if result.lead and not held else why if held else " (not printed)"
-        cells.append(("short-answer call replied", f"{reply}{shown}"))
+        if result.trace.lead_held:  # checked, then not printed: the model's answers of its kind are untrusted
+            reply += " (held back: the model's short answers of this kind were more often wrong than right in training)"
+        elif not result.lead:
+            reply += " (not printed)"
+        cells.append(("short-answer call replied", reply))
     grid = "".join(f"<div>{_e(name)} <b>{_e(value)}</b></div>" for name, value in cells)
     return (
         f'<footer class="panel"><div class="usage">{grid}</div>'

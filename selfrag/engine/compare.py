@@ -282,7 +282,8 @@ def _alike(
         found = [_PEOPLES & _traits(" ".join(sentences)) for sentences in own]
     else:
         pattern = _FAMILY if by == "family" else _STATE
-        found = [set(pattern.findall(" ".join(sentences))) - set(pattern.findall(" ".join(named))) for sentences in own]
+        in_names = set(pattern.findall(" ".join(named)))  # "Colorado River Aqueduct" is not in Colorado
+        found = [set(pattern.findall(" ".join(sentences))) - in_names for sentences in own]
     return bool(found[0] & found[1]) if found[0] and found[1] else None
 
 
