@@ -14,6 +14,11 @@ Choices the issue left open, made here and recorded in `Dataset.notes`:
   REFUTES -> CONTRADICT, NOT_ENOUGH_INFO -> NEI. The pool is the 5,240 distinct evidence sentences.
 - HaluEval has no id field: the id is the 0-based line number. Its 9,936 distinct knowledge snippets are the
   pool; a question's own snippet is its gold chunk. It has no sentence-level gold.
+- HaluEval hops: HaluEval's questions over its knowledge cut where one document's sentences run into the next
+  with no space ("...19th century.First for Women is ..."): each part its own chunk (`k<n>#<part>`), so a
+  two-hop question needs two chunks, as a HotpotQA one does. A development set shaped like HotpotQA, whose smoke
+  set has no training split; its gold chunks are the question's parts. It has no critic pairs (HaluEval's judge
+  an answer against the whole snippet).
 - HotpotQA smoke: one chunk per paragraph (title = document id), gold sentences from `supporting_facts`.
 - PopQA, PubHealth, ARC-Challenge: the paper's short-form files, each question with its own pre-retrieved
   passages (`Dataset.presets`); the format and how each question is posed: shortform.py.
@@ -25,6 +30,7 @@ import hashlib
 import json
 import os
 import random
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -41,6 +47,7 @@ CLIMATE_LABELS = {"SUPPORTS": "SUPPORT", "REFUTES": "CONTRADICT", "NOT_ENOUGH_IN
 FOLDERS = {
     "scifact": "scifact",
     "halueval": "halueval_qa",
+    "halueval_hops": "halueval_qa",
     "climate_fever": "climate_fever",
     "hotpotqa_smoke": "hotpotqa_smoke",
     "popqa": "popqa",
@@ -233,7 +240,7 @@ def load(name: str, path: str | Path | None = None, split: str = "all") -> Datas
 
 # a dataset's questions that another one reports are never fitted on: HaluEval's questions come from HotpotQA,
 # and 11 of them are questions of the HotpotQA smoke set
-REPORTED_BY = {"halueval": ("hotpotqa_smoke",)}
+REPORTED_BY = {"halueval": ("hotpotqa_smoke",), "halueval_hops": ("hotpotqa_smoke",)}
 
 
 def _asked(question: str) -> str:
@@ -494,6 +501,41 @@ def load_halueval(folder: Path) -> Dataset:
     )
 
 
+# where one document's sentences run into the next in a HaluEval snippet: a sentence's end with no space before
+# a capital (a lower-case letter, digit or closing mark before the stop, so "S.A. Smash" is not cut)
+_GLUED = re.compile(r"""(?<=[a-z0-9)\]"'%][.!?])(?=["']?[A-Z])""")
+
+
+def load_halueval_hops(folder: Path) -> Dataset:
+    """HaluEval with each knowledge snippet cut into the documents it was glued from (`_GLUED`)."""
+    whole = load_halueval(folder)
+    parts: dict[str, Chunk] = {}
+    examples = []
+    for example in whole.examples:
+        snippet = whole.sentences[example.gold_chunks[0]][0]
+        doc = example.gold_chunks[0].partition("#")[0]
+        gold = []
+        for n, text in enumerate(part.strip() for part in _GLUED.split(snippet)):
+            if text:
+                chunk = parts.setdefault(text, Chunk(doc, n, text, source="halueval"))
+                gold.append(chunk.key)
+        # no critic pairs: a right or hallucinated answer is judged against the whole snippet (`halueval`)
+        examples.append(replace(example, gold_chunks=tuple(dict.fromkeys(gold)), pairs=()))
+    chunks = tuple(parts.values())
+    notes = (
+        "id = 0-based line number; pool = the snippets' parts, cut where one document runs into the next with no "
+        "space; gold = the question's own parts",
+    )
+    return replace(
+        whole,
+        name="halueval_hops",
+        examples=tuple(examples),
+        corpus=chunks,
+        sentences={c.key: (c.text,) for c in chunks},
+        notes=notes,
+    )
+
+
 def load_shortform(folder: Path, task: str) -> Dataset:
     """The short-form file of `folder` (its one `*.jsonl`) as a Dataset with per-question passages (the format
     and the posing: shortform.py)."""
@@ -539,6 +581,7 @@ def load_shortform(folder: Path, task: str) -> Dataset:
 LOADERS = {
     "scifact": load_scifact,
     "halueval": load_halueval,
+    "halueval_hops": load_halueval_hops,
     "climate_fever": load_climate_fever,
     "hotpotqa_smoke": load_hotpotqa_smoke,
     "popqa": partial(load_shortform, task="popqa"),

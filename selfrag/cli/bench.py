@@ -16,7 +16,16 @@ from ..errors import InputError, UsageError
 from ..text import redact_secrets
 from .common import add_engine_options, engine_flags
 
-DATASETS = ("hotpotqa_smoke", "halueval", "scifact", "climate_fever", "popqa", "pubhealth", "arc_challenge")
+DATASETS = (
+    "hotpotqa_smoke",
+    "halueval",
+    "halueval_hops",
+    "scifact",
+    "climate_fever",
+    "popqa",
+    "pubhealth",
+    "arc_challenge",
+)
 SYSTEMS_HELP = (
     "no-retrieval | rag | selfrag | selfrag-beam2 | critic; ablations as suffixes: "
     "selfrag+separate, selfrag+wsup0, selfrag+always (or the flags --critic, --w-sup, --mode)"

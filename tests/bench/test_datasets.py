@@ -49,6 +49,38 @@ def test_halueval_loader_pools_distinct_snippets(tmp_path):
     assert right.supported and not wrong.supported and wrong.statement == "Zurich"
 
 
+def test_halueval_hops_cuts_a_snippet_where_one_document_runs_into_the_next(tmp_path):
+    folder = tmp_path / "e"
+    folder.mkdir()
+    glued = (
+        "Arthur's Magazine (1844–1846) was an American periodical.First for Women is published by Bauer Media. "
+        'It began in 1989."Kiss and Tell" is a 1945 film.It stars S.A. Smith.'
+    )
+    rows = [
+        {"knowledge": glued, "question": "Which magazine was started first?", "right_answer": "Arthur's Magazine",
+         "hallucinated_answer": "First for Women"},
+        {"knowledge": "One document only. Two sentences.", "question": "What?", "right_answer": "a",
+         "hallucinated_answer": "b"},
+        {"knowledge": "First for Women is published by Bauer Media. It began in 1989.Another one.", "question": "Who?",
+         "right_answer": "Bauer", "hallucinated_answer": "c"},
+    ]  # fmt: skip
+    write_jsonl(folder / "qa.jsonl", rows)
+    data = ds.load("halueval_hops", folder)
+    one, two, three = data.examples
+    assert [data.sentences[key][0] for key in one.gold_chunks] == [
+        "Arthur's Magazine (1844–1846) was an American periodical.",
+        "First for Women is published by Bauer Media. It began in 1989.",
+        '"Kiss and Tell" is a 1945 film.',
+        "It stars S.A. Smith.",  # a capital after an initial's stop is no new document
+    ]
+    assert len(two.gold_chunks) == 1 and data.sentences[two.gold_chunks[0]] == ("One document only. Two sentences.",)
+    assert three.gold_chunks[0] == one.gold_chunks[1]  # a part two snippets share is one chunk
+    assert len(data.corpus) == 6 and len({chunk.key for chunk in data.corpus}) == 6
+    assert one.pairs == () and one.answers == ("Arthur's Magazine",)
+    whole = ds.load("halueval", folder)
+    assert [e.id for e in data.examples] == [e.id for e in whole.examples]
+
+
 def test_stale_copies_conflict_with_the_gold_snippet_and_are_not_gold(tmp_path):
     data = ds.load("halueval", write_halueval(tmp_path / "e")).sample(2, 0)
     grown = data.with_stale_copies(3)
