@@ -128,6 +128,48 @@ def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, ca
     assert refitted.abstain_threshold != shipped.abstain_threshold
 
 
+def right_of(n: int, every: int) -> list[dict]:
+    """answers(n) where only every `every`-th question's answer is right."""
+    return [r | {"correct": r["correct"] and i // 2 % every == 0} for i, r in enumerate(answers(n))]
+
+
+def test_map_refits_only_the_confidence_map_on_several_files_as_one_set(tmp_path, capsys):
+    first = write(tmp_path / "a.jsonl", right_of(15, 2))
+    second = write(tmp_path / "b.jsonl", [r | {"question": r["question"] + " again"} for r in right_of(15, 2)])
+    out = tmp_path / "w.json"
+    assert main(["critic", "map", str(first), "--out", str(out)]) != 0  # 15 answered questions are too few
+    assert "too few" in capsys.readouterr().err and not out.exists()
+    assert main(["critic", "map", str(first), str(second), "--out", str(out)]) == 0
+    assert "on 30 answers, 16 right" in capsys.readouterr().out
+    shipped, refitted = load_critic_model(), load_critic_model(out)
+    kept = ("relevant", "supported", "lead", "abstain_threshold", "support_threshold", "refutes")
+    assert all(getattr(refitted, name) == getattr(shipped, name) for name in kept)
+    assert refitted.confidence != shipped.confidence
+    assert refitted.fitted_on["confidence_map"].startswith("a.jsonl, b.jsonl: 30 answers")
+    # the map is what a confidence means: answers right less often get a lower one at the same support
+    low = tmp_path / "low.json"
+    assert main(["critic", "map", str(write(tmp_path / "c.jsonl", right_of(30, 4))), "--out", str(low)]) == 0
+    assert load_critic_model(low).confidence.probability(0.6) < refitted.confidence.probability(0.6)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([r | {"correct": False} for r in answers(30)], "every one of the 30 answers is wrong"),
+        ([{k: v for k, v in r.items() if k != "correct"} for r in answers(30)], "too few"),
+    ],
+)
+def test_map_refuses_bad_input_in_one_line(tmp_path, capsys, rows, message):
+    before = digest(SHIPPED)
+    out = tmp_path / "w.json"
+    assert main(["critic", "map", str(write(tmp_path / "j.jsonl", rows)), "--out", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists() and digest(SHIPPED) == before
+    assert main(["critic", "map", str(write(tmp_path / "k.jsonl", answers(30))), "--out", str(SHIPPED)]) != 0
+    assert digest(SHIPPED) == before
+
+
 @pytest.mark.parametrize(
     ("flags", "rows", "message"),
     [

@@ -1,15 +1,17 @@
-"""`selfrag critic fit|cut|check`: refit the evidence critic from your own judged data, and check a weights file.
+"""`selfrag critic fit|cut|map|check`: refit the evidence critic from your own judged data, and check a weights file.
 
     selfrag critic fit JUDGMENTS.jsonl... --out WEIGHTS.json fit both heads, the threshold and the confidence map
     selfrag critic cut JUDGMENTS.jsonl --out WEIGHTS.json    refit only the abstention cut, under given weights
         [--confidence-map]                                   ... and the confidence map, on the same answers
+    selfrag critic map JUDGMENTS.jsonl... --out WEIGHTS.json refit only the confidence map, under given weights
     selfrag critic check [WEIGHTS.json]                      validate a weights file (default: the shipped one)
 
 The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 80 %): a
 one-sided bound on the share of right answers lost, so the cut keeps a margin when it is fitted on few answers.
 `fit` reads one or more judgments files as one set, and keeps the short answer's counts (how often a lead of each
 kind was right: `selfrag bench fit-lead`) of `--weights` (default: the shipped ones): they count the short
-answer, not the heads, and a refit without them would leave every lead uncounted in the confidence.
+answer, not the heads, and a refit without them would leave every lead uncounted in the confidence. `map` fits
+what a confidence means on your own corpus (the answers of judged candidates from runs over it), nothing else.
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
@@ -34,6 +36,7 @@ from ..engine.calibration import (
     SHIPPED,
     fit_abstain_cut,
     fit_critic,
+    fit_map,
     judged_row,
     load_critic_model,
     with_lead_counts,
@@ -71,6 +74,13 @@ def register(commands: Any) -> None:
     )  # fmt: skip
     cut.add_argument("--out", required=True, help="weights file to write")
     cut.set_defaults(run=cut_command)
+    refit = sub.add_parser(
+        "map", help="refit the answer's confidence map alone from judgments files, under given weights"
+    )
+    refit.add_argument("judgments", nargs="+", help="JSONL files of judged candidates, with 'correct', read as one set")
+    refit.add_argument("--weights", help="weights whose heads rate the candidates (default: the shipped ones)")
+    refit.add_argument("--out", required=True, help="weights file to write")
+    refit.set_defaults(run=map_command)
     check = sub.add_parser("check", help="validate a weights file and print what it was fitted on")
     check.add_argument("weights", nargs="?", help="weights file (default: the shipped one)")
     check.set_defaults(run=check_command)
@@ -114,6 +124,20 @@ def cut_command(args: argparse.Namespace) -> int:
     if args.confidence_map:
         said += f"; confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}"
     print(said)
+    return 0
+
+
+def map_command(args: argparse.Namespace) -> int:
+    out = _writable(args.out)
+    paths = [Path(name) for name in args.judgments]
+    rows = [row for path in paths for row in read_judgments(path)]
+    model, answered, right = fit_map(load_critic_model(args.weights), rows, ", ".join(path.name for path in paths))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, model.to_json())
+    print(
+        f"wrote {out}: confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f} on {answered} answers, "
+        f"{right} right; heads, abstention cut and short-answer counts kept"
+    )
     return 0
 
 

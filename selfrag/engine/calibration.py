@@ -41,6 +41,7 @@ FORMAT = "selfrag-critic"
 VERSION = 1
 SHIPPED = "critic-v1.json"
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
+MIN_MAP_ANSWERS = 20  # fewer answered questions than this cannot fit the confidence map alone
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
 COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the model's short answer beats a coin
 MAX_FILE_BYTES = 1 << 20
@@ -461,9 +462,7 @@ def fit_abstain_cut(
     and with `refit_map` its confidence map too (`confidence_map`, on the same answers: what the heads'
     P(supported) means once the engine's rules pick the answer); everything else kept (`fitted_on` says where
     they came from: `source`). Refuses rows with too few right answers to promise `keep` at `confidence`."""
-    x = [vector(row.features()) for row in rows]
-    p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
-    answers = kept_answers(rows, p_rel, p_sup)
+    answers = answers_under(model, rows)
     right = [a.support for a in answers if a.answerable and a.correct]
     if lost_bound(0, len(right), confidence) > 1 - keep:
         need = math.ceil(math.log(1 - confidence) / math.log(keep))
@@ -487,6 +486,32 @@ def fit_abstain_cut(
         fitted_on = {**fitted.fitted_on, "confidence_map": f"{source}: {fit.questions} answers, {fit.right} right"}
         fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on)
     return fitted, fit
+
+
+def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged rows") -> tuple[CriticModel, int, int]:
+    """`model` with its confidence map alone refitted (`confidence_map`) on the answers of judged candidate rows
+    under its own heads; the heads, cut and short-answer counts kept. With it the confidence can be fitted on
+    answers from a corpus shaped like the user's own. Returns the model, the answers and the right ones; refuses
+    fewer than MIN_MAP_ANSWERS answers or answers all right or all wrong."""
+    answers = [a for a in answers_under(model, rows) if a.answerable]
+    right = sum(a.correct for a in answers)
+    if len(answers) < MIN_MAP_ANSWERS:
+        raise InputError(
+            f"{len(answers)} answered questions are too few to fit the confidence map; give judged candidates "
+            f"(with 'correct') of at least {MIN_MAP_ANSWERS} questions"
+        )
+    if right in (0, len(answers)):
+        said = "right" if right else "wrong"
+        raise InputError(f"every one of the {len(answers)} answers is {said}; the confidence map needs both")
+    fitted_on = {**model.fitted_on, "confidence_map": f"{source}: {len(answers)} answers, {right} right"}
+    return replace(model, confidence=confidence_map(answers), fitted_on=fitted_on), len(answers), right
+
+
+def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:
+    """The answers of judged candidate rows (`kept_answers`) as `model`'s heads rate them."""
+    x = [vector(row.features()) for row in rows]
+    p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
+    return kept_answers(rows, p_rel, p_sup)
 
 
 # -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------
