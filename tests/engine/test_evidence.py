@@ -458,6 +458,11 @@ def test_the_confidence_map_is_fitted_on_answerable_answers_of_both_kinds_only()
     assert fitted != Platt() and fitted.probability(0.9) > fitted.probability(0.1)
     assert confidence_map([answer(p, True) for p in (0.2, 0.8)]) == Platt()  # one class: nothing to fit
     assert confidence_map([*mixed, answer(0.99, False, answerable=False)]) == fitted  # unanswerable left out
+    # answers right where the support is low and wrong where it is high: no map lowers the confidence as the
+    # support grows; it is flattened to their share of right answers
+    upside_down = [answer(p, p < 0.3) for p in (0.1, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 0.95)]
+    flat = confidence_map(upside_down)
+    assert flat.a == 0 and flat.probability(0.1) == pytest.approx(flat.probability(0.95)) == pytest.approx(2 / 8)
 
 
 @pytest.mark.parametrize(
