@@ -18,7 +18,7 @@ from ..errors import BudgetError, LLMError
 from ..labels import Mode
 from ..result import DoneEvent, Event, LeadEvent, StepEvent
 from ..schema import Beam, Candidate, Chunk, Plan
-from . import beam, critic, generator, lead, questions, report, retriever
+from . import beam, critic, generator, hops, lead, questions, report, retriever
 from .context import Run
 from .state import Evidence, RunInfo, StepOutcome, StopReason
 
@@ -32,6 +32,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     deadline = loop.time() + run.config.deadline if deadline is None else deadline
     frontier: tuple[Beam, ...] = (Beam("0"),)
     steps, citations, streamed, stop, failure, read = [], report.Citations(), 0, StopReason.MAX_DEPTH, None, ()
+    written: list[Candidate] = []  # every candidate of every step, for the second hop
     kind = questions.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
     for depth in range(run.config.max_depth):
         try:
@@ -43,6 +44,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         except TimeoutError:
             stop = StopReason.DEADLINE
             break
+        written += [candidate for candidate, _ in step.outcomes]
         children = [child for _, child in step.outcomes if child is not None]
         if not children and not any(c.flag for c, _ in step.outcomes):
             stop, failure = StopReason.LLM_FAILURE, next((c.error for c, _ in step.outcomes if c.error), None)
@@ -69,6 +71,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
     standing = lead.standing(run.question, kind, read) if abstention else None  # the documents decide it alone
     abstention = None if standing else abstention
+    best = _second_hop(best, written, run) if abstention is None else best
     if not best.segments and abstention is None and standing is None:
         _nothing_written(stop, run, failure)
     short = standing or (await _lead(best, run, kind, deadline) if kind and abstention is None else None)
@@ -120,9 +123,22 @@ def _put(items: tuple[T, ...], at: list[int], new: Sequence[T]) -> tuple[T, ...]
 
 
 def _grow(candidates: tuple[Candidate, ...], run: Run) -> list[tuple[Candidate, Beam | None]]:
-    w_use = run.config.w_use if run.deps.rater.weighs_utility else 0.0  # the evidence scorer's f leaves ISUSE out
-    weights = beam.Weights(run.config.w_rel, run.config.w_sup, w_use, run.config.use_seqscore)
+    weights = _weights(run)
     return [(c, beam.extend(c, n, weights) if generator.usable(c) else None) for n, c in enumerate(candidates)]
+
+
+def _weights(run: Run) -> beam.Weights:
+    w_use = run.config.w_use if run.deps.rater.weighs_utility else 0.0  # the evidence scorer's f leaves ISUSE out
+    return beam.Weights(run.config.w_rel, run.config.w_sup, w_use, run.config.use_seqscore)
+
+
+def _second_hop(best: Beam, written: list[Candidate], run: Run) -> Beam:
+    """`best` with the sentence of the chunk its last one's chunk links to (`hops.second_hop`), when the scorer
+    reads the documents; the paper's scorer keeps the paper's answer."""
+    hop = hops.second_hop(run.question, best, written) if run.deps.rater.from_documents else None
+    if hop is None:
+        return best
+    return replace(beam.extend(replace(hop, parent=best), 0, _weights(run)), final=True)
 
 
 async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> lead.Lead | None:
