@@ -76,10 +76,11 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
     candidate = replace(candidate, text=text)
     whole = candidate.critique.estimator.startswith("reflection")  # a Self-RAG checkpoint's segment: the paper's unit
     chunk_text = candidate.chunk.text if candidate.chunk else None
-    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole)
+    ids = tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
+    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole, ids=ids)
     if flaw == "several_sentences":
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
-        flaw = degeneracy(question, cut, draft, topic=topic)
+        flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)
         candidate = replace(candidate, text=cut, flag="several_sentences")
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 

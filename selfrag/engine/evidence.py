@@ -363,6 +363,7 @@ def degeneracy(
     *,
     topic: bool = False,
     segment: bool = False,
+    ids: Sequence[str] = (),
 ) -> str | None:
     """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
     date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
@@ -371,7 +372,8 @@ def degeneracy(
     sentence nor the draft states an amount), `several_sentences` (three or more, or two copied from the chunk,
     or two of which the second speaks of the text; the caller may cut it with `best_sentence`, which skips the
     parts that are degenerate themselves), `about_the_document` (it speaks of the document, not of the world, or
-    copies the prompt's machinery: "is_final: true", a delimiter's nonce). A `segment` is one unit however many
+    copies the prompt's machinery: "is_final: true", a delimiter's nonce, a document's id from `ids` with its
+    chunk number, "The Prestige (film) #0"). A `segment` is one unit however many
     sentences it holds (a Self-RAG checkpoint's ends at its own [Retrieval] token). A short answer (fewer than
     `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer, not
     a restatement."""
@@ -391,6 +393,8 @@ def degeneracy(
         return "several_sentences"
     if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
         return "about_the_document"
+    if any(re.search(rf"{re.escape(doc)}\s*#\s*\d", sentence, re.IGNORECASE) for doc in ids if doc):
+        return "about_the_document"  # "The Prestige (film) #0": a document's id as the prompt shows it
     if len(parts) == 2 and _ABOUT_DOCUMENT.match(parts[1]):
         return "several_sentences"  # "Helmets are advised. The sentence is also about e-bikes.": cut to the first
     if asks_amount(question) and not any(map(states_amount, [*draft, sentence])):

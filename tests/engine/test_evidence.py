@@ -120,6 +120,20 @@ def test_a_sentence_about_the_document_is_named(sentence):
 
 
 @pytest.mark.parametrize(
+    ("sentence", "flaw"),
+    [
+        ("The Prestige (film) #0", "about_the_document"),  # a document's id, as the prompt shows it
+        ("Jaws (film)#0 was shot in 1974.", "about_the_document"),
+        ("The Prestige (film) is a 2006 film.", None),  # the document's title is a name, not an id
+        ("The film ranked #1 at the box office in 2006.", None),  # a number sign that names no document
+    ],
+)
+def test_a_sentence_copying_a_documents_id_is_about_the_document(sentence, flaw):
+    ids = ("The Prestige (film)", "Jaws (film)")
+    assert evidence.degeneracy("Who directed The Prestige?", sentence, [], CHUNK, ids=ids) == flaw
+
+
+@pytest.mark.parametrize(
     "sentence",
     [
         "The Document Foundation was set up in 2010.",  # a name

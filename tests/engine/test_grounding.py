@@ -236,6 +236,9 @@ def test_a_restated_question_is_declined_and_a_copied_passage_is_cut_to_one_sent
         # a sentence about the document is declined, and a report's frame is taken off what it reports
         ("This document contains information about refunds.",
          "The document states that refunds are accepted within 14 days of purchase.", None),
+        # a document's id copied from the prompt is declined, the sentence's own document's or another's
+        ("policy-2026.md #0", "Refunds are accepted within 14 days of purchase.", None),
+        ("Refunds: see policy-2024.md#0.", "Refunds are accepted within 14 days of purchase.", None),
         # the prompt's other names for a text: declined; a second sentence about the text is cut off
         ("The document is incomplete, the next sentence is not complete.",
          "Refunds are accepted within 14 days of purchase. The sentence is also about store credit.",
