@@ -15,9 +15,9 @@ the search ends, `second_hop` adds it to the answer where the two chunks link up
 
 Only a candidate written in the same step from the same draft, from a chunk of its own, that no rule or cut
 declined, is taken; the one covering the most of the question, then the better ranked. On 60 HaluEval training
-questions with their snippets cut into their documents (`halueval_hops`) it added 3 sentences, all from the
-question's own documents, 2 holding the answer the kept sentence lacked; on 60 HaluEval training questions with
-whole snippets (the first hop's chunk already holds both) it added 1, from another question's snippet.
+questions with their snippets cut into their documents (`halueval_hops`) it added a sentence to 4 answers, each
+from the question's own chunks, 2 of them holding the answer the kept sentence lacked; on 60 HaluEval training
+questions with whole snippets (the first hop's chunk already holds both) to 1, from another question's snippet.
 """
 
 from __future__ import annotations
