@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from ..errors import BudgetError, LLMError
 from ..labels import Mode
-from ..result import DoneEvent, Event, LeadEvent, StepEvent
+from ..result import DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
 from . import beam, critic, generator, hops, lead, questions, report, retriever
 from .context import Run
@@ -71,7 +71,8 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
     standing = lead.standing(run.question, kind, read) if abstention else None  # the documents decide it alone
     abstention = None if standing else abstention
-    best = _second_hop(best, written, run) if abstention is None else best
+    if abstention is None:
+        best, steps = _second_hop(best, written, steps, run)
     if not best.segments and abstention is None and standing is None:
         _nothing_written(stop, run, failure)
     short = standing or (await _lead(best, run, kind, deadline) if kind and abstention is None else None)
@@ -132,13 +133,14 @@ def _weights(run: Run) -> beam.Weights:
     return beam.Weights(run.config.w_rel, run.config.w_sup, w_use, run.config.use_seqscore)
 
 
-def _second_hop(best: Beam, written: list[Candidate], run: Run) -> Beam:
-    """`best` with the sentence of the chunk its last one's chunk links to (`hops.second_hop`), when the scorer
-    reads the documents; the paper's scorer keeps the paper's answer."""
+def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], run: Run) -> tuple[Beam, list[TraceStep]]:
+    """`best` with the sentence of the chunk its last one's chunk links to (`hops.second_hop`), and the trace
+    saying so, when the scorer reads the documents; the paper's scorer keeps the paper's answer."""
     hop = hops.second_hop(run.question, best, written) if run.deps.rater.from_documents else None
     if hop is None:
-        return best
-    return replace(beam.extend(replace(hop, parent=best), 0, _weights(run)), final=True)
+        return best, steps
+    grown = beam.extend(replace(hop, parent=best), 0, _weights(run))
+    return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 
 async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> lead.Lead | None:

@@ -85,6 +85,18 @@ def trace_step(step: int, outcome: StepOutcome, frontier: Sequence[Beam], meter:
     )
 
 
+def hop_taken(steps: Sequence[TraceStep], hop: Candidate) -> list[TraceStep]:
+    """The trace with the candidate the second hop added (`engine.hops`) kept, flagged `second_hop`: pruned in
+    its step, it is in the answer."""
+    chunk = hop.chunk.key if hop.chunk else None
+
+    def mark(c: TraceCandidate) -> TraceCandidate:
+        taken = c.parent == hop.parent.id and c.chunk == chunk and c.text == hop.text and c.status == "pruned"
+        return c.model_copy(update={"status": "kept", "flag": "second_hop"}) if taken else c
+
+    return [step.model_copy(update={"candidates": [mark(c) for c in step.candidates]}) for step in steps]
+
+
 def _suspicious(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
     """Chunk key -> the injection markers in its text, for the chunks that have any (flagged, not filtered)."""
     found = {chunk.key: list(looks_like_injection(chunk.text)) for chunk in chunks}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from helpers import by_document, fused
 
 from selfrag import Chunk
+from selfrag.cli.trace_html import render_trace_html
 from selfrag.engine.hops import subject_named
 
 QUESTION = "Which Sun Belt Conference team did New Orleans Saints kicker Wil Lutz play for?"
@@ -43,6 +44,10 @@ def test_the_chunk_the_first_hop_names_gives_the_second_sentence(engine):
     )
     assert [s.doc_id for s in result.sources] == ["lutz.md", "panthers.md"]
     assert len(rag.chat.calls_to("generate_fused")) == 3  # no call more: the sentence was written in the search
+    fates = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
+    assert fates["panthers.md#0"] == ("kept", "second_hop") and fates["lutz.md#0"] == ("kept", None)
+    assert fates["saints.md#0"] == ("pruned", None)
+    assert "second hop</span>" in render_trace_html(result)
 
 
 def test_no_second_sentence_where_the_first_chunk_names_no_other_chunks_subject(engine):
