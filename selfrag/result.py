@@ -81,10 +81,11 @@ class TraceCandidate(_Out):
     aggregate: float | None
     status: Literal["kept", "pruned", "failed", "gated"]
     # why it was cut or declined: restates_question, repeats_draft, several_sentences, about_the_document,
-    # no_amount, unsupported, superseded; or second_hop: pruned in its step, then added to the answer (kept)
+    # no_amount, unsupported, superseded
     flag: str | None = None
     fallback: bool = False
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
+    second_hop: bool = False  # pruned in its step, then added to the answer by the second hop (engine.hops): kept
     also: list[str] = []  # pooled: the other chunks its words come from, rated with the cited one
     error: str | None = None
     suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only

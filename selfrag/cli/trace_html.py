@@ -287,7 +287,7 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
         badges.append('<span class="badge b-fallback">fallback</span>')
     if c.pooled:
         badges.append('<span class="badge b-pooled" title="written from all of the step\'s chunks">pooled</span>')
-    if c.flag == "second_hop":
+    if c.second_hop:
         badges.append('<span class="badge b-hop" title="pruned in its step, then added">second hop</span>')
     if on_path:
         badges.append('<span class="badge b-path">★ final path</span>')

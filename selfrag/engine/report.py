@@ -86,13 +86,13 @@ def trace_step(step: int, outcome: StepOutcome, frontier: Sequence[Beam], meter:
 
 
 def hop_taken(steps: Sequence[TraceStep], hop: Candidate) -> list[TraceStep]:
-    """The trace with the candidate the second hop added (`engine.hops`) kept, flagged `second_hop`: pruned in
-    its step, it is in the answer."""
+    """The trace with the candidate the second hop added (`engine.hops`) kept and marked `second_hop`: pruned
+    in its step, it is in the answer."""
     chunk = hop.chunk.key if hop.chunk else None
 
     def mark(c: TraceCandidate) -> TraceCandidate:
         taken = c.parent == hop.parent.id and c.chunk == chunk and c.text == hop.text and c.status == "pruned"
-        return c.model_copy(update={"status": "kept", "flag": "second_hop"}) if taken else c
+        return c.model_copy(update={"status": "kept", "second_hop": True}) if taken else c
 
     return [step.model_copy(update={"candidates": [mark(c) for c in step.candidates]}) for step in steps]
 

@@ -44,9 +44,8 @@ def test_the_chunk_the_first_hop_names_gives_the_second_sentence(engine):
     )
     assert [s.doc_id for s in result.sources] == ["lutz.md", "panthers.md"]
     assert len(rag.chat.calls_to("generate_fused")) == 3  # no call more: the sentence was written in the search
-    fates = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
-    assert fates["panthers.md#0"] == ("kept", "second_hop") and fates["lutz.md#0"] == ("kept", None)
-    assert fates["saints.md#0"] == ("pruned", None)
+    fates = {c.chunk: (c.status, c.second_hop) for c in result.trace.steps[0].candidates}
+    assert fates == {"panthers.md#0": ("kept", True), "lutz.md#0": ("kept", False), "saints.md#0": ("pruned", False)}
     assert "second hop</span>" in render_trace_html(result)
 
 
