@@ -35,6 +35,7 @@ ENGINE_FLAGS = (
     "abstain_below",
     "lead",
     "pooled",
+    "hops",
     "short_replies",
     "deadline",
     "max_llm_calls",
@@ -80,6 +81,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="one more candidate per step written from all its chunks together, as plain RAG reads them "
         "(one more call per beam and step; default off)",
+    )
+    search.add_argument(
+        "--hops",
+        action=argparse.BooleanOptionalAction,
+        help="with the evidence scorer, a sentence from the chunk the kept one's chunk names follows it (the second "
+        "hop; at most one more search and call; default on)",
     )
     search.add_argument(
         "--short-replies",
