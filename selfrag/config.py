@@ -79,8 +79,8 @@ class Config:
     lead: bool = True  # a yes/no, choice or factoid question gets its short answer first (one more call)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
-    hops: bool = True  # evidence scorer: the answer's second hop (engine.hops), from a chunk the first hop's names;
-    # at most one more search and one more call, when the search read no such chunk
+    hops: bool = True  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote from a
+    # chunk the kept one's chunk names, added after the search (no call)
     abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the
     # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply

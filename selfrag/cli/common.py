@@ -85,8 +85,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument(
         "--hops",
         action=argparse.BooleanOptionalAction,
-        help="with the evidence scorer, a sentence from the chunk the kept one's chunk names follows it (the second "
-        "hop; at most one more search and call; default on)",
+        help="with the evidence scorer, a sentence written from the chunk the kept one's chunk names follows it "
+        "(the second hop; no call; default on)",
     )
     search.add_argument(
         "--short-replies",

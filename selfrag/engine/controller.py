@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from ..errors import BudgetError, LLMError
-from ..labels import Decision, Mode
+from ..labels import Mode
 from ..result import DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
 from . import beam, critic, generator, hops, lead, questions, report, retriever
@@ -72,7 +72,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     standing = lead.standing(run.question, kind, read) if abstention else None  # the documents decide it alone
     abstention = None if standing else abstention
     if abstention is None and run.config.hops and run.deps.rater.from_documents:
-        best, steps = await _second_hop(best, written, steps, run, started, deadline)
+        best, steps = _second_hop(best, written, steps, run)
     if not best.segments and abstention is None and standing is None:
         _nothing_written(stop, run, failure)
     short = standing or (await _lead(best, run, kind, deadline) if kind and abstention is None else None)
@@ -133,52 +133,14 @@ def _weights(run: Run) -> beam.Weights:
     return beam.Weights(run.config.w_rel, run.config.w_sup, w_use, run.config.use_seqscore)
 
 
-async def _second_hop(
-    best: Beam, written: list[Candidate], steps: list[TraceStep], run: Run, started: float, deadline: float
-) -> tuple[Beam, list[TraceStep]]:
-    """`best` with its second hop (`engine.hops`) and the trace saying so: a sentence the search wrote from a
-    chunk the last one's chunk links to, else one written now from such a chunk the search did not read
-    (`_bridge_read`, a step of its own in the trace). A spent budget or deadline leaves the answer as it was."""
+def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], run: Run) -> tuple[Beam, list[TraceStep]]:
+    """`best` with the sentence of the chunk its last one's chunk links to (`hops.second_hop`), and the trace
+    saying so (asked with the evidence scorer and `Config.hops` on: the paper's scorer keeps the paper's answer)."""
     hop = hops.second_hop(run.question, best, written)
-    if hop is not None:
-        grown = beam.extend(replace(hop, parent=best), 0, _weights(run))
-        return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
-    try:
-        async with asyncio.timeout_at(deadline):
-            read = await _bridge_read(best, written, run)
-    except (BudgetError, TimeoutError):
+    if hop is None:
         return best, steps
-    if read is None:
-        return best, steps
-    outcome, grown = read
-    step = report.trace_step(len(steps), outcome, (grown or best,), run.meter, time.monotonic() - started)
-    return grown or best, [*steps, step]
-
-
-async def _bridge_read(best: Beam, written: list[Candidate], run: Run) -> tuple[StepOutcome, Beam | None] | None:
-    """The second hop from a chunk the search did not read: the names the last sentence's chunk states searched
-    with the question (`hops.bridge_query`), the first unread hit that follows from that chunk (`hops.linked`)
-    written from (one call) and judged; the beam it makes, or None when it does not add the hop. None when no
-    such chunk was found."""
-    last = best.segments[-1] if best.segments else None
-    first = last.chunk.text if last is not None and last.chunk is not None else None
-    query = hops.bridge_query(run.question, first) if first is not None else None
-    if first is None or query is None:
-        return None
-    read = {c.chunk.key for c in written if c.chunk is not None}
-    (found,), _ = await retriever.search_groups([(query,)], run, run.config.ndocs + len(read))
-    unread = [hit for hit in found if hit.chunk.key not in read][: run.config.ndocs]
-    chunks = [hit.chunk for hit in unread]
-    chunk = hops.first_linked(run.question, first, chunks)
-    if chunk is None:
-        return None
-    rank = chunks.index(chunk)
-    (candidate,) = await critic.assess([await generator.write_one(best, chunk, rank, unread[rank].score, run)], run)
-    link = hops.linked(run.question, first, chunk.text)
-    fits = generator.usable(candidate) and link is not None and hops.adds(run.question, candidate.text, best, link)
-    grown = replace(beam.extend(candidate, 0, _weights(run)), id=best.id, final=True) if fits else None
-    evidence = Evidence(chunks, (), None, [hit.score for hit in unread])
-    return StepOutcome((best,), (Plan(Decision.YES, query),), (evidence,), ((candidate, grown),)), grown
+    grown = beam.extend(replace(hop, parent=best), 0, _weights(run))
+    return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 
 async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> lead.Lead | None:

@@ -58,12 +58,6 @@ async def expand(
     return tuple(await run_all(jobs))
 
 
-async def write_one(beam: Beam, chunk: Chunk, rank: int, score: float | None, run: Run) -> Candidate:
-    """One candidate of `beam` written (and, fused, judged) from one chunk, outside a step (the second hop)."""
-    run.meter.rounds += 1
-    return await _from_chunk(Candidate(beam, rank, chunk, score, (chunk,)), run)
-
-
 async def _guard(candidate: Candidate, job: Awaitable[Candidate]) -> Candidate:
     try:
         return await job

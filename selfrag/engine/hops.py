@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..schema import Beam, Candidate, Chunk
-from .evidence import degeneracy, facts, terms
+from ..schema import Beam, Candidate
+from .evidence import degeneracy, terms
 
 MIN_ADDED = 2  # content words the second sentence must add to the kept one
 MIN_NAME_CHARS = 6  # a one-word subject shorter than this ("Mary") links too much to be a bridge
@@ -69,19 +69,6 @@ def adds(question: str, sentence: str, best: Beam, link: tuple[str, frozenset[st
     if not said & (covers | terms(bridge)) or len(said - kept) < MIN_ADDED:
         return False
     return degeneracy(question, sentence, [s.text for s in best.segments]) is None
-
-
-def bridge_query(question: str, first: str) -> str | None:
-    """What to search for the second hop when the search read no chunk that follows from the first hop's: the
-    names the first chunk states and the question does not, then the question; None when it states none."""
-    asked = question.lower()
-    names = [name for name in facts(first) if name not in asked and not name.replace(" ", "").isdigit()]
-    return f"{' '.join(dict.fromkeys(names))} {question}" if names else None
-
-
-def first_linked(question: str, first: str, chunks: Sequence[Chunk]) -> Chunk | None:
-    """The first of `chunks` that follows from the first hop's chunk (`linked`), or None."""
-    return next((chunk for chunk in chunks if linked(question, first, chunk.text)), None)
 
 
 def subject_named(text: str, first: str, question: str) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import by_document, document_of, fused
+from helpers import by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli.trace_html import render_trace_html
@@ -63,9 +63,11 @@ def test_no_second_sentence_that_adds_nothing_or_was_declined(engine):
     assert "Panthers" not in rag.answer(QUESTION).answer
 
 
-def test_the_papers_scorer_keeps_the_papers_answer(engine):
+def test_the_papers_scorer_keeps_the_papers_answer_and_the_knob_turns_the_hop_off(engine):
     rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="paper")
     assert "Panthers" not in rag.answer(QUESTION).answer
+    off = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.0, hops=False)
+    assert off.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
 
 
 def test_a_subject_is_a_bridge_only_when_the_first_chunk_names_it_and_the_question_does_not():
@@ -76,28 +78,3 @@ def test_a_subject_is_a_bridge_only_when_the_first_chunk_names_it_and_the_questi
     assert subject_named("Ghana's Bui Dam is large.", "the Bui Dam was built", "Bui National Park?") is None
     assert subject_named("The Bui Dam is a 400 MW project.", "reservoir of the Bui Dam", "Bui Park?") == "bui dam"
     assert subject_named("a lower-case opening", "a lower-case opening", "Who?") is None
-
-
-def test_a_linked_chunk_the_search_did_not_read_is_searched_for_and_written_from(engine):
-    # two chunks per step: the search reads Lutz's and the Saints' paragraphs, never the Panthers'
-    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=2, scorer="evidence", abstain_below=0.0)
-    result = rag.answer(QUESTION)
-    assert result.answer == (
-        "Wil Lutz was born on July 7, 1994 [1]. The Georgia State Panthers are a member of the Sun Belt Conference [2]."
-    )
-    written = [document_of(call) for call in rag.chat.calls_to("generate_fused")]
-    assert len(written) == 3 and 'id="panthers.md' in written[-1]  # one call more, from the chunk it found
-    assert "georgia state" in rag.deps.index.queries[-1]  # searched by the names the first hop's chunk states
-    bridge = result.trace.steps[-1]
-    assert len(result.trace.steps) == 2 and [(c.chunk, c.status) for c in bridge.candidates] == [
-        ("panthers.md#0", "kept")
-    ]
-    off = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=2, scorer="evidence", abstain_below=0.0, hops=False)
-    assert off.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
-    assert len(off.chat.calls_to("generate_fused")) == 2
-
-
-def test_no_search_for_a_second_hop_when_the_first_chunk_names_nothing_to_follow(engine):
-    rag = engine(script(), chunks=chunks(LUTZ), ndocs=2, scorer="evidence", abstain_below=0.0)
-    assert rag.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
-    assert len(rag.chat.calls_to("generate_fused")) == 2  # the Panthers' paragraph names no subject Lutz's states
