@@ -26,6 +26,7 @@ from _cli import run_cli
 
 from selfrag.bench import datasets as ds
 from selfrag.bench.judgments import rows_from_records
+from selfrag.bench.runner import EXIT_FAILURES, EXIT_OK
 from selfrag.bench.samples import read_samples
 from selfrag.bench.score import calibration_table, score_run
 from selfrag.engine.calibration import fit_map, load_critic_model
@@ -84,17 +85,15 @@ def crossfit(run_dir: Path, out: Path, folds: int, seed: int, flags: list[str]) 
         )
         again = out / f"fold{n}" / "run"
         code = run_cli(["run", *flags, "--scorer-weights", str(weights), "--run-dir", str(again)], prog="crossfit")
-        if code != 0:
+        if code not in (EXIT_OK, EXIT_FAILURES):  # a question that failed on its own is recorded, and left out
             raise InputError(f"the run of fold {n} ended with exit code {code}; see {again}")
-        lines = (again / "samples.jsonl").read_text(encoding="utf-8").splitlines()
-        for line in lines:
-            record = json.loads(line)
-            question = record.get("id")
+        answered_again, _ = read_samples(again / "samples.jsonl", repair=False)
+        for question, record in answered_again.items():
             if fold.get(question) != n:
                 continue
             if record.get("prediction") != done[question].get("prediction"):
                 raise InputError(f"question {question} was answered otherwise in fold {n}: not the run of {run_dir}")
-            kept.append(line)
+            kept.append(json.dumps(record, ensure_ascii=False))
     (whole / "config.json").write_text((out / "fold0" / "run" / "config.json").read_text(encoding="utf-8"))
     (whole / "samples.jsonl").write_text("".join(line + "\n" for line in kept), encoding="utf-8")
     row = score_run(whole)

@@ -40,35 +40,21 @@ def second_hop(question: str, best: Beam, written: Sequence[Candidate]) -> Candi
     last = best.segments[-1]
     first = last.chunk.text
     draft = tuple(best.segments[:-1])
+    asked, kept, before = terms(question), terms(last.text), [s.text for s in best.segments]
     found: list[tuple[int, int, Candidate]] = []
     for candidate in written:
         chunk = candidate.chunk
         usable = candidate.critique is not None and not (candidate.error or candidate.gated or candidate.pooled)
         if not usable or chunk is None or chunk.key == last.chunk.key or candidate.parent.segments != draft:
             continue
-        link = linked(question, first, chunk.text)
-        if link is None or not adds(question, candidate.text, best, link):
+        bridge = subject_named(chunk.text, first, question)
+        covers = (asked & terms(chunk.text)) - terms(first)
+        said = terms(candidate.text)
+        if not bridge or not covers or not said & (covers | terms(bridge)) or len(said - kept) < MIN_ADDED:
             continue
-        found.append((-len(link[1]), candidate.index, candidate))
+        if degeneracy(question, candidate.text, before) is None:
+            found.append((-len(covers), candidate.index, candidate))
     return min(found, key=lambda item: item[:2])[2] if found else None
-
-
-def linked(question: str, first: str, text: str) -> tuple[str, frozenset[str]] | None:
-    """How a chunk's `text` follows from the first hop's chunk `first`: the subject the first names
-    (`subject_named`) and the question's words it holds that the first lacks; None when either is missing."""
-    bridge = subject_named(text, first, question)
-    covers = (terms(question) & terms(text)) - terms(first)
-    return (bridge, covers) if bridge and covers else None
-
-
-def adds(question: str, sentence: str, best: Beam, link: tuple[str, frozenset[str]]) -> bool:
-    """The second hop's sentence speaks of the link and says at least MIN_ADDED things the kept sentence does
-    not, without being degenerate against the draft."""
-    said, (bridge, covers) = terms(sentence), link
-    kept = terms(best.segments[-1].text)
-    if not said & (covers | terms(bridge)) or len(said - kept) < MIN_ADDED:
-        return False
-    return degeneracy(question, sentence, [s.text for s in best.segments]) is None
 
 
 def subject_named(text: str, first: str, question: str) -> str | None:
