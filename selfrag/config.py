@@ -81,6 +81,8 @@ class Config:
     # view), when it has two or more; one more call per beam and step
     hops: bool = True  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote from a
     # chunk the kept one's chunk names, added after the search (no call)
+    ground: bool = True  # evidence scorer: a sentence stating a number, date or name its chunk does not hold is
+    # replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
     abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the
     # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply

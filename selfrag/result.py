@@ -81,7 +81,7 @@ class TraceCandidate(_Out):
     aggregate: float | None
     status: Literal["kept", "pruned", "failed", "gated"]
     # why it was cut or declined: restates_question, repeats_draft, several_sentences, about_the_document,
-    # no_amount, unsupported, superseded
+    # no_amount, unsupported, superseded, unstated; quoted: replaced by the sentence of its chunk it was drawn from
     flag: str | None = None
     fallback: bool = False
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited

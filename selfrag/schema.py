@@ -139,7 +139,7 @@ class Candidate:
     error: str | None = None
     gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
     # restates_question | repeats_draft | several_sentences (cut) | about_the_document | no_amount | unsupported
-    # | superseded
+    # | superseded | unstated | quoted (replaced by its chunk's sentence)
     flag: str | None = None
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
     also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them

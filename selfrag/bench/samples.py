@@ -7,8 +7,8 @@ counts as done; read back with torn-tail repair.
   append): `repair=True` truncates the file to the last good newline (what --resume does), `repair=False`
   ignores it and leaves the file alone (what scoring a live run does). A bad line anywhere else is corruption
   and is refused. If an id appears twice (a failed question retried), the last record wins.
-- `build_record` makes one record: the gold, what the system did, its cost, and the plain similarity
-  confidence beside the engine's own.
+- `build_record` makes one record: the gold, what the system did, its cost, the plain similarity
+  confidence beside the engine's own, and (QA) the facts the answer states that no document it cites holds.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine.evidence import unstated
 from ..errors import InputError
 from . import datasets as ds
 from . import metrics
@@ -142,7 +143,20 @@ def build_record(
     body = outcome.to_dict()
     body["usage"] = {**body["usage"], **usage}
     body["cited_sentences"] = cited_sentences(body["citations"], body["cited_texts"], dataset.sentences)
+    if dataset.task == "qa":
+        body["unstated"] = unstated_facts(body["prediction"], body["citations"], dataset.sentences, example.question)
     return {**record, **body}
+
+
+def unstated_facts(
+    prediction: str, citations: list[str], sentences: Mapping[str, tuple[str, ...]], question: str
+) -> list[str]:
+    """The numbers, dates and names the answer states that neither the question nor any document it cites holds
+    ("born in 1985" citing a chunk that says 1850; every fact of an answer that cites nothing): what it says
+    on no document's word. Checked against the cited documents together, so every system is held to the same
+    test whether it cites per sentence or per answer."""
+    source = "\n\n".join(" ".join(sentences.get(key, ())) for key in dict.fromkeys(citations))
+    return list(unstated(prediction, source, question, words=False))
 
 
 def cited_sentences(citations: list[str], texts: list[str], sentences: Mapping[str, tuple[str, ...]]) -> list[str]:

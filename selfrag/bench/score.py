@@ -40,7 +40,7 @@ RATE_METRICS = (
 )
 FLAGS = ("restates_question", "repeats_draft", "several_sentences", "unsupported")  # declined or cut candidates
 # counted in a run only where one of its candidates has it (older runs never do)
-LATER_FLAGS = ("about_the_document", "no_amount")
+LATER_FLAGS = ("about_the_document", "no_amount", "unstated", "quoted")
 COST_METRICS = ("llm_calls", "total_tokens", "rounds", "wall_time", "model_seconds")
 
 
@@ -105,6 +105,8 @@ def summarize(
     evidence = [evidence_values(r) for r in records]
     for name in ("coverage", "evidence_mass", "cited_share", "citation_precision", "citation_recall"):
         put(name, (e[name] for e in evidence))
+    if task == "qa":  # answers stating a fact no document they cite holds (records made before it was counted: none)
+        put("unstated", (float(bool(r["unstated"])) if _counts_unstated(r) else None for r in records))
     put("confidence", (r.get("confidence") if r["status"] == "ok" else None for r in records))
     put("similarity_confidence", (r.get("similarity_confidence") if r["status"] == "ok" else None for r in records))
     usage = [r.get("usage") or {} for r in records]
@@ -156,6 +158,11 @@ def _flags(record: dict[str, Any]) -> dict[str, float]:
     if record["status"] != "ok" or not candidates:
         return {}
     return {flag: float(sum(c.get("flag") == flag for c in candidates)) for flag in (*FLAGS, *LATER_FLAGS)}
+
+
+def _counts_unstated(record: dict[str, Any]) -> bool:
+    """An answered question whose record lists its unstated facts (an abstention states none to count)."""
+    return record["status"] == "ok" and record.get("unstated") is not None and not record.get("abstained")
 
 
 def calibration(records: Sequence[dict[str, Any]], correct: Sequence[float]) -> dict[str, Any]:
@@ -290,7 +297,7 @@ EVIDENCE_AND_COST = (
     "total_tokens",
     "wall_time",
 )
-QA_COLUMNS = ("match", "em", "f1", "correct", "abstained", *EVIDENCE_AND_COST)
+QA_COLUMNS = ("match", "em", "f1", "correct", "abstained", *EVIDENCE_AND_COST[:4], "unstated", *EVIDENCE_AND_COST[4:])
 CLAIM_COLUMNS = ("accuracy", "macro_f1", *EVIDENCE_AND_COST)
 HEADERS = {
     "match": "match",
@@ -309,6 +316,7 @@ HEADERS = {
     "total_tokens": "tokens/q",
     "wall_time": "s/q",
     "abstained": "abst.",
+    "unstated": "unstated",
 }
 
 
@@ -326,7 +334,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             out.append(
                 "| system | n | failed | "
                 + " | ".join(HEADERS[c] for c in columns)
-                + " | ECE | declined r/p/c/u(/d/a) |"
+                + " | ECE | declined r/p/c/u(/d/a/n/q) |"
             )
             out.append("|---" * (len(columns) + 5) + "|")
             for r in answer_rows:

@@ -36,6 +36,7 @@ ENGINE_FLAGS = (
     "lead",
     "pooled",
     "hops",
+    "ground",
     "short_replies",
     "deadline",
     "max_llm_calls",
@@ -87,6 +88,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="with the evidence scorer, a sentence written from the chunk the kept one's chunk names follows it "
         "(the second hop; no call; default on)",
+    )
+    search.add_argument(
+        "--ground",
+        action=argparse.BooleanOptionalAction,
+        help="with the evidence scorer, a sentence stating a number, date or name its document does not hold is "
+        "replaced by the document's sentence it was drawn from, or declined (no call; default on)",
     )
     search.add_argument(
         "--short-replies",

@@ -18,7 +18,7 @@ from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
-from .evidence import best_sentence, degeneracy, drawn_on, unframed
+from .evidence import best_sentence, degeneracy, drawn_on, source_sentence, unframed, unstated
 from .questions import question_kind
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
@@ -51,22 +51,26 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
         run.meter.rounds += 1
         judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
         candidates = [judged.get(id(c), c) for c in candidates]
-    candidates = rate([sourced(tidy(c, run.question), run.question) for c in candidates], run)
+    ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
+    candidates = rate([sourced(tidy(c, run.question, ground=ground), run.question) for c in candidates], run)
     return tuple(gate(c, run) for c in candidates)
 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
 # is the rater's own verdict, in `rate`)
-DECLINED = frozenset({"superseded", "restates_question", "repeats_draft", "about_the_document", "no_amount"})
+DECLINED = frozenset(
+    {"superseded", "restates_question", "repeats_draft", "about_the_document", "no_amount", "unstated"}
+)
 
 
-def tidy(candidate: Candidate, question: str) -> Candidate:
+def tidy(candidate: Candidate, question: str, *, ground: bool = False) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
     ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
     one worth keeping (and declined if even that one is degenerate); a sentence stating no amount where the
-    question asks how many or how much is declined until the draft states one (`evidence.degeneracy`)."""
+    question asks how many or how much is declined until the draft states one (`evidence.degeneracy`). With
+    `ground`, a sentence that states what its documents do not is put right from them (`_grounded`)."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
@@ -82,7 +86,25 @@ def tidy(candidate: Candidate, question: str) -> Candidate:
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)
         candidate = replace(candidate, text=cut, flag="several_sentences")
+    if ground and flaw is None and chunk_text is not None:
+        candidate, flaw = _grounded(candidate, question, draft, chunk_text)
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
+
+
+def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text: str) -> tuple[Candidate, str | None]:
+    """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
+    they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
+    replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
+    Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
+    holds half its words. A pooled sentence's documents are all the chunks it was written from; its quote comes
+    from the one it cites."""
+    sources = "\n\n".join(c.text for c in candidate.evidence) if candidate.pooled else chunk_text
+    if not unstated(candidate.text, sources, question):
+        return candidate, None
+    quote = source_sentence(question, candidate.text, chunk_text, draft)
+    if quote is None:
+        return candidate, "unstated"
+    return replace(candidate, text=quote, flag="quoted"), None
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:

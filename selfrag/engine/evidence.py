@@ -178,6 +178,7 @@ RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restat
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
 COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
+DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
 MAX_SOURCES = 2  # a sentence is judged against at most this many chunks (HotpotQA's questions need two)
 
 
@@ -418,6 +419,43 @@ def unframed(sentence: str) -> tuple[str, bool]:
         if rest.strip(" .!?"):
             return f"{rest[0].upper()}{rest[1:]}", topic
     return sentence, False
+
+
+def unstated(sentence: str, source: str, question: str = "", *, words: bool = True) -> tuple[str, ...]:
+    """What a sentence states of its own: the numbers, dates and names that neither its source nor the question
+    holds, in the sentence's order ("born in 1985" from a chunk that says 1850); with `words`, also the words it
+    adds to the question when the source holds none of them ("jerde"). Empty for a sentence drawn from its
+    source."""
+    stated = [key for key in dict.fromkeys(map(_fact_key, _FACT.findall(sentence.strip()))) if key]
+    held = _found(stated, _dashes(source)) | _found(stated, _dashes(question))
+    added = terms(sentence) - terms(question)
+    if words and added and not added & terms(source):
+        return tuple(sorted(added))
+    return tuple(fact for fact in stated if fact not in held)
+
+
+def _fact_key(fact: str) -> str:
+    """A fact as `facts` reads it, with dashes made plain and a possessive taken off ("Madigan's" -> "madigan")."""
+    return re.sub(r"['’]s$", "", _dashes(fact).lower().rstrip(".,:/-"))
+
+
+def _dashes(text: str) -> str:
+    return text.replace("–", "-").replace("—", "-").replace("‐", "-")
+
+
+def source_sentence(question: str, sentence: str, text: str, draft: Sequence[str] = ()) -> str | None:
+    """The sentence of `text` a written sentence was drawn from: the one holding the largest share of its
+    content words, at least `DRAWN_SHARE` (ties: the one sharing more with the question, then the earlier);
+    None when no sentence of the text holds that much, or the one that does is degenerate itself."""
+    said, asked = terms(sentence), terms(question)
+    best, best_key = None, (DRAWN_SHARE, -1.0, 0)
+    for position, part in enumerate(sentences(text)):
+        key = (_share(said, terms(part)), _share(asked, terms(part)), -position)
+        if key >= best_key:
+            best, best_key = part, key
+    if best is None or degeneracy(question, best, draft, text) is not None:
+        return None
+    return best
 
 
 def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:

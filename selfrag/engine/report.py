@@ -4,6 +4,7 @@ Pure functions; the controller calls them after each step and at the end.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from enum import Enum
 
@@ -300,7 +301,8 @@ def _support(critique: Critique) -> float:
 
 
 def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
-    """The abstention of an answer whose every candidate was declined, with the best support seen."""
+    """The abstention of an answer whose every candidate was declined, with the best support seen (or, when no
+    sentence was rated, why they were declined before: "declined: 2 unstated, 1 restates_question")."""
     seen = [
         answer_support(c.critique.p_relevant, c.critique.p_supported)
         for step in steps
@@ -308,12 +310,17 @@ def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
         if c.critique is not None and c.critique.p_supported is not None and c.critique.p_relevant is not None
     ]
     best = round(max(seen), 6) if seen else None
-    shown, cut = _apart(best, threshold) if best is not None else ("", f"{threshold:.2f}")
-    found = f"the best sentence reached {shown}" if best is not None else "no sentence was rated"
+    if best is None:
+        flags = Counter(c.flag for step in steps for c in step.candidates if c.flag)
+        why = "; declined: " + ", ".join(f"{n} {flag}" for flag, n in sorted(flags.items())) if flags else ""
+        message = f"No retrieved document supports an answer (no sentence was rated{why})."
+        return Abstention(best_support=None, threshold=threshold, message=message)
+    shown, cut = _apart(best, threshold)
+    found = f"the best sentence reached {shown}, below {cut}"
     return Abstention(
         best_support=best,
         threshold=threshold,
-        message=f"No retrieved document supports an answer well enough ({found}, below {cut}).",
+        message=f"No retrieved document supports an answer well enough ({found}).",
     )
 
 
