@@ -173,3 +173,25 @@ def test_later_reasons_keep_their_places_in_the_declined_column():
     assert _declined(amounts) == "0/0/0/1/0/1"  # none about the document, one stating no amount
     both = summarize([_record("no_amount", "about_the_document"), _record("no_amount")], task="qa")
     assert _declined(both) == "0/0/0/0/1/2"
+
+
+def test_grounding_flags_take_the_places_after_the_earlier_ones():
+    from selfrag.bench.score import _declined, summarize
+
+    grounded = summarize([_record("quoted", "unstated", "unsupported"), _record("quoted")], task="qa")
+    assert _declined(grounded) == "0/0/0/1/0/0/1/2"  # about the document, no amount, unstated, quoted
+
+
+def test_unstated_counts_answered_questions_that_state_what_their_documents_do_not():
+    from selfrag.bench.score import summarize
+
+    records = [
+        {**_record(), "unstated": ["1985"]},
+        {**_record(), "unstated": []},
+        {**_record(), "unstated": [], "abstained": True},  # an abstention states nothing to count
+        {**_record(), "unstated": ["x"], "status": "failed"},
+        _record(),  # made before it was counted
+    ]
+    metric = summarize(records, task="qa")["metrics"]["unstated"]
+    assert (metric["value"], metric["n"]) == (0.5, 2)
+    assert "unstated" not in summarize([_record(), _record()], task="qa")["metrics"]  # older runs check equal

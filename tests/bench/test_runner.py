@@ -216,6 +216,16 @@ def test_selfrag_and_rag_records_carry_citations_retrieval_and_confidence(tmp_pa
     assert samples_of(rag)[0]["citations"] and len(samples_of(rag)[0]["citations"]) == 1  # 9 is out of range
 
 
+def test_each_answer_records_the_facts_it_states_that_no_document_it_cites_holds(tmp_path):
+    script = {"rag_answer": lambda request: {"answer": "It is Lyon, since 1871", "citations": [1]}}
+    rag = run_benchmark(options(tmp_path, "rag", limit=2), chat=ScriptedChatModel(script))
+    assert [r["unstated"] for r in samples_of(rag)] == [["lyon", "1871"]] * 2  # no capital's paragraph says so
+    memory = ScriptedChatModel({"answer_direct": lambda request: {"answer": "It is Paris."}})
+    direct = run_benchmark(options(tmp_path, limit=2), chat=memory)  # it cites nothing: every fact is its own
+    assert [r["unstated"] for r in samples_of(direct)] == [["paris"]] * 2
+    assert direct.summary["metrics"]["unstated"]["value"] == 1.0
+
+
 def test_a_pooled_run_records_which_candidate_was_pooled_and_cites_a_retrieved_chunk(tmp_path):
     def write(request):
         doc = request.messages[1].content.split("<document", 1)[1]

@@ -82,7 +82,8 @@ def test_the_evidence_scorer_ranks_by_what_the_chunk_backs_not_by_the_models_use
             }
         ),
     }
-    rated = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights, abstain_below=0.0).answer(Q)
+    knobs = {"scorer": "evidence", "scorer_weights": weights, "abstain_below": 0.0, "ground": False}  # Lyon stays
+    rated = engine(script, ndocs=2, **knobs).answer(Q)
     assert rated.answer == "Since April 2026 refunds are accepted within 30 days [1]."
     scored = {c.chunk: (c.critique, c.score) for c in rated.trace.steps[0].candidates}
     critique, f = scored["policy-2026.md#0"]
@@ -93,7 +94,7 @@ def test_the_evidence_scorer_ranks_by_what_the_chunk_backs_not_by_the_models_use
 
 def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
-    result = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights).answer(Q)
+    result = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights, ground=False).answer(Q)  # rated
     assert result.answer == ABSTAIN_ANSWER and not result.segments and not result.sources
     assert result.stop_reason == "unsupported" and result.abstention is not None
     assert result.abstention.threshold == 0.5 and result.abstention.best_support < 0.5
@@ -140,7 +141,8 @@ def test_a_sentence_its_chunk_backs_is_no_answer_when_the_chunk_is_about_somethi
 
 def test_the_abstention_threshold_is_a_knob(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
-    result = engine(script, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0).answer(Q)
+    knobs = {"scorer": "evidence", "scorer_weights": weights, "abstain_below": 0.0, "ground": False}
+    result = engine(script, ndocs=1, **knobs).answer(Q)
     assert result.abstention is None and result.answer.startswith("You have 90 days")
 
 
@@ -161,8 +163,8 @@ async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_c
     rag = engine(directors(), chunks=DIRECTORS_AND_BIKES, ndocs=2, lead=True, scorer="evidence", scorer_weights=weights)
     events = [event async for event in rag.astream(SAME_COUNTRY)]
     result = events[-1].result
-    assert {c.flag for c in result.trace.steps[0].candidates} == {"unsupported"}  # every sentence declined
-    assert result.abstention is None and result.answer == "No [1, 2]." and not result.segments
+    assert {c.flag for c in result.trace.steps[0].candidates} == {"unstated"}  # every sentence declined: no
+    assert result.abstention is None and result.answer == "No [1, 2]." and not result.segments  # chunk says Lyon
     assert (result.lead, result.lead_from, result.stop_reason) == ("No.", "same", "unsupported")
     assert {s.doc_id for s in result.sources} == {"trapero.md", "ford.md"}  # what decided it, not bikes.md
     assert [e.text for e in events if isinstance(e, LeadEvent)] == ["No [1, 2]."]  # streamed as printed
@@ -206,7 +208,8 @@ def test_a_beam_does_not_grow_by_an_unsupported_sentence(engine, weights):
             fused("A manager may add 45 days in Paris.", is_final=True),
         ],
     }
-    result = engine(script, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3).answer(Q)
+    knobs = {"scorer": "evidence", "scorer_weights": weights, "ground": False}  # Paris is declined by the cut
+    result = engine(script, ndocs=1, max_depth=3, **knobs).answer(Q)
     assert result.answer == "Refunds are accepted within 14 days [1]."
     assert result.stop_reason == "final" and result.abstention is None
     assert [c.flag for c in result.trace.steps[1].candidates] == ["unsupported"]

@@ -27,7 +27,7 @@ def script(second: dict | None = None) -> dict:
         "retrieve_decide": {"retrieve": "yes", "query": ""},
         "generate_fused": by_document({
             "lutz.md": fused("Wil Lutz was born on July 7, 1994.", evidence="born July 7, 1994"),
-            "saints.md": fused("The Saints play in the NFL.", relevance="irrelevant", support="no", utility=1),
+            "saints.md": fused("The Saints are a football team.", relevance="irrelevant", support="no", utility=1),
             "panthers.md": second or fused(
                 "The Georgia State Panthers are a member of the Sun Belt Conference.",
                 relevance="irrelevant", support="no", utility=1,

@@ -307,7 +307,9 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
             "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
             "answer_lead": {"answer": answer},
         }
-        rag = engine(script, ndocs=1, lead=lead, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0)
+        rag = engine(  # the sentence as written (grounding would quote the 2024 chunk it states 2026 against)
+            script, ndocs=1, lead=lead, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0, ground=False
+        )
         return rag.answer(question).confidence
 
     alone = confidence("yes", lead=False)
@@ -335,7 +337,9 @@ def test_a_factoid_the_model_gets_wrong_more_often_than_right_is_held_back(engin
     def answer(counts: tuple[int, int]):
         weights = tmp_path / f"lead-{counts[0]}.json"
         weights.write_text(replace(load_critic_model(), lead={"factoid": counts}).to_json())
-        rag = engine(script, ndocs=1, lead=True, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0)
+        rag = engine(  # the sentence as written (grounding would quote the 2024 chunk it states 2026 against)
+            script, ndocs=1, lead=True, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0, ground=False
+        )
         return rag.answer(question)
 
     trusted = answer((16, 20))  # right on 16 of 20 in training: printed first

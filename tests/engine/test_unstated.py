@@ -1,0 +1,107 @@
+"""Grounding: a sentence that states a number, date or name its chunk does not hold is replaced by the chunk's own
+sentence it was drawn from, or declined when it was drawn from none (evidence scorer; scripted model)."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import CHUNKS, by_document, fused
+
+from selfrag import Chunk
+from selfrag.cli import main
+from selfrag.engine.evidence import source_sentence, unstated
+from selfrag.result import ABSTAIN_ANSWER
+from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
+
+Q = "How many days do I have to return a purchase for a refund?"
+DECIDE_YES = {"retrieve": "yes", "query": "refund days"}
+MADIGAN = (
+    "Elvira Madigan (4 December 1867 – 19 July 1889) was a Danish tightrope walker. "
+    "Her father, Frederik Madigan, was born in 1850 in Copenhagen."
+)
+
+
+def test_what_a_sentence_states_that_its_source_does_not():
+    said = "Elvira Madigan's father was born in Copenhagen in 1985, 20 years before her."
+    assert unstated(said, MADIGAN, "When was Elvira Madigan's father born?") == ("1985", "20")
+    assert unstated("Her father was born in 1850 in Copenhagen.", MADIGAN) == ()
+    assert unstated("She lived from 1867–1889.", MADIGAN) == ()  # the dash the chunk writes differently
+    assert unstated("Madigan's act toured Sweden.", MADIGAN) == ("sweden",)  # a possessive is the name itself
+    assert unstated("Sweden hosted her.", MADIGAN, "Did Sweden host Elvira Madigan?") == ()  # the question's own
+    assert unstated("jerde", MADIGAN, "Who was Elvira Madigan?") == ("jerd",)  # adds only a word the chunk lacks
+    assert unstated("jerde", MADIGAN, "Who was Elvira Madigan?", words=False) == ()  # facts alone
+
+
+def test_the_sentence_a_written_one_was_drawn_from():
+    question = "When was Elvira Madigan's father born?"
+    wrong = "Elvira Madigan's father was born in 1985."
+    assert source_sentence(question, wrong, MADIGAN) == "Her father, Frederik Madigan, was born in 1850 in Copenhagen."
+    assert source_sentence(question, "The circus toured Norway and Sweden in winter.", MADIGAN) is None  # no source
+    drafted = ["Her father, Frederik Madigan, was born in 1850 in Copenhagen."]
+    assert source_sentence(question, wrong, MADIGAN, drafted) is None  # its source is already said
+
+
+def test_a_sentence_stating_what_its_chunk_does_not_is_replaced_by_the_chunks_own(engine):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Refunds are accepted within 90 days.")}
+    result = engine(script, chunks=CHUNKS[:1], **EVIDENCE).answer(Q)
+    assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
+    (candidate,) = result.trace.steps[0].candidates
+    assert (candidate.status, candidate.flag) == ("kept", "quoted")
+    assert result.usage.llm_calls == 2  # the decision and the sentence: the quote costs no call
+
+
+def test_a_sentence_drawn_from_nothing_in_its_chunk_is_declined_even_without_a_cut(engine):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
+    result = engine(script, chunks=CHUNKS[:2], **EVIDENCE).answer(Q)
+    assert result.answer == ABSTAIN_ANSWER and result.stop_reason == "unsupported"
+    assert [c.flag for c in result.trace.steps[0].candidates] == ["unstated", "unstated"]
+    assert result.abstention.best_support is None
+    assert "no sentence was rated; declined: 2 unstated" in result.abstention.message
+
+
+def test_the_knob_and_the_papers_scorer_keep_the_sentence_as_written(engine):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Refunds are accepted within 90 days.")}
+    off = engine(script, chunks=CHUNKS[:1], **{**EVIDENCE, "ground": False}).answer(Q)
+    paper = engine(script, chunks=CHUNKS[:1], **{**EVIDENCE, "scorer": "paper"}).answer(Q)
+    assert off.answer == paper.answer == "Refunds are accepted within 90 days [1]."
+    assert off.trace.steps[0].candidates[0].flag is None
+
+
+def test_a_pooled_sentence_is_held_to_every_chunk_it_was_written_from(engine):
+    chunks = [
+        Chunk("jaws.md", 0, "Jaws is a 1975 film directed by Steven Spielberg."),
+        Chunk("spielberg.md", 0, "Steven Spielberg was born in Cincinnati, Ohio, in 1946."),
+    ]
+    two = "Steven Spielberg, who directed Jaws in 1975, was born in Cincinnati."  # 1975 is the other chunk's
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document({
+            "jaws.md": fused("Jaws is a film by Steven Spielberg.", support="partially", utility=2),
+            "spielberg.md": fused("Steven Spielberg was born in Cincinnati.", support="partially", utility=2),
+        }),
+        "generate_pooled": fused(two, evidence="born in Cincinnati, Ohio"),
+    }  # fmt: skip
+    result = engine(script, chunks=chunks, ndocs=2, pooled=True, **EVIDENCE).answer("Where was Jaws's director born?")
+    pooled = next(c for c in result.trace.steps[0].candidates if c.pooled)
+    assert pooled.chunk == "spielberg.md#0" and (pooled.flag, pooled.text) == (None, two)
+
+
+def _ninety_days(body: dict) -> str:
+    """Every document gets the same sentence, with a number no document states."""
+    return json.dumps({**json.loads(echo_responder(body)), "sentence": "Refunds are accepted within 90 days."})
+
+
+def test_the_cli_shows_the_quote_and_turns_it_off(index_dir, capsys):
+    with FakeOpenAIServer(responder=_ninety_days) as server:
+        argv = ["ask", "How many days for refunds?", "--index", str(index_dir), "--base-url", server.base_url]
+        argv += ["--scorer", "evidence", "--abstain-below", "0", "--max-depth", "1", "--no-lead", "--json"]
+        assert main(argv) == 0
+        grounded = json.loads(capsys.readouterr().out)
+        assert main([*argv, "--no-ground"]) == 0
+        written = json.loads(capsys.readouterr().out)
+    assert grounded["answer"] == "Refunds are accepted within 30 days of purchase [1]."
+    assert {c["flag"] for c in grounded["trace"]["steps"][0]["candidates"]} <= {"quoted", "unstated"}
+    assert written["answer"].startswith("Refunds are accepted within 90 days")
+
+
+EVIDENCE = {"scorer": "evidence", "abstain_below": 0.0}
