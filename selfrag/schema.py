@@ -143,6 +143,7 @@ class Candidate:
     flag: str | None = None
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
     also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them
+    written: str | None = None  # quoted: the sentence the model wrote, which stated what its chunk does not hold
 
 
 @dataclass(slots=True)

@@ -283,3 +283,5 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
             clean_for_terminal(f"  [{c.status:>7}] {source}{labels}{score}{agg}{flag}: {text[:100]}"),
             file=stream,
         )
+        if c.written:  # quoted: what the model wrote, which its document does not hold
+            print(clean_for_terminal(f"            the model wrote: {c.written[:100]}"), file=stream)

@@ -51,7 +51,8 @@ code{background:var(--code);padding:1px 5px;border-radius:4px;white-space:nowrap
 padding:1px 7px;border-radius:999px;color:#fff;background:var(--muted);white-space:nowrap}
 .b-kept{background:var(--kept)}.b-pruned{background:var(--pruned)}.b-failed{background:var(--failed)}
 .b-gated{background:var(--gated)}.b-fallback{background:var(--fallback)}
-.b-suspicious{background:#be185d}.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
+.b-suspicious{background:#be185d}.b-flag{background:#7c3aed}
+.written{color:var(--muted);font-size:13px;text-decoration:line-through}.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
 .beam{margin:10px 0 4px;padding:6px 10px;border-radius:8px;background:var(--code);font-size:13px;
 color:var(--ink);cursor:pointer}
 .beam .id{font-weight:700}.beam.final-path{background:#fff4d6;outline:2px solid var(--path)}
@@ -279,6 +280,19 @@ def _chunk(tree: _Tree, key: str | None) -> str:
     return f"<code>{_e(key)}</code>{cite}{flag}"
 
 
+_FLAG_TITLES = {
+    "restates_question": "declined: it restates the question",
+    "repeats_draft": "declined: it repeats a sentence already in the answer",
+    "several_sentences": "cut to the one sentence worth keeping",
+    "about_the_document": "declined: it speaks of the document, not the world",
+    "no_amount": "declined: the question asks how many or how much and it states no amount",
+    "unsupported": "declined: its support is under the abstention cut",
+    "superseded": "declined: its document is superseded by one also retrieved",
+    "unstated": "declined: it states what its document does not hold, and no sentence of the document was its source",
+    "quoted": "replaced by the sentence of its document it was drawn from (the model's stated what that one does not)",
+}
+
+
 def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
     on_path = c.child is not None and c.child in tree.path
     classes = ["cand", c.status, *(["fallback"] if c.fallback else []), *(["final-path"] if on_path else [])]
@@ -289,6 +303,8 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
         badges.append('<span class="badge b-pooled" title="written from all of the step\'s chunks">pooled</span>')
     if c.second_hop:
         badges.append('<span class="badge b-hop" title="pruned in its step, then added">second hop</span>')
+    if c.flag:  # why it was declined or cut, or that its document's own sentence replaced it
+        badges.append(f'<span class="badge b-flag" title="{_e(_FLAG_TITLES.get(c.flag, c.flag))}">{_e(c.flag)}</span>')
     if on_path:
         badges.append('<span class="badge b-path">★ final path</span>')
     became = f"→ <b>{_e(c.child)}</b>" if c.child else ""
@@ -297,6 +313,8 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
         score = f'<span class="score">f <b>{_num(c.score)}</b> · aggregate <b>{_num(c.aggregate)}</b></span>'
     head = " ".join([*badges, became, f"from {_e(c.parent)}", _chunk(tree, c.chunk), score])
     text = f'<div class="text">{_e(c.text)}</div>' if c.text else ""
+    if c.written:
+        text += f'<div class="written">the model wrote: {_e(c.written)}</div>'
     error = f'<div class="error">{_e(c.error)}</div>' if c.error else ""
     labels = _critique(c.critique) if c.critique else ""
     attrs = f'class="{" ".join(classes)}" data-status="{c.status}" data-step="{step}"'

@@ -104,7 +104,7 @@ def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text:
     quote = source_sentence(question, candidate.text, chunk_text, draft)
     if quote is None:
         return candidate, "unstated"
-    return replace(candidate, text=quote, flag="quoted"), None
+    return replace(candidate, text=quote, flag="quoted", written=candidate.text), None
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:

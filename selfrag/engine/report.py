@@ -126,6 +126,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         fallback=candidate.index < 0,
         pooled=candidate.pooled,
         also=[chunk.key for chunk in candidate.also],
+        written=candidate.written,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )

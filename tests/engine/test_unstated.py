@@ -9,6 +9,7 @@ from helpers import CHUNKS, by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
+from selfrag.cli.trace_html import render_trace_html
 from selfrag.engine.evidence import source_sentence, unstated
 from selfrag.result import ABSTAIN_ANSWER
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
@@ -47,7 +48,10 @@ def test_a_sentence_stating_what_its_chunk_does_not_is_replaced_by_the_chunks_ow
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
     (candidate,) = result.trace.steps[0].candidates
     assert (candidate.status, candidate.flag) == ("kept", "quoted")
+    assert candidate.written == "Refunds are accepted within 90 days."  # the model's own, kept in the trace
     assert result.usage.llm_calls == 2  # the decision and the sentence: the quote costs no call
+    page = render_trace_html(result)
+    assert ">quoted</span>" in page and "the model wrote: Refunds are accepted within 90 days." in page
 
 
 def test_a_sentence_drawn_from_nothing_in_its_chunk_is_declined_even_without_a_cut(engine):
@@ -99,9 +103,13 @@ def test_the_cli_shows_the_quote_and_turns_it_off(index_dir, capsys):
         grounded = json.loads(capsys.readouterr().out)
         assert main([*argv, "--no-ground"]) == 0
         written = json.loads(capsys.readouterr().out)
+        assert main([*argv[:-1], "--trace"]) == 0
+        traced = capsys.readouterr()
     assert grounded["answer"] == "Refunds are accepted within 30 days of purchase [1]."
     assert {c["flag"] for c in grounded["trace"]["steps"][0]["candidates"]} <= {"quoted", "unstated"}
     assert written["answer"].startswith("Refunds are accepted within 90 days")
+    assert "(quoted): Refunds are accepted within 30 days" in traced.out + traced.err
+    assert "the model wrote: Refunds are accepted within 90 days." in traced.out + traced.err
 
 
 EVIDENCE = {"scorer": "evidence", "abstain_below": 0.0}
