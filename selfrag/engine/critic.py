@@ -96,9 +96,12 @@ def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text:
     they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
     replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
     Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
-    holds half its words. A pooled sentence's documents are all the chunks it was written from; its quote comes
-    from the one it cites."""
-    sources = "\n\n".join(c.text for c in candidate.evidence) if candidate.pooled else chunk_text
+    holds half its words. A pooled sentence's documents are the chunks it cites (`evidence.drawn_on`: the one its
+    quote is in and the one holding most of what that one lacks); its quote comes from the first."""
+    sources = chunk_text
+    if candidate.pooled:  # the chunks it will cite (`sourced`): a fact only a third chunk holds is cited by none
+        texts = [chunk.text for chunk in candidate.evidence]
+        sources = "\n\n".join(texts[i] for i in drawn_on(question, candidate.text, texts, candidate.index))
     if not unstated(candidate.text, sources, question):
         return candidate, None
     quote = source_sentence(question, candidate.text, chunk_text, draft)

@@ -88,6 +88,30 @@ def test_a_pooled_sentence_is_held_to_every_chunk_it_was_written_from(engine):
     result = engine(script, chunks=chunks, ndocs=2, pooled=True, **EVIDENCE).answer("Where was Jaws's director born?")
     pooled = next(c for c in result.trace.steps[0].candidates if c.pooled)
     assert pooled.chunk == "spielberg.md#0" and (pooled.flag, pooled.text) == (None, two)
+    assert pooled.also == ["jaws.md#0"]  # cited with the chunk its quote is in
+
+
+def test_a_pooled_sentence_stating_what_only_a_chunk_it_does_not_cite_holds_is_declined(engine):
+    chunks = [
+        Chunk("jaws.md", 0, "Jaws is a 1975 film directed by Steven Spielberg."),
+        Chunk("spielberg.md", 0, "Steven Spielberg was born in Cincinnati, Ohio, in 1946."),
+        Chunk("music.md", 0, "John Williams wrote music."),
+    ]
+    three = "Steven Spielberg, born in Cincinnati, directed the 1975 film Jaws, scored by John Williams."
+    script = {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document({
+            "jaws.md": fused("Jaws is a film by Steven Spielberg.", support="partially", utility=2),
+            "spielberg.md": fused("Steven Spielberg was born in Cincinnati.", support="partially", utility=2),
+            "music.md": fused("John Williams wrote music.", relevance="irrelevant", support="no", utility=1),
+        }),
+        "generate_pooled": fused(three, evidence="born in Cincinnati, Ohio"),
+    }  # fmt: skip
+    result = engine(script, chunks=chunks, ndocs=3, pooled=True, **EVIDENCE).answer("Where was Jaws's director born?")
+    pooled = next(c for c in result.trace.steps[0].candidates if c.pooled)
+    assert (pooled.chunk, pooled.flag) == ("spielberg.md#0", "unstated")  # it would cite jaws.md, not music.md,
+    # and no one sentence of its chunk holds half of what it joins
+    assert "Steven Spielberg was born in Cincinnati" in result.answer and "Williams" not in result.answer
 
 
 def _ninety_days(body: dict) -> str:
