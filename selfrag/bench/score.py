@@ -105,8 +105,6 @@ def summarize(
     evidence = [evidence_values(r) for r in records]
     for name in ("coverage", "evidence_mass", "cited_share", "citation_precision", "citation_recall"):
         put(name, (e[name] for e in evidence))
-    if task == "qa":  # answers stating a fact no document they cite holds (records made before it was counted: none)
-        put("unstated", (float(bool(r["unstated"])) if _counts_unstated(r) else None for r in records))
     put("confidence", (r.get("confidence") if r["status"] == "ok" else None for r in records))
     put("similarity_confidence", (r.get("similarity_confidence") if r["status"] == "ok" else None for r in records))
     usage = [r.get("usage") or {} for r in records]
@@ -123,6 +121,9 @@ def summarize(
         counts = [f.get(flag) for f in flagged]
         if any(counts) if flag in LATER_FLAGS else any(c is not None for c in counts):
             put(f"flag_{flag}", counts)
+    if any(r.get("unstated") is not None for r in records):  # last: a run recorded before it was counted keeps
+        # its other columns' bootstrap seeds (each column's seed is its place), so it still checks equal
+        put("unstated", (float(bool(r["unstated"])) if _counts_unstated(r) else None for r in records))
     results: dict[str, Any] = {}
     for offset, (name, values) in enumerate(columns.items()):
         if any(v is not None for v in values):
