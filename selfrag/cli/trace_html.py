@@ -51,8 +51,8 @@ code{background:var(--code);padding:1px 5px;border-radius:4px;white-space:nowrap
 padding:1px 7px;border-radius:999px;color:#fff;background:var(--muted);white-space:nowrap}
 .b-kept{background:var(--kept)}.b-pruned{background:var(--pruned)}.b-failed{background:var(--failed)}
 .b-gated{background:var(--gated)}.b-fallback{background:var(--fallback)}
-.b-suspicious{background:#be185d}.b-flag{background:#7c3aed}
-.written{color:var(--muted);font-size:13px;text-decoration:line-through}.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
+.b-suspicious{background:#be185d}.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
+.b-flag{background:#7c3aed}.written{color:var(--muted);font-size:13px;text-decoration:line-through}
 .beam{margin:10px 0 4px;padding:6px 10px;border-radius:8px;background:var(--code);font-size:13px;
 color:var(--ink);cursor:pointer}
 .beam .id{font-weight:700}.beam.final-path{background:#fff4d6;outline:2px solid var(--path)}

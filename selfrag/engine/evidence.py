@@ -39,6 +39,10 @@ version attribute says ..."). `unframed` first takes a report's frame off what i
 that the fee is $15." -> "The fee is $15.", "The answer is: yes, ..." -> "Yes, ...") and a topic's off the topic
 ("The document is about Kimber Manufacturing, a maker of ..." -> "Kimber Manufacturing, a maker of ...": a
 topic states nothing, so it never answers a yes/no question by restating it).
+
+`unstated` names what a sentence states of its own: the numbers, dates and names its source does not hold ("born
+in 1985" from a chunk that says 1850), or, when the source holds none of the words it adds, those words; and
+`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.tidy`).
 """
 
 from __future__ import annotations
