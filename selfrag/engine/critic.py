@@ -18,7 +18,17 @@ from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
 from .calibration import Rated, answer_support
 from .context import Run, run_all
-from .evidence import best_sentence, degeneracy, drawn_on, source_sentence, unframed, unstated
+from .evidence import (
+    asks_yes_no,
+    best_sentence,
+    degeneracy,
+    drawn_on,
+    source_sentence,
+    terms,
+    unframed,
+    unstated,
+    words,
+)
 from .questions import question_kind
 from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
@@ -52,7 +62,9 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
         judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
         candidates = [judged.get(id(c), c) for c in candidates]
     ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
-    candidates = rate([sourced(tidy(c, run.question, ground=ground), run.question) for c in candidates], run)
+    verdicts = run.deps.rater.trusts("yes_no")  # the model's own yes or no may stand as a sentence
+    tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts) for c in candidates]
+    candidates = rate([sourced(c, run.question) for c in tidied], run)
     return tuple(gate(c, run) for c in candidates)
 
 
@@ -63,14 +75,17 @@ DECLINED = frozenset(
 )
 
 
-def tidy(candidate: Candidate, question: str, *, ground: bool = False) -> Candidate:
+def tidy(candidate: Candidate, question: str, *, ground: bool = False, verdicts: bool = True) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
     ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
     one worth keeping (and declined if even that one is degenerate); a sentence stating no amount where the
     question asks how many or how much is declined until the draft states one (`evidence.degeneracy`). With
-    `ground`, a sentence that states what its documents do not is put right from them (`_grounded`)."""
+    `ground`, a sentence that states what its documents do not is put right from them (`_grounded`), and, where
+    the model's `verdicts` are not taken, a bare "Yes." or "No, they are not." to a yes/no question is declined
+    (`unstated`: it is the model's own verdict, stated on no document's word; the short answer says what the
+    documents decide)."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
@@ -88,6 +103,8 @@ def tidy(candidate: Candidate, question: str, *, ground: bool = False) -> Candid
         candidate = replace(candidate, text=cut, flag="several_sentences")
     if ground and flaw is None and chunk_text is not None:
         candidate, flaw = _grounded(candidate, question, draft, chunk_text)
+    if ground and flaw is None and not verdicts and asks_yes_no(question) and _bare_verdict(candidate.text):
+        flaw = "unstated"
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 
 
@@ -108,6 +125,12 @@ def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text:
     if quote is None:
         return candidate, "unstated"
     return replace(candidate, text=quote, flag="quoted", written=candidate.text), None
+
+
+def _bare_verdict(sentence: str) -> bool:
+    """Yes or no and nothing the documents could hold: "Yes.", "No, they are not." (no content word)."""
+    said = words(sentence)
+    return bool(said) and said[0] in ("yes", "no") and not terms(sentence)
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import CHUNKS, by_document, fused
+from helpers import CHUNKS, DIRECTORS, by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
@@ -112,6 +112,20 @@ def test_a_pooled_sentence_stating_what_only_a_chunk_it_does_not_cite_holds_is_d
     assert (pooled.chunk, pooled.flag) == ("spielberg.md#0", "unstated")  # it would cite jaws.md, not music.md,
     # and no one sentence of its chunk holds half of what it joins
     assert "Steven Spielberg was born in Cincinnati" in result.answer and "Williams" not in result.answer
+
+
+def test_a_bare_yes_or_no_the_model_is_not_trusted_to_give_is_no_sentence_of_the_answer(engine):
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford country"},
+        "generate_fused": fused("Yes."),
+        "answer_lead": {"answer": "yes"},
+    }
+    question = "Are Pablo Trapero and Aleksander Ford from the same country?"  # Argentine and Polish
+    result = engine(script, chunks=DIRECTORS, ndocs=2, lead=True, **EVIDENCE).answer(question)
+    assert result.answer == "No [1, 2]." and not result.segments  # the documents' verdict, not "No. Yes [1]."
+    assert {c.flag for c in result.trace.steps[0].candidates} == {"unstated"}
+    kept = engine(script, chunks=DIRECTORS, ndocs=2, lead=True, **{**EVIDENCE, "ground": False}).answer(question)
+    assert kept.answer == "No. Yes [1]."  # what it was
 
 
 def _ninety_days(body: dict) -> str:
