@@ -75,7 +75,7 @@ DECLINED = frozenset(
 )
 
 
-def tidy(candidate: Candidate, question: str, *, ground: bool = False, verdicts: bool = True) -> Candidate:
+def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
@@ -101,10 +101,11 @@ def tidy(candidate: Candidate, question: str, *, ground: bool = False, verdicts:
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)
         candidate = replace(candidate, text=cut, flag="several_sentences")
-    if ground and flaw is None and chunk_text is not None:
-        candidate, flaw = _grounded(candidate, question, draft, chunk_text)
-    if ground and flaw is None and not verdicts and asks_yes_no(question) and _bare_verdict(candidate.text):
-        flaw = "unstated"
+    if ground and flaw is None:
+        if chunk_text is not None:
+            candidate, flaw = _grounded(candidate, question, draft, chunk_text)
+        if flaw is None and not verdicts and asks_yes_no(question) and _bare_verdict(candidate.text):
+            flaw = "unstated"
     return replace(candidate, gated=True, flag=flaw) if flaw else candidate
 
 

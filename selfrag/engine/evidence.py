@@ -430,11 +430,11 @@ def unstated(sentence: str, source: str, question: str = "", *, words: bool = Tr
     holds, in the sentence's order ("born in 1985" from a chunk that says 1850); with `words`, also the words it
     adds to the question when the source holds none of them ("jerde"). Empty for a sentence drawn from its
     source."""
-    stated = [key for key in dict.fromkeys(map(_fact_key, _FACT.findall(sentence.strip()))) if key]
-    held = _found(stated, _dashes(source)) | _found(stated, _dashes(question))
     added = terms(sentence) - terms(question)
     if words and added and not added & terms(source):
         return tuple(sorted(added))
+    stated = [key for key in dict.fromkeys(map(_fact_key, _FACT.findall(sentence.strip()))) if key]
+    held = _found(stated, _dashes(source)) | _found(stated, _dashes(question))
     return tuple(fact for fact in stated if fact not in held)
 
 

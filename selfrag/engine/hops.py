@@ -18,6 +18,8 @@ declined, is taken; the one covering the most of the question, then the better r
 questions with their snippets cut into their documents (`halueval_hops`) it added a sentence to 4 answers, each
 from the question's own chunks, 2 of them holding the answer the kept sentence lacked; on 60 HaluEval training
 questions with whole snippets (the first hop's chunk already holds both) to 1, from another question's snippet.
+Since sentences stating what their chunk does not hold are quoted or declined before (`critic.tidy`), it changes
+1 answer on each of those sets (on the first, a right answer gained).
 """
 
 from __future__ import annotations
