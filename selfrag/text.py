@@ -3,10 +3,6 @@
 - `clean_for_terminal` strips C0/C1 controls (keeps newline and tab), ANSI/OSC escape sequences (OSC 8 links,
   OSC 52 clipboard writes), carriage-return overwrites, bidi overrides and zero-width characters.
 - `neutralise_document` makes retrieved text unable to close its delimiter block or forge the nonce.
-- `shown_quotes` / `read_quotes`: a straight double quote in text shown to a model becomes a curly one, and the
-  curly ones of its reply are read back straight (`engine.context.Run.ask`). Every reply is a JSON object, and a
-  small model copying `the 1963 novel "Undercover Cat"` into a JSON string does not escape the quote: the string
-  ends there, and the sentence loses the very title it was written to state.
 - `inert_markdown` turns markdown images and HTML tags into plain text so nothing is fetched when rendered.
 - `redact_secrets` hides what looks like a key in a message that quotes user input (a usage error).
 - `looks_like_injection` names the prompt-injection markers in a retrieved text, for the trace's `suspicious`
@@ -39,20 +35,6 @@ def clean_for_terminal(text: str) -> str:
     text = _ESCAPES.sub("", text)
     text = _INVISIBLE.sub("", text)
     return _CONTROLS.sub("", text)
-
-
-_OPENING_QUOTE = re.compile(r'(?<![^\s(\[{/\-–—])"')  # at the start, or after a space, a bracket or a dash
-
-
-def shown_quotes(text: str) -> str:
-    """Straight double quotes as curly ones, opening or closing by what precedes them: `"Cat" by` -> `“Cat” by`."""
-    return _OPENING_QUOTE.sub("“", text).replace('"', "”")
-
-
-def read_quotes(text: str) -> str:
-    """Curly double quotes read back straight (a document's own curly ones too: the reply's text is compared with
-    the documents word by word, never by its quote marks)."""
-    return text.replace("“", '"').replace("”", '"')
 
 
 def inert_markdown(text: str) -> str:

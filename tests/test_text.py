@@ -8,14 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfrag.text import (
-    clean_for_terminal,
-    inert_markdown,
-    neutralise_document,
-    read_quotes,
-    redact_secrets,
-    shown_quotes,
-)
+from selfrag.text import clean_for_terminal, inert_markdown, neutralise_document, redact_secrets
 
 DANGEROUS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 
@@ -71,25 +64,3 @@ def test_a_document_can_never_close_its_block_or_hold_the_nonce(text, nonce):
 )
 def test_redact_secrets_hides_key_shaped_words_and_values_of_key_flags_only(message, expected):
     assert redact_secrets(message) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ('the 1963 novel "Undercover Cat" by Gordon', "the 1963 novel “Undercover Cat” by Gordon"),
-        ('"I Got a Thang for You" featuring Keyshia Cole', "“I Got a Thang for You” featuring Keyshia Cole"),
-        ('(also "Drunk in Rio")', "(also “Drunk in Rio”)"),
-        ('Robert Alan "Bob" Edwards', "Robert Alan “Bob” Edwards"),
-        ('he wrote "yes".', "he wrote “yes”."),
-        ("no quotes at all", "no quotes at all"),
-    ],
-)
-def test_straight_double_quotes_are_shown_curly_opening_or_closing_by_what_precedes_them(text, shown):
-    assert shown_quotes(text) == shown
-    assert '"' not in shown_quotes(text)  # nothing a model can copy into a JSON string unescaped is left
-
-
-@given(st.text())
-def test_quotes_shown_curly_read_back_straight_as_they_were(text):
-    plain = text.replace("“", '"').replace("”", '"')
-    assert read_quotes(shown_quotes(plain)) == plain

@@ -2,9 +2,6 @@
 
 `Run.ask` is the stages' only way to call a model: it renders the prompt, checks the per-answer budgets,
 and hands over to the structured layer (parse, re-ask). Nothing here is global: a Run lives for one answer.
-The text it shows (`TEXT_INPUTS`, and each document) has curly double quotes for straight ones, and the reply's
-text is read back with straight ones (`text.shown_quotes`): a straight quote a model copies unescaped into a JSON
-string ends the string, and the sentence with it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import asyncio
 import hashlib
 import hmac
 from collections.abc import Coroutine, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -25,7 +22,7 @@ from ..llm.structured import Parsed, ask
 from ..prompts import PromptBook
 from ..retrieval import Searcher, describe_version
 from ..schema import Chunk, Meter
-from ..text import neutralise_document, read_quotes, shown_quotes
+from ..text import neutralise_document
 from .calibration import PaperRater, Rater
 from .replies import shortened
 
@@ -34,12 +31,6 @@ NO_DRAFT = "(nothing yet)"
 NO_CONVERSATION = "(none)"
 MAX_TOKENS = {"retrieve_decide": 120, "generate_segment": 200, "answer_lead": 60}
 DEFAULT_MAX_TOKENS = 400
-# the prompts' inputs that are free text a model may copy into its reply (a document's text is made so by
-# `document_values`; nonces, ids and version attributes keep their own quoting)
-TEXT_INPUTS = frozenset(
-    {"question", "claim", "conversation", "draft", "sentence", "answer", "context", "query", "passage",
-     "paraphrases", "sub_questions"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +59,6 @@ class Run:
         self.check_budget()
         prompt = self.deps.prompts[prompt_name]
         model = (self.deps.critic_chat or self.deps.chat) if critic else self.deps.chat
-        values = {name: shown_quotes(value) if name in TEXT_INPUTS else value for name, value in values.items()}
         request = ChatRequest(
             prompt=prompt_name,
             messages=prompt.render(**values),
@@ -77,8 +67,7 @@ class Run:
             logprobs=logprobs,
             values=tuple(values.items()),
         )
-        parsed = await ask(model, request, self.meter, reasks=self.config.reasks)
-        return replace(parsed, value=_read_back(parsed.value))
+        return await ask(model, request, self.meter, reasks=self.config.reasks)
 
     @property
     def abstain_below(self) -> float:
@@ -106,7 +95,7 @@ class Run:
         return {
             "nonce": nonce,
             "doc_id": neutralise_document(chunk.key, nonce)[:200].replace('"', "'"),
-            "document": shown_quotes(neutralise_document(body[: max_chars or self.config.max_chunk_chars], nonce)),
+            "document": neutralise_document(body[: max_chars or self.config.max_chunk_chars], nonce),
         }
 
     def documents(self, beam_id: str, chunks: Sequence[Chunk], max_chars: int | None = None) -> str:
@@ -126,19 +115,6 @@ class Run:
         """Where the chunk's document stands among its versions ("current", "superseded by ..."), for the
         prompts that write from or judge a document; made as inert as the document id."""
         return {"version": neutralise_document(describe_version(chunk.version), nonce)[:300].replace('"', "'")}
-
-
-def _read_back(value: BaseModel) -> BaseModel:
-    """A reply with its text fields' curly double quotes read back straight (`text.read_quotes`)."""
-    update: dict[str, Any] = {}
-    for name, field_value in value:
-        if isinstance(field_value, str) and field_value != read_quotes(field_value):
-            update[name] = read_quotes(field_value)
-        elif isinstance(field_value, list):
-            items = [read_quotes(item) if isinstance(item, str) else item for item in field_value]
-            if items != field_value:
-                update[name] = items
-    return value.model_copy(update=update) if update else value
 
 
 async def run_all(jobs: Iterable[Coroutine[Any, Any, T]]) -> list[T]:

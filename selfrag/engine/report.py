@@ -183,13 +183,12 @@ class Citations:
 
 
 def with_marker(text: str, n: int | None, also: Sequence[int] = ()) -> str:
-    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'; with `also` [3]: '... capital [1, 3].'. A
-    closing quote or bracket stays with what it closes: 'the novel "Undercover Cat".' -> '... Cat" [1].'."""
+    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'; with `also` [3]: '... capital [1, 3].'"""
     if n is None:
         return text
     stripped = text.rstrip()
     end = len(stripped)
-    while end > 0 and stripped[end - 1] in ".!?…":
+    while end > 0 and stripped[end - 1] in ".!?…\"'”’)":
         end -= 1
     numbers = ", ".join(str(number) for number in (n, *also))
     return f"{stripped[:end]} [{numbers}]{stripped[end:]}"
