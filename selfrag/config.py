@@ -83,6 +83,8 @@ class Config:
     # chunk the kept one's chunk names, added after the search (no call)
     ground: bool = True  # evidence scorer: a sentence stating a number, date or name its chunk does not hold is
     # replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
+    extract: bool = True  # evidence scorer: each chunk of several sentences also offers its own sentence that
+    # shares most with the question, rated beside the model's (engine.critic.offered; no call)
     abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the
     # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply

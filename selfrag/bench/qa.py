@@ -74,6 +74,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             "flag": c.flag,
             "pooled": c.pooled,
             "also": c.also,
+            "extracted": c.extracted,
         }
         for step in result.trace.steps
         for c in step.candidates

@@ -55,7 +55,13 @@ BENCH_DEFAULTS: dict[str, Any] = {
 
 # knobs added after runs were measured: described (and so in the run hash) only when set otherwise, so the
 # folders of earlier runs keep their hash
-LATER_KNOBS: dict[str, Any] = {"pooled": False, "short_replies": False, "hops": True, "ground": True}
+LATER_KNOBS: dict[str, Any] = {
+    "pooled": False,
+    "short_replies": False,
+    "hops": True,
+    "ground": True,
+    "extract": True,
+}
 
 
 class BenchPrompts(PromptBook):

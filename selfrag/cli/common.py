@@ -37,6 +37,7 @@ ENGINE_FLAGS = (
     "pooled",
     "hops",
     "ground",
+    "extract",
     "short_replies",
     "deadline",
     "max_llm_calls",
@@ -94,6 +95,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="with the evidence scorer, a sentence stating a number, date or name its document does not hold is "
         "replaced by the document's sentence it was drawn from, or declined (no call; default on)",
+    )
+    search.add_argument(
+        "--extract",
+        action=argparse.BooleanOptionalAction,
+        help="with the evidence scorer, each retrieved chunk of several sentences also offers its own sentence "
+        "that shares most with the question, rated beside the model's (no call; default on)",
     )
     search.add_argument(
         "--short-replies",
@@ -278,6 +285,7 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
             labels += f" P(rel)={c.critique.p_relevant:.2f} P(sup)={c.critique.p_supported:.2f}"
         flag = f" ({c.flag})" if c.flag else ""
         source = f"pooled, cites {c.chunk or '-'}" if c.pooled else c.chunk or "-"
+        source += ", extracted" if c.extracted else ""
         text = c.error or c.text
         print(
             clean_for_terminal(f"  [{c.status:>7}] {source}{labels}{score}{agg}{flag}: {text[:100]}"),

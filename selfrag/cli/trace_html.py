@@ -303,6 +303,9 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
         badges.append('<span class="badge b-pooled" title="written from all of the step\'s chunks">pooled</span>')
     if c.second_hop:
         badges.append('<span class="badge b-hop" title="pruned in its step, then added">second hop</span>')
+    if c.extracted:
+        title = "its document's own sentence, offered beside the model's and rated like it (no call wrote it)"
+        badges.append(f'<span class="badge b-pooled" title="{title}">extracted</span>')
     if c.flag:  # why it was declined or cut, or that its document's own sentence replaced it
         badges.append(f'<span class="badge b-flag" title="{_e(_FLAG_TITLES.get(c.flag, c.flag))}">{_e(c.flag)}</span>')
     if on_path:

@@ -9,6 +9,7 @@ content filter is not a verdict on support: that candidate is dropped with the r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -64,8 +65,53 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
     verdicts = run.deps.rater.trusts("yes_no")  # the model's own yes or no may stand as a sentence
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts) for c in candidates]
-    candidates = rate([sourced(c, run.question) for c in tidied], run)
+    if ground and run.config.extract:
+        tidied += offered(tidied, run.question)
+    candidates = beside_kept(rate([sourced(c, run.question) for c in tidied], run))
     return tuple(gate(c, run) for c in candidates)
+
+
+def offered(candidates: Sequence[Candidate], question: str) -> list[Candidate]:
+    """The document's own sentence offered beside the model's (`extracted`, no call): for each chunk of
+    several sentences that a candidate was written from, the sentence sharing most with the question
+    (`evidence.best_sentence`), where it is not degenerate and says something else than the model's sentence.
+    It shares its chunk's critique (its quote is itself) and is rated with the others. A small writer given a
+    paragraph mostly copies its first sentence (23 of 33 candidates from chunks of three or more sentences on
+    HaluEval training questions), while the question's answer is often in another."""
+    out = []
+    for candidate in candidates:
+        chunk, critique = candidate.chunk, candidate.critique
+        if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
+            continue
+        if candidate.flag == "superseded":
+            continue
+        text = spaced(chunk.text)
+        draft = [segment.text for segment in candidate.parent.segments]
+        best = best_sentence(question, text, draft)
+        if best == text or degeneracy(question, best, draft, text) is not None:
+            continue  # one sentence (what the writer read), or none worth keeping
+        if terms(best) in (terms(candidate.text), terms(candidate.written or "")):
+            continue  # the model wrote it already (or it stands quoted)
+        quoted = replace(critique, quote_ok=True)
+        out.append(replace(candidate, text=best, critique=quoted, flag=None, written=None, gated=False, extracted=True))
+    return out
+
+
+def spaced(text: str) -> str:
+    """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
+    HaluEval's snippets) with a space put back, so each is read as one."""
+    return _GLUED.sub(". ", text)
+
+
+_GLUED = re.compile(r"(?:(?<=[a-z]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
+
+
+def beside_kept(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """A document's sentence is offered as the better wording of an answer, never as the reason for one: a beam
+    none of whose written candidates is kept (all declined, or under the cut) keeps none of its extracted ones
+    either, so it stops or the answer abstains as it would have."""
+    kept = {c.parent.id for c in candidates if not c.extracted and c.error is None and not c.gated}
+    return [c for c in candidates if not c.extracted or c.parent.id in kept]
 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
@@ -215,7 +261,11 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
     others = tuple(  # sentences written from other chunks alone: a pooled one read this chunk too
         c.text
         for c in rated
-        if c.parent.id == candidate.parent.id and c is not candidate and c.chunk not in drawn and not c.pooled
+        if c.parent.id == candidate.parent.id
+        and c is not candidate
+        and c.chunk not in drawn
+        and not c.pooled
+        and not c.extracted  # the documents' own sentences agree with nothing by being offered
     )
     return Rated(
         sentence=candidate.text,

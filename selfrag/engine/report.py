@@ -127,6 +127,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         pooled=candidate.pooled,
         also=[chunk.key for chunk in candidate.also],
         written=candidate.written,
+        extracted=candidate.extracted,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )

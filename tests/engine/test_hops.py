@@ -44,7 +44,7 @@ def test_the_chunk_the_first_hop_names_gives_the_second_sentence(engine):
     )
     assert [s.doc_id for s in result.sources] == ["lutz.md", "panthers.md"]
     assert len(rag.chat.calls_to("generate_fused")) == 3  # no call more: the sentence was written in the search
-    fates = {c.chunk: (c.status, c.second_hop) for c in result.trace.steps[0].candidates}
+    fates = {c.chunk: (c.status, c.second_hop) for c in result.trace.steps[0].candidates if not c.extracted}
     assert fates == {"panthers.md#0": ("kept", True), "lutz.md#0": ("kept", False), "saints.md#0": ("pruned", False)}
     assert "second hop</span>" in render_trace_html(result)
 
@@ -56,7 +56,8 @@ def test_no_second_sentence_where_the_first_chunk_names_no_other_chunks_subject(
 
 def test_no_second_sentence_that_adds_nothing_or_was_declined(engine):
     same = fused("Wil Lutz was born on July 7, 1994 in Georgia.", relevance="irrelevant", support="no")
-    rag = engine(script(same), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.0)
+    knobs = {"ndocs": 3, "scorer": "evidence", "abstain_below": 0.0, "extract": False}  # no other sentence offered
+    rag = engine(script(same), chunks=chunks(LUTZ + PLAYED), **knobs)
     assert rag.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
     # under a cut the unsupported second sentence is declined, and stays out
     rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.05)

@@ -144,7 +144,8 @@ def test_the_cli_shows_the_quote_and_turns_it_off(index_dir, capsys):
         assert main([*argv[:-1], "--trace"]) == 0
         traced = capsys.readouterr()
     assert grounded["answer"] == "Refunds are accepted within 30 days of purchase [1]."
-    assert {c["flag"] for c in grounded["trace"]["steps"][0]["candidates"]} <= {"quoted", "unstated"}
+    written_ones = [c for c in grounded["trace"]["steps"][0]["candidates"] if not c["extracted"]]
+    assert {c["flag"] for c in written_ones} <= {"quoted", "unstated"}
     assert written["answer"].startswith("Refunds are accepted within 90 days")
     assert "(quoted): Refunds are accepted within 30 days" in traced.out + traced.err
     assert "the model wrote: Refunds are accepted within 90 days." in traced.out + traced.err

@@ -1,0 +1,74 @@
+"""The document's own sentence offered beside the model's: a chunk of several sentences offers the one sharing
+most with the question, rated like the model's (evidence scorer; scripted model)."""
+
+from __future__ import annotations
+
+from helpers import by_document, fused
+
+from selfrag import Chunk
+from selfrag.cli.trace_html import render_trace_html
+from selfrag.engine.critic import spaced
+from selfrag.result import ABSTAIN_ANSWER
+
+Q = "Which magazine cover did the actress appear on at age 13?"
+DECIDE_YES = {"retrieve": "yes", "query": "actress magazine cover 13"}
+PHILLIPS = Chunk(
+    "phillips.md",
+    0,
+    "Bijou Lilly Phillips (born April 1, 1980) is an American actress, model and singer. "
+    "When she was 13, she became one of the youngest people to appear on the cover of Italian Vogue.",
+)
+
+ANSWER = "When she was 13, she became one of the youngest people to appear on the cover of Italian Vogue."
+WEAK = "The cover of a magazine."
+OTHER = Chunk("vogue.md", 0, "Vogue is a fashion and lifestyle magazine covering many topics.")
+EVIDENCE = {"scorer": "evidence", "abstain_below": 0.0, "ndocs": 2}
+
+
+def script(first: dict | None = None) -> dict:
+    return {
+        "retrieve_decide": DECIDE_YES,
+        "generate_fused": by_document(
+            {
+                "phillips.md": first or fused(WEAK),  # a small writer's vague sentence
+                "vogue.md": fused("Vogue is a fashion magazine.", relevance="irrelevant", support="partially"),
+            }
+        ),
+    }
+
+
+def test_the_sentence_of_the_chunk_that_answers_is_offered_and_can_win(engine):
+    result = engine(script(), chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
+    assert result.answer == ANSWER.removesuffix(".") + " [1]."
+    offered = [c for c in result.trace.steps[0].candidates if c.extracted]
+    assert [(c.chunk, c.text, c.status) for c in offered] == [("phillips.md#0", ANSWER, "kept")]
+    assert result.usage.llm_calls == 3  # the decision and two sentences: the offered one costs no call
+    assert ">extracted</span>" in render_trace_html(result)
+
+
+def test_the_knob_and_the_papers_scorer_offer_nothing(engine):
+    off = engine(script(), chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "extract": False}).answer(Q)
+    assert ANSWER.removesuffix(".") not in off.answer
+    assert not any(c.extracted for c in off.trace.steps[0].candidates)
+    paper = engine(script(), chunks=[PHILLIPS, OTHER], scorer="paper", ndocs=2).answer(Q)
+    assert not any(c.extracted for c in paper.trace.steps[0].candidates)
+
+
+def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_nothing(engine):
+    result = engine(script(fused(ANSWER)), chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
+    assert result.answer == ANSWER.removesuffix(".") + " [1]."
+    assert not any(c.extracted for c in result.trace.steps[0].candidates)  # vogue.md is one sentence
+
+
+def test_an_offered_sentence_is_never_the_reason_to_answer(engine):
+    declined = fused("Which magazine cover did the actress appear on at age 13?")  # restates the question
+    rude = {**script(declined), "generate_fused": fused("Which magazine cover did the actress appear on at age 13?")}
+    result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
+    assert result.answer == ABSTAIN_ANSWER  # every written sentence was declined: the offered one is not kept either
+    assert not any(c.extracted for c in result.trace.steps[0].candidates)
+
+
+def test_sentences_run_together_with_no_space_are_read_as_two():
+    glued = "Arthur's Magazine was published in Philadelphia.First for Women is a woman's magazine."
+    assert spaced(glued) == "Arthur's Magazine was published in Philadelphia. First for Women is a woman's magazine."
+    assert spaced("It costs $4.50 at St.Mary's.") == "It costs $4.50 at St.Mary's."  # an abbreviation ends there
