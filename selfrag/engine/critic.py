@@ -24,6 +24,7 @@ from .evidence import (
     best_sentence,
     degeneracy,
     drawn_on,
+    sentences,
     source_sentence,
     terms,
     unframed,
@@ -86,10 +87,12 @@ def offered(candidates: Sequence[Candidate], question: str) -> list[Candidate]:
         if candidate.flag == "superseded":
             continue
         text = spaced(chunk.text)
+        if len(sentences(text)) < 2:
+            continue  # one sentence: what the writer read and wrote from
         draft = [segment.text for segment in candidate.parent.segments]
         best = best_sentence(question, text, draft)
         if best == text or degeneracy(question, best, draft, text) is not None:
-            continue  # one sentence (what the writer read), or none worth keeping
+            continue  # none worth keeping
         if terms(best) in (terms(candidate.text), terms(candidate.written or "")):
             continue  # the model wrote it already (or it stands quoted)
         quoted = replace(critique, quote_ok=True)
@@ -103,7 +106,7 @@ def spaced(text: str) -> str:
     return _GLUED.sub(". ", text)
 
 
-_GLUED = re.compile(r"(?:(?<=[a-z]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
+_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
 
 
 def beside_kept(candidates: Sequence[Candidate]) -> list[Candidate]:

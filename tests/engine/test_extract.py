@@ -71,4 +71,5 @@ def test_an_offered_sentence_is_never_the_reason_to_answer(engine):
 def test_sentences_run_together_with_no_space_are_read_as_two():
     glued = "Arthur's Magazine was published in Philadelphia.First for Women is a woman's magazine."
     assert spaced(glued) == "Arthur's Magazine was published in Philadelphia. First for Women is a woman's magazine."
+    assert spaced("The hunt was in 1999.The gray whale migrates.") == "The hunt was in 1999. The gray whale migrates."
     assert spaced("It costs $4.50 at St.Mary's.") == "It costs $4.50 at St.Mary's."  # an abbreviation ends there
