@@ -13,8 +13,9 @@ the search ends, `second_hop` adds it to the answer where the two chunks link up
     covers   the other chunk holds words of the question the kept one lacks ("Sun Belt Conference")
     adds     its sentence says at least two things the kept sentence does not, none of it a repeat of the draft
 
-Only a candidate written in the same step from the same draft, from a chunk of its own, that no rule or cut
-declined, is taken; the one covering the most of the question, then the better ranked. On 60 HaluEval training
+Only a candidate of the same step and draft, from a chunk of its own, that no rule or cut declined, is taken;
+the one covering the most of the question, then the better ranked, then the one the model wrote over the
+chunk's own sentence it offered beside it (`critic.offered`). On 60 HaluEval training
 questions with their snippets cut into their documents (`halueval_hops`) it added a sentence to 4 answers, each
 from the question's own chunks, 2 of them holding the answer the kept sentence lacked; on 60 HaluEval training
 questions with whole snippets (the first hop's chunk already holds both) to 1, from another question's snippet.
