@@ -4,12 +4,12 @@ and (in `separate` mode) one critic call per candidate, possibly on another mode
 Label probabilities come from token logprobs when the endpoint returns them, else from the labels (one-hot).
 A failed critic call leaves the candidate with conservative labels (irrelevant, no support, utility 3,
 not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
-content filter is not a verdict on support: that candidate is dropped with the reason instead.
+content filter is not a verdict on support: that candidate is dropped with the reason instead. With the
+evidence scorer each chunk of several sentences also offers its own sentence beside the model's (`offered`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -26,6 +26,7 @@ from .evidence import (
     drawn_on,
     sentences,
     source_sentence,
+    spaced,
     terms,
     unframed,
     unstated,
@@ -57,7 +58,8 @@ def gate(candidate: Candidate, run: Run) -> Candidate:
 
 async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
     """Separate mode: one critic call per written candidate, all at once. Then, in both modes, degenerate
-    sentences are cut or declined, the rater gives P(relevant) and P(supported), and the gates run."""
+    sentences are cut or declined, the chunks offer their own sentences (`offered`, evidence scorer), the rater
+    gives P(relevant) and P(supported), and the gates run."""
     pending = [c for c in candidates if c.error is None and c.critique is None and c.chunk is not None]
     if pending:
         run.meter.rounds += 1
@@ -98,15 +100,6 @@ def offered(candidates: Sequence[Candidate], question: str) -> list[Candidate]:
         quoted = replace(critique, quote_ok=True)
         out.append(replace(candidate, text=best, critique=quoted, flag=None, written=None, gated=False, extracted=True))
     return out
-
-
-def spaced(text: str) -> str:
-    """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
-    HaluEval's snippets) with a space put back, so each is read as one."""
-    return _GLUED.sub(". ", text)
-
-
-_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
 
 
 def beside_kept(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -219,6 +219,15 @@ def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> fl
     return sum(item in whole for item in items) / len(items) if items else empty
 
 
+def spaced(text: str) -> str:
+    """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
+    HaluEval's snippets) with a space put back, so `sentences` reads each as one."""
+    return _GLUED.sub(". ", text)
+
+
+_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
+
+
 def sentences(text: str) -> list[str]:
     """A text cut into sentences (a light splitter: end punctuation followed by a capital or a digit, but not
     after an initial or a common abbreviation: "Dred Scott v. Sandford", "J. R. R. Tolkien", "Dr. Smith")."""

@@ -7,7 +7,7 @@ from helpers import by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli.trace_html import render_trace_html
-from selfrag.engine.critic import spaced
+from selfrag.engine.evidence import spaced
 from selfrag.result import ABSTAIN_ANSWER
 
 Q = "Which magazine cover did the actress appear on at age 13?"
