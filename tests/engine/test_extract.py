@@ -3,12 +3,16 @@ most with the question, rated like the model's (evidence scorer; scripted model)
 
 from __future__ import annotations
 
+import json
+
 from helpers import by_document, fused
 
 from selfrag import Chunk
+from selfrag.cli import main
 from selfrag.cli.trace_html import render_trace_html
 from selfrag.engine.evidence import spaced
 from selfrag.result import ABSTAIN_ANSWER
+from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
 
 Q = "Which magazine cover did the actress appear on at age 13?"
 DECIDE_YES = {"retrieve": "yes", "query": "actress magazine cover 13"}
@@ -73,3 +77,19 @@ def test_sentences_run_together_with_no_space_are_read_as_two():
     assert spaced(glued) == "Arthur's Magazine was published in Philadelphia. First for Women is a woman's magazine."
     assert spaced("The hunt was in 1999.The gray whale migrates.") == "The hunt was in 1999. The gray whale migrates."
     assert spaced("It costs $4.50 at St.Mary's.") == "It costs $4.50 at St.Mary's."  # an abbreviation ends there
+
+
+def test_the_cli_shows_the_offered_sentences_and_turns_them_off(index_dir, capsys):
+    with FakeOpenAIServer(responder=echo_responder) as server:  # it copies each document's first sentence
+        argv = ["ask", "When is a receipt required?", "--index", str(index_dir), "--base-url", server.base_url]
+        argv += ["--scorer", "evidence", "--abstain-below", "0", "--max-depth", "1", "--no-lead", "--json"]
+        assert main(argv) == 0
+        offering = json.loads(capsys.readouterr().out)
+        assert main([*argv, "--no-extract"]) == 0
+        plain = json.loads(capsys.readouterr().out)
+        assert main([*argv[:-1], "--trace"]) == 0
+        traced = capsys.readouterr()
+    offered = [c for c in offering["trace"]["steps"][0]["candidates"] if c["extracted"]]
+    assert [(c["chunk"], c["text"]) for c in offered] == [("refunds.md#0", "A receipt is required.")]
+    assert not any(c["extracted"] for c in plain["trace"]["steps"][0]["candidates"])
+    assert "refunds.md#0, extracted" in traced.out + traced.err
