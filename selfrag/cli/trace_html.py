@@ -52,7 +52,7 @@ padding:1px 7px;border-radius:999px;color:#fff;background:var(--muted);white-spa
 .b-kept{background:var(--kept)}.b-pruned{background:var(--pruned)}.b-failed{background:var(--failed)}
 .b-gated{background:var(--gated)}.b-fallback{background:var(--fallback)}
 .b-suspicious{background:#be185d}.b-path{background:var(--path);color:#3b2300}.b-stop{background:var(--accent)}
-.b-flag{background:#7c3aed}.written{color:var(--muted);font-size:13px;text-decoration:line-through}
+.b-flag{background:#7c3aed}.b-extracted{background:#0f766e}.written{color:var(--muted);font-size:13px;text-decoration:line-through}
 .beam{margin:10px 0 4px;padding:6px 10px;border-radius:8px;background:var(--code);font-size:13px;
 color:var(--ink);cursor:pointer}
 .beam .id{font-weight:700}.beam.final-path{background:#fff4d6;outline:2px solid var(--path)}
@@ -305,7 +305,7 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
         badges.append('<span class="badge b-hop" title="pruned in its step, then added">second hop</span>')
     if c.extracted:
         title = "its document's own sentence, offered beside the model's and rated like it (no call wrote it)"
-        badges.append(f'<span class="badge b-pooled" title="{title}">extracted</span>')
+        badges.append(f'<span class="badge b-extracted" title="{title}">extracted</span>')
     if c.flag:  # why it was declined or cut, or that its document's own sentence replaced it
         badges.append(f'<span class="badge b-flag" title="{_e(_FLAG_TITLES.get(c.flag, c.flag))}">{_e(c.flag)}</span>')
     if on_path:

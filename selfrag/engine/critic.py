@@ -86,7 +86,7 @@ def offered(candidates: Sequence[Candidate], question: str) -> list[Candidate]:
         chunk, critique = candidate.chunk, candidate.critique
         if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
             continue
-        if candidate.flag == "superseded":
+        if candidate.flag == "superseded":  # its document yields to a newer one, and so do its sentences
             continue
         text = spaced(chunk.text)
         if len(sentences(text)) < 2:

@@ -219,13 +219,13 @@ def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> fl
     return sum(item in whole for item in items) / len(items) if items else empty
 
 
+_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
+
+
 def spaced(text: str) -> str:
     """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
     HaluEval's snippets) with a space put back, so `sentences` reads each as one."""
     return _GLUED.sub(". ", text)
-
-
-_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
 
 
 def sentences(text: str) -> list[str]:
