@@ -21,7 +21,7 @@ relevance there is the gold chunk (HaluEval) or an evidence sentence labelled SU
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -74,14 +74,24 @@ def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> 
                     quote_ok=critique.get("quote_ok"),
                     model_rel=_credit(critique["probs"].get("relevance", {}), {"relevant": 1.0}),
                     model_sup=_credit(critique["probs"].get("support", {}), {"fully": 1.0, "partially": 0.5}),
-                    others=tuple(
-                        c["text"] for c in group if c is not candidate and c.get("chunk") != candidate["chunk"]
-                    ),
+                    others=_others(candidate, group),
                     correct=said,
                     declined=candidate.get("flag") in DECLINED,
+                    extracted=bool(candidate.get("extracted")),
                 )
             )
     return rows
+
+
+def _others(candidate: Mapping[str, Any], group: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The sentences the candidate's agreement is counted against, as the engine counts them: those written
+    from other chunks alone (not the ones it drew on, not a pooled one, not a chunk's offered sentence)."""
+    drawn = {candidate["chunk"], *(candidate.get("also") or [])}
+    return tuple(
+        c["text"]
+        for c in group
+        if c is not candidate and c.get("chunk") not in drawn and not c.get("pooled") and not c.get("extracted")
+    )
 
 
 def _from_pairs(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> list[JudgedRow]:
@@ -131,4 +141,5 @@ def row_dict(row: JudgedRow) -> dict[str, Any]:
         "correct": row.correct,
         "answerable": row.answerable,
         "declined": row.declined,
+        "extracted": row.extracted,
     }

@@ -311,7 +311,9 @@ class JudgedRow:
     left out of the confidence map and the abstention cut (which are about answers to answerable questions).
     `declined` marks a candidate the engine declined whatever its ratings (the question restated, the draft
     repeated, a sentence about the document, a superseded source): the heads learn from it, but it is never an
-    answer, so the confidence map and the abstention cut leave it out."""
+    answer, so the confidence map and the abstention cut leave it out. `extracted` marks a sentence the chunk
+    offered beside the model's (`critic.offered`): it answers only where a sentence the model wrote for the
+    question clears the cut too (`kept_answers`)."""
 
     question: str
     sentence: str
@@ -327,6 +329,7 @@ class JudgedRow:
     correct: bool | None = None
     answerable: bool = True
     declined: bool = False
+    extracted: bool = False
 
     def features(self) -> dict[str, float]:
         item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
@@ -345,7 +348,7 @@ def judged_row(record: Any, where: str) -> JudgedRow:
             raise InputError(f"{where}: field {name!r} is missing or not text")
         text[name] = value
     flags = {}
-    optional = {"correct": None, "quote_ok": None, "answerable": True, "declined": False}  # the value when absent
+    optional = {"correct": None, "quote_ok": None, "answerable": True, "declined": False, "extracted": False}
     for name in ("relevant", "supported", *optional):
         value = record.get(name)
         if value is None and name in optional:
@@ -429,17 +432,24 @@ class KeptAnswer:
 def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates, and declined candidates are no answers: both
-    are left out."""
-    kept: dict[tuple[str, bool], tuple[float, float, float, bool]] = {}  # r + s, s, answer support, correct
-    best: dict[tuple[str, bool], float] = {}
+    are left out. A sentence the chunk offered (`extracted`) is kept only beside a written one the cut keeps
+    (`critic.beside_kept`): its answer support is the lower of its own and the best written one's, and the
+    question's best support, under which the engine abstains, is the best of the written sentences'."""
+    kept: dict[tuple[str, bool], tuple[float, float, float, bool, bool]] = {}  # r + s, s, support, correct, extracted
+    written: dict[tuple[str, bool], float] = {}
     for row, r, s in zip(rows, p_rel, p_sup, strict=True):
         if row.correct is None or row.declined:
             continue
         key, support = (row.question, row.answerable), answer_support(r, s)
-        best[key] = max(support, best.get(key, 0.0))
+        if not row.extracted:
+            written[key] = max(support, written.get(key, 0.0))
         if key not in kept or r + s > kept[key][0]:
-            kept[key] = (r + s, s, support, row.correct)
-    return [KeptAnswer(s, a, c, key[1], best[key]) for key, (_, s, a, c) in kept.items()]
+            kept[key] = (r + s, s, support, row.correct, row.extracted)
+    answers = []
+    for key, (_, s, support, correct, extracted) in kept.items():
+        best = written.get(key, 0.0)
+        answers.append(KeptAnswer(s, min(support, best) if extracted else support, correct, key[1], best))
+    return answers
 
 
 @dataclass(frozen=True, slots=True)

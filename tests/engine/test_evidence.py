@@ -20,12 +20,14 @@ from selfrag.engine.calibration import (
     Platt,
     Rated,
     abstain_cut,
+    answer_support,
     balanced_threshold,
     beats_a_coin,
     fit_abstain_cut,
     fit_critic,
     fit_logistic,
     judged_row,
+    kept_answers,
     load_critic_model,
     lost_bound,
     parse_critic_model,
@@ -327,6 +329,22 @@ def test_refitting_the_cut_keeps_the_heads_and_counts_what_it_does():
     assert "40 right answers of 40 questions" in refitted.fitted_on["abstain_cut"]
     with pytest.raises(InputError, match="at least 16"):
         fit_abstain_cut(model, _answers(12))
+
+
+def test_an_offered_sentence_answers_only_beside_a_written_one_over_the_cut():
+    written = JudgedRow("Who directed Jaws?", "Jaws is a film.", CHUNK, True, False, correct=False)
+    offered = replace(written, sentence="Jaws was directed by Spielberg.", supported=True, correct=True, extracted=True)
+    other = replace(written, question="Who wrote Jaws?", declined=True)  # its written sentence declined
+    alone = replace(offered, question="Who wrote Jaws?")
+    # the offered sentence is kept (higher P(relevant) + P(supported)); it answers only where the written one
+    # clears the cut, so its support is the written one's, and so is the question's best
+    answer, lone = kept_answers([written, offered, other, alone], [0.6, 0.9, 0.6, 0.9], [0.5, 0.9, 0.5, 0.9])
+    assert answer.correct and answer.p_supported == 0.9
+    assert answer.support == pytest.approx(answer_support(0.6, 0.5)) == pytest.approx(answer.best_support)
+    assert lone.correct and lone.support == lone.best_support == 0.0  # nothing written to stand beside: abstains
+    plain = kept_answers([written, replace(offered, extracted=False)], [0.6, 0.9], [0.5, 0.9])[0]
+    assert plain.support == pytest.approx(answer_support(0.9, 0.9)) == pytest.approx(plain.best_support)
+    assert judged_row(row_dict(offered), "j").extracted and not judged_row(row_dict(written), "j").extracted
 
 
 @pytest.mark.parametrize(
