@@ -58,18 +58,19 @@ def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> 
         scores = [c["retrieval_score"] for c in group if c.get("retrieval_score") is not None]
         top = max(scores) if scores else None
         for candidate in group:
-            chunk = chunks[candidate["chunk"]]
+            drawn = [chunks[key] for key in (candidate["chunk"], *(candidate.get("also") or [])) if key in chunks]
+            text = "\n\n".join(chunk.text for chunk in drawn)  # a pooled sentence is rated against all it drew on
+            rank, score = _best_drawn(candidate, group)
             critique = candidate["critique"]
-            score = candidate.get("retrieval_score")
             said = bool(golds) and bool(answer_in(candidate["text"], golds))
             rows.append(
                 JudgedRow(
                     question=record["question"],
                     sentence=candidate["text"],
-                    chunk=chunk.text,
-                    relevant=chunk.key in gold_chunks,
-                    supported=said and bool(answer_in(chunk.text, golds)),
-                    rank=int(candidate.get("rank") or 0),
+                    chunk=text,
+                    relevant=any(chunk.key in gold_chunks for chunk in drawn),
+                    supported=said and bool(answer_in(text, golds)),
+                    rank=rank,
                     score_rel=score / top if top and score is not None else None,
                     quote_ok=critique.get("quote_ok"),
                     model_rel=_credit(critique["probs"].get("relevance", {}), {"relevant": 1.0}),
@@ -81,6 +82,14 @@ def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> 
                 )
             )
     return rows
+
+
+def _best_drawn(candidate: Mapping[str, Any], group: Sequence[Mapping[str, Any]]) -> tuple[int, float | None]:
+    """The rank and retrieval score the engine rates a candidate with: its chunk's, or for a pooled sentence
+    drawing on several chunks the best-ranked of them (read off the sentences written from those chunks)."""
+    also = set(candidate.get("also") or [])
+    ranked = [(int(c.get("rank") or 0), c.get("retrieval_score")) for c in group if c.get("chunk") in also]
+    return min([(int(candidate.get("rank") or 0), candidate.get("retrieval_score")), *ranked], key=lambda r: r[0])
 
 
 def _others(candidate: Mapping[str, Any], group: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

@@ -122,14 +122,17 @@ def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
     flagged = [{**r, "candidates": [{**c, "flag": "about_the_document"} for c in r["candidates"]]} for r in records]
     assert all(row.declined for row in rows_from_records(flagged, chunks))  # never an answer, still a row
     # the engine counts agreement against sentences written from other chunks alone: not a chunk's offered
-    # sentence, not a pooled one, not one drawn from the same chunks
+    # sentence, not a pooled one, not one drawn from the same chunks; a sentence drawing on two chunks is rated
+    # against both, with the better rank
     first = records[0]["candidates"]
-    marked = [{**first[0], "extracted": True}, {**first[1], "pooled": True}, {**first[2], "also": [first[3]["chunk"]]},
-              *first[3:]]  # fmt: skip
+    marked = [{**first[0], "extracted": True}, {**first[1], "pooled": True}, *first[2:4],
+              {**first[4], "also": [first[2]["chunk"]]}, first[5]]  # fmt: skip
     rows = rows_from_records([{**records[0], "candidates": marked}], chunks)
     assert [row.extracted for row in rows] == [True] + [False] * 5
-    assert rows[4].others == tuple(c["text"] for c in marked[2:] if c is not marked[4])
-    assert rows[2].others == tuple(c["text"] for c in marked[4:])
+    assert rows[3].others == tuple(c["text"] for c in (marked[2], marked[4], marked[5]))
+    assert rows[4].others == (marked[3]["text"], marked[5]["text"])
+    assert rows[4].chunk == f"{chunks[first[4]['chunk']].text}\n\n{chunks[first[2]['chunk']].text}"
+    assert (rows[4].rank, rows[4].score_rel) == (rows[2].rank, rows[2].score_rel) and rows[4].rank < first[4]["rank"]
 
 
 def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):
