@@ -432,24 +432,25 @@ class KeptAnswer:
 def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates, and declined candidates are no answers: both
-    are left out. A sentence the chunk offered (`extracted`) is kept only beside a written one the cut keeps
-    (`critic.beside_kept`): its answer support is the lower of its own and the best written one's, and the
-    question's best support, under which the engine abstains, is the best of the written sentences'."""
-    kept: dict[tuple[str, bool], tuple[float, float, float, bool, bool]] = {}  # r + s, s, support, correct, extracted
+    are left out. A sentence the chunk offered (`extracted`) stands only beside a written one that is kept
+    (`critic.beside_kept`): it is no answer where every written one was declined, its answer support is the
+    lower of its own and the best written one's, and the question's best support, under which the engine
+    abstains, is the best of the written sentences'."""
+    rated = [(row, r, s) for row, r, s in zip(rows, p_rel, p_sup, strict=True) if row.correct is not None]
     written: dict[tuple[str, bool], float] = {}
-    for row, r, s in zip(rows, p_rel, p_sup, strict=True):
-        if row.correct is None or row.declined:
+    for row, r, s in rated:
+        if not row.declined and not row.extracted:
+            key = (row.question, row.answerable)
+            written[key] = max(answer_support(r, s), written.get(key, 0.0))
+    kept: dict[tuple[str, bool], tuple[float, float, float, bool]] = {}  # r + s, s, answer support, correct
+    for row, r, s in rated:
+        key = (row.question, row.answerable)
+        if row.declined or key not in written:
             continue
-        key, support = (row.question, row.answerable), answer_support(r, s)
-        if not row.extracted:
-            written[key] = max(support, written.get(key, 0.0))
+        support = min(answer_support(r, s), written[key]) if row.extracted else answer_support(r, s)
         if key not in kept or r + s > kept[key][0]:
-            kept[key] = (r + s, s, support, row.correct, row.extracted)
-    answers = []
-    for key, (_, s, support, correct, extracted) in kept.items():
-        best = written.get(key, 0.0)
-        answers.append(KeptAnswer(s, min(support, best) if extracted else support, correct, key[1], best))
-    return answers
+            kept[key] = (r + s, s, support, bool(row.correct))
+    return [KeptAnswer(s, a, c, key[1], written[key]) for key, (_, s, a, c) in kept.items()]
 
 
 @dataclass(frozen=True, slots=True)
