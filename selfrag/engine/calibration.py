@@ -312,8 +312,8 @@ class JudgedRow:
     `declined` marks a candidate the engine declined whatever its ratings (the question restated, the draft
     repeated, a sentence about the document, a superseded source): the heads learn from it, but it is never an
     answer, so the confidence map and the abstention cut leave it out. `extracted` marks a sentence the chunk
-    offered beside the model's (`critic.offered`): it answers only where a sentence the model wrote for the
-    question clears the cut too (`kept_answers`)."""
+    offered beside the model's (`critic.offered`): it is rated and may answer like any other; the flag
+    lets it be counted apart."""
 
     question: str
     sentence: str
@@ -432,25 +432,17 @@ class KeptAnswer:
 def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates, and declined candidates are no answers: both
-    are left out. A sentence the chunk offered (`extracted`) stands only beside a written one that is kept
-    (`critic.beside_kept`): it is no answer where every written one was declined, its answer support is the
-    lower of its own and the best written one's, and the question's best support, under which the engine
-    abstains, is the best of the written sentences'."""
-    rated = [(row, r, s) for row, r, s in zip(rows, p_rel, p_sup, strict=True) if row.correct is not None]
-    written: dict[tuple[str, bool], float] = {}
-    for row, r, s in rated:
-        if not row.declined and not row.extracted:
-            key = (row.question, row.answerable)
-            written[key] = max(answer_support(r, s), written.get(key, 0.0))
+    are left out. A sentence its chunk offered (`extracted`) answers like a written one, on its own ratings."""
     kept: dict[tuple[str, bool], tuple[float, float, float, bool]] = {}  # r + s, s, answer support, correct
-    for row, r, s in rated:
-        key = (row.question, row.answerable)
-        if row.declined or key not in written:
+    best: dict[tuple[str, bool], float] = {}
+    for row, r, s in zip(rows, p_rel, p_sup, strict=True):
+        if row.correct is None or row.declined:
             continue
-        support = min(answer_support(r, s), written[key]) if row.extracted else answer_support(r, s)
+        key, support = (row.question, row.answerable), answer_support(r, s)
+        best[key] = max(support, best.get(key, 0.0))
         if key not in kept or r + s > kept[key][0]:
-            kept[key] = (r + s, s, support, bool(row.correct))
-    return [KeptAnswer(s, a, c, key[1], written[key]) for key, (_, s, a, c) in kept.items()]
+            kept[key] = (r + s, s, support, row.correct)
+    return [KeptAnswer(s, a, c, key[1], best[key]) for key, (_, s, a, c) in kept.items()]
 
 
 @dataclass(frozen=True, slots=True)

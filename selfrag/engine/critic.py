@@ -70,7 +70,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts) for c in candidates]
     if ground and run.config.extract:
         tidied += offered(tidied, run.question)
-    candidates = beside_kept(rate([sourced(c, run.question) for c in tidied], run))
+    candidates = rate([sourced(c, run.question) for c in tidied], run)
     return tuple(gate(c, run) for c in candidates)
 
 
@@ -100,14 +100,6 @@ def offered(candidates: Sequence[Candidate], question: str) -> list[Candidate]:
         quoted = replace(critique, quote_ok=True)
         out.append(replace(candidate, text=best, critique=quoted, flag=None, written=None, gated=False, extracted=True))
     return out
-
-
-def beside_kept(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """A document's sentence is offered as the better wording of an answer, never as the reason for one: a beam
-    none of whose written candidates is kept (all declined, or under the cut) keeps none of its extracted ones
-    either, so it stops or the answer abstains as it would have."""
-    kept = {c.parent.id for c in candidates if not c.extracted and c.error is None and not c.gated}
-    return [c for c in candidates if not c.extracted or c.parent.id in kept]
 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported

@@ -331,18 +331,16 @@ def test_refitting_the_cut_keeps_the_heads_and_counts_what_it_does():
         fit_abstain_cut(model, _answers(12))
 
 
-def test_an_offered_sentence_answers_only_beside_a_written_one_over_the_cut():
+def test_an_offered_sentence_answers_on_its_own_ratings_in_the_fit():
     written = JudgedRow("Who directed Jaws?", "Jaws is a film.", CHUNK, True, False, correct=False)
     offered = replace(written, sentence="Jaws was directed by Spielberg.", supported=True, correct=True, extracted=True)
-    other = replace(written, question="Who wrote Jaws?", declined=True)  # its written sentence declined
-    alone = replace(offered, question="Who wrote Jaws?")
-    # the offered sentence is kept (higher P(relevant) + P(supported)); it answers only where the written one
-    # clears the cut, so its support is the written one's, and so is the question's best
-    (answer,) = kept_answers([written, offered, other, alone], [0.6, 0.9, 0.6, 0.9], [0.5, 0.9, 0.5, 0.9])
-    assert answer.correct and answer.p_supported == 0.9  # the other question has nothing written to stand beside
-    assert answer.support == pytest.approx(answer_support(0.6, 0.5)) == pytest.approx(answer.best_support)
-    plain = kept_answers([written, replace(offered, extracted=False)], [0.6, 0.9], [0.5, 0.9])[0]
-    assert plain.support == pytest.approx(answer_support(0.9, 0.9)) == pytest.approx(plain.best_support)
+    declined = replace(written, question="Who wrote Jaws?", declined=True)
+    alone = replace(offered, question="Who wrote Jaws?")  # its written sentence declined: it answers alone
+    answers = kept_answers([written, offered, declined, alone], [0.6, 0.9, 0.6, 0.9], [0.5, 0.9, 0.5, 0.9])
+    for answer in answers:
+        assert answer.correct and answer.p_supported == 0.9
+        assert answer.support == pytest.approx(answer_support(0.9, 0.9)) == pytest.approx(answer.best_support)
+    assert len(answers) == 2
     assert judged_row(row_dict(offered), "j").extracted and not judged_row(row_dict(written), "j").extracted
 
 

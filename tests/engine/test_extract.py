@@ -10,6 +10,7 @@ from helpers import by_document, fused
 from selfrag import Chunk
 from selfrag.cli import main
 from selfrag.cli.trace_html import render_trace_html
+from selfrag.engine.calibration import answer_support
 from selfrag.engine.evidence import spaced
 from selfrag.result import ABSTAIN_ANSWER
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
@@ -64,12 +65,17 @@ def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_no
     assert not any(c.extracted for c in result.trace.steps[0].candidates)  # vogue.md is one sentence
 
 
-def test_an_offered_sentence_is_never_the_reason_to_answer(engine):
-    declined = fused("Which magazine cover did the actress appear on at age 13?")  # restates the question
-    rude = {**script(declined), "generate_fused": fused("Which magazine cover did the actress appear on at age 13?")}
+def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_the_cut(engine):
+    restated = fused("Which magazine cover did the actress appear on at age 13?")  # declined: restates the question
+    rude = {**script(restated), "generate_fused": restated}
     result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
-    assert result.answer == ABSTAIN_ANSWER  # every written sentence was declined: the offered one is not kept either
-    assert not any(c.extracted for c in result.trace.steps[0].candidates)
+    assert result.answer == ANSWER.removesuffix(".") + " [1]."  # the written one declined, the document's stands
+    offered = next(c for c in result.trace.steps[0].candidates if c.extracted)
+    assert offered.critique is not None and offered.critique.p_supported is not None
+    cut = answer_support(offered.critique.p_relevant, offered.critique.p_supported) + 1e-3
+    under = engine(rude, chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "abstain_below": cut}).answer(Q)
+    assert under.answer == ABSTAIN_ANSWER  # under the cut like any sentence: declined, and nothing else stands
+    assert [c.flag for c in under.trace.steps[0].candidates if c.extracted] == ["unsupported"]
 
 
 def test_sentences_run_together_with_no_space_are_read_as_two():
