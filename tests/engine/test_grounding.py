@@ -353,6 +353,9 @@ def test_ask_prints_the_abstention_and_json_carries_it(index_dir, capsys, weight
 
     with FakeOpenAIServer(responder=_invents) as server:
         base = ["ask", Q, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence"]
+        assert main([*base, "--scorer-weights", weights]) == 0  # the invention declined, the document's sentence
+        assert capsys.readouterr().out.startswith("Refunds are accepted within 30 days of purchase [1].")
+        base.append("--no-extract")  # and where no document offers its own: nothing stands
         assert main([*base, "--scorer-weights", weights]) == 0
         printed = capsys.readouterr().out
         assert printed.splitlines()[0].startswith(ABSTAIN_ANSWER)
