@@ -58,9 +58,10 @@ def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> 
         scores = [c["retrieval_score"] for c in group if c.get("retrieval_score") is not None]
         top = max(scores) if scores else None
         for candidate in group:
-            drawn = [chunks[key] for key in (candidate["chunk"], *(candidate.get("also") or [])) if key in chunks]
-            text = "\n\n".join(chunk.text for chunk in drawn)  # a pooled sentence is rated against all it drew on
-            rank, score = _best_drawn(candidate, group)
+            keys = (candidate["chunk"], *(candidate.get("also") or []))  # a pooled sentence: all it drew on
+            drawn = [chunks[key] for key in keys if key in chunks]
+            text = "\n\n".join(chunk.text for chunk in drawn)
+            rank, score = _best_drawn(keys, group)
             critique = candidate["critique"]
             said = bool(golds) and bool(answer_in(candidate["text"], golds))
             rows.append(
@@ -75,7 +76,7 @@ def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> 
                     quote_ok=critique.get("quote_ok"),
                     model_rel=_credit(critique["probs"].get("relevance", {}), {"relevant": 1.0}),
                     model_sup=_credit(critique["probs"].get("support", {}), {"fully": 1.0, "partially": 0.5}),
-                    others=_others(candidate, group),
+                    others=_others(candidate, keys, group),
                     correct=said,
                     declined=candidate.get("flag") in DECLINED,
                     extracted=bool(candidate.get("extracted")),
@@ -84,22 +85,20 @@ def _from_candidates(record: Mapping[str, Any], chunks: Mapping[str, Chunk]) -> 
     return rows
 
 
-def _best_drawn(candidate: Mapping[str, Any], group: Sequence[Mapping[str, Any]]) -> tuple[int, float | None]:
-    """The rank and retrieval score the engine rates a candidate with: its chunk's, or for a pooled sentence
-    drawing on several chunks the best-ranked of them (read off the sentences written from those chunks)."""
-    also = set(candidate.get("also") or [])
-    ranked = [(int(c.get("rank") or 0), c.get("retrieval_score")) for c in group if c.get("chunk") in also]
-    return min([(int(candidate.get("rank") or 0), candidate.get("retrieval_score")), *ranked], key=lambda r: r[0])
+def _best_drawn(keys: Sequence[str], group: Sequence[Mapping[str, Any]]) -> tuple[int, float | None]:
+    """The rank and retrieval score the engine rates a candidate with: those of the best-ranked chunk it drew on
+    (its own; for a pooled sentence, any of its chunks), read off the group's candidates from those chunks."""
+    ranked = [(int(c.get("rank") or 0), c.get("retrieval_score")) for c in group if c.get("chunk") in keys]
+    return min(ranked, key=lambda r: r[0])
 
 
-def _others(candidate: Mapping[str, Any], group: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def _others(candidate: Mapping[str, Any], keys: Sequence[str], group: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The sentences the candidate's agreement is counted against, as the engine counts them: those written
     from other chunks alone (not the ones it drew on, not a pooled one, not a chunk's offered sentence)."""
-    drawn = {candidate["chunk"], *(candidate.get("also") or [])}
     return tuple(
         c["text"]
         for c in group
-        if c is not candidate and c.get("chunk") not in drawn and not c.get("pooled") and not c.get("extracted")
+        if c is not candidate and c.get("chunk") not in keys and not c.get("pooled") and not c.get("extracted")
     )
 
 
