@@ -85,7 +85,8 @@ class Config:
     # replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
     extract: bool = True  # evidence scorer: each chunk of several sentences also offers its own sentence that
     # shares most with the question, rated beside the model's (engine.critic.offered; no call)
-    abstain_below: float | None = None  # P(relevant)·P(supported) under which a sentence is not kept; None: the
+    abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers
+    # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
     # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply
     short_replies: bool = False  # the reply schema caps free-text fields (engine.replies.SHORT_REPLY_CHARS)

@@ -26,6 +26,7 @@ class CritiqueOut(_Out):
     status: str = "ok"
     p_relevant: float | None = None  # the scorer's calibrated probabilities (None: not rated)
     p_supported: float | None = None
+    answer_support: float | None = None  # what the abstention cut is applied to
     features: dict[str, float] | None = None  # the evidence features behind them (evidence scorer)
 
 
@@ -140,7 +141,7 @@ class Abstention(_Out):
     """The engine declined to answer: no candidate was supported well enough."""
 
     reason: Literal["no_support"] = "no_support"
-    best_support: float | None  # the highest P(relevant)·P(supported) among the declined candidates
+    best_support: float | None  # the highest answer support among the declined candidates
     threshold: float  # the cut it did not reach (Config.abstain_below, or the scorer's default)
     message: str
 

@@ -70,6 +70,7 @@ class Critique:
     status: str = "ok"  # ok | defaulted (the critic failed and conservative labels stand in)
     p_relevant: float | None = None  # the scorer's P(relevant) (engine.calibration); None: not rated
     p_supported: float | None = None  # the scorer's P(supported)
+    answer_support: float | None = None  # what the abstention cut is applied to (engine.calibration)
     features: Mapping[str, float] | None = None  # the evidence features behind them (engine.evidence)
 
     @overload

@@ -119,13 +119,22 @@ def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, ca
 
     judged = write(tmp_path / "j.jsonl", answers(40))
     out = tmp_path / "w.json"
-    assert main(["critic", "cut", str(judged), "--keep", "0.95", "--out", str(out)]) == 0
+    assert main(["critic", "cut", str(judged), "--keep", "0.95", "--confidence", "0.8", "--out", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "abstention cut" in said and "of the 40 right answers" in said
+    assert "abstention cut" in said and "of the 40 right answers" in said and "answers head" not in said
     shipped, refitted = load_critic_model(), load_critic_model(out)
-    assert (refitted.relevant, refitted.supported, refitted.lead) == (shipped.relevant, shipped.supported, shipped.lead)
+    kept = ("relevant", "supported", "lead", "answers")  # no unanswerable questions: the shipped answers head stays
+    assert all(getattr(refitted, name) == getattr(shipped, name) for name in kept)
     assert "keep 0.95 at 0.8" in refitted.fitted_on["abstain_cut"]
     assert refitted.abstain_threshold != shipped.abstain_threshold
+    # with 20 questions made unanswerable the answers head is refitted on them, and the cut is on it
+    gone = [r | {"question": r["question"] + " (gone)", "answerable": False, "correct": False} for r in answers(20)]
+    assert main(["critic", "cut", str(write(tmp_path / "u.jsonl", answers(40) + gone)), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "abstains on" in said and "of 20 unanswerable questions; the answers head refitted on them" in said
+    again = load_critic_model(out)
+    assert again.answers is not None and again.answers != shipped.answers
+    assert "40 right answers, 20 unanswerable questions" in again.fitted_on["answers_head"]
 
 
 def right_of(n: int, every: int) -> list[dict]:

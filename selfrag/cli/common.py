@@ -113,8 +113,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--abstain-below",
         type=float,
         metavar="P",
-        help="say the documents don't answer when no sentence reaches this P(relevant)·P(supported) "
-        "(default: the weights' own)",
+        help="say the documents don't answer when no sentence reaches this answer support, the weights' "
+        "P(the sentence answers this question) (default: the weights' own cut)",
     )
     retrieval = parser.add_argument_group("retrieval")
     retrieval.add_argument("--strategy", choices=["top", "window"], help="window: widen hits with neighbour chunks")

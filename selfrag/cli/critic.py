@@ -6,8 +6,11 @@
     selfrag critic map JUDGMENTS.jsonl... --out WEIGHTS.json refit only the confidence map, under given weights
     selfrag critic check [WEIGHTS.json]                      validate a weights file (default: the shipped one)
 
-The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 80 %): a
+The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 95 %): a
 one-sided bound on the share of right answers lost, so the cut keeps a margin when it is fitted on few answers.
+Where the judgments hold at least 20 questions made unanswerable (`selfrag bench run --unanswerable`), `cut` and
+`fit` first fit the answers head on them, and the cut is on its probability: right answers against answers to
+questions whose documents are not in the corpus. With fewer, `cut` keeps the weights' own head (or none).
 `fit` reads one or more judgments files as one set, and keeps the short answer's counts (how often a lead of each
 kind was right: `selfrag bench fit-lead`) of `--weights` (default: the shipped ones): they count the short
 answer, not the heads, and a refit without them would leave every lead uncounted in the confidence. `map` fits
@@ -16,8 +19,9 @@ what a confidence means on your own corpus (the answers of judged candidates fro
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
 "others" (sentences written from the other chunks), "correct" (does the sentence answer rightly),
-"answerable" (false: written while the question's evidence was kept out of the corpus) and "declined" (true: the
-engine declined it by a rule, so it is never an answer) are optional.
+"answerable" (false: written while the question's evidence was kept out of the corpus), "declined" (true: the
+engine declined it by a rule, so it is never an answer) and "extracted" (true: the chunk offered it beside the
+model's sentence) are optional.
 `selfrag bench judgments RUN_DIR` writes one from benchmark runs. Use the result with `--scorer-weights
 WEIGHTS.json` (or `scorer_weights` in the config file). The shipped weights are never overwritten.
 """
@@ -121,6 +125,8 @@ def cut_command(args: argparse.Namespace) -> int:
     said = f"wrote {out}: abstention cut {fit.cut:.4f}; it keeps {fit.kept} of the {fit.right} right answers here"
     if fit.unanswerable:
         said += f" and abstains on {fit.abstained} of {fit.unanswerable} unanswerable questions"
+    if fit.answers_head:
+        said += "; the answers head refitted on them"
     if args.confidence_map:
         said += f"; confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}"
     print(said)

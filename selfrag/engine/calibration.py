@@ -10,7 +10,10 @@
                    were right
     answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
                    candidate under the abstention cut on it is declined (a sentence copied well from a chunk
-                   about something else is supported, not an answer)
+                   about something else is supported, not an answer). Where the weights have an `answers` head:
+                   sigmoid(w_ans · z + b_ans), z = (P(relevant), P(supported), novelty, offered), fitted on the
+                   answers the engine keeps, right answers to training questions against answers to the same kind
+                   of questions with their evidence taken out of the corpus (`fit_answers_head`)
     P(refutes)   = sigmoid(w_ref · y + b_ref)       y = evidence.polarity(claim, text), optional (`refutes`): the
                    claim protocol's verdict, once a chunk settles a claim, in the claim weights only
 
@@ -43,11 +46,15 @@ SHIPPED = "critic-v1.json"
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
 MIN_MAP_ANSWERS = 20  # fewer answered questions than this cannot fit the confidence map alone
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
+MIN_UNANSWERABLE = 20  # the answers head is fitted from this many questions made unanswerable on
 COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the model's short answer beats a coin
 MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
-KEEP, KEEP_CONFIDENCE = 0.9, 0.8  # the abstention cut keeps 90 % of right answers, promised at 80 % confidence
+KEEP, KEEP_CONFIDENCE = 0.9, 0.95  # the abstention cut keeps 90 % of right answers, promised at 95 % confidence
+# what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
+# hold (evidence.features' `novelty`) and whether its chunk offered it (`critic.offered`)
+ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,7 @@ class CriticModel:
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
+    answers: Head | None = None  # over ANSWER_FEATURES: the answer support (see the module docstring); else r · s
 
     def lead_rate(self, kind: str | None, least: int = MIN_LEAD_ANSWERS) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (for the
@@ -91,6 +99,13 @@ class CriticModel:
         and the sentences' confidence stands where there are sentences."""
         right, of = self.lead.get(kind or "", (0, 0))
         return (right + 1) / (of + 2) if of >= least else None
+
+    def support(self, p_relevant: float, p_supported: float, values: Mapping[str, float], offered: bool) -> float:
+        """The answer support of a candidate, what the abstention cut is applied to: the answers head's probability
+        where the weights have one, else P(relevant) · P(supported)."""
+        if self.answers is None:
+            return answer_support(p_relevant, p_supported)
+        return self.answers.probability(answer_inputs(p_relevant, p_supported, values, offered))
 
     def to_json(self) -> str:
         body = {
@@ -107,14 +122,23 @@ class CriticModel:
         if self.refutes is not None:
             body["refutes"] = {"features": list(POLARITY), "weights": list(self.refutes.weights),
                                "bias": self.refutes.bias}  # fmt: skip
+        if self.answers is not None:
+            body["answers"] = {"features": list(ANSWER_FEATURES), "weights": list(self.answers.weights),
+                               "bias": self.answers.bias}  # fmt: skip
         if self.lead:
             body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
 
 
 def answer_support(p_relevant: float, p_supported: float) -> float:
-    """What the abstention cut is applied to: P(the chunk is about the question) · P(it backs the sentence)."""
+    """What the abstention cut is applied to without an answers head: P(the chunk is about the question) · P(it
+    backs the sentence)."""
     return p_relevant * p_supported
+
+
+def answer_inputs(p_relevant: float, p_supported: float, values: Mapping[str, float], offered: bool) -> list[float]:
+    """The answers head's inputs, in `ANSWER_FEATURES` order (`values`: the candidate's evidence features)."""
+    return [p_relevant, p_supported, float(values["novelty"]), float(offered)]
 
 
 def _sigmoid(z: float) -> float:
@@ -173,7 +197,16 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
         if body["refutes"].get("features") != list(POLARITY):
             raise ConfigError(f"{where}: refutes was fitted on other features than this selfrag computes; refit it")
         refutes = _head(body["refutes"], where, "refutes", POLARITY)
-    return CriticModel(heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes)
+    answers = None
+    if "answers" in body:
+        if not isinstance(body["answers"], dict):
+            raise ConfigError(f"{where}: answers needs its features, {len(ANSWER_FEATURES)} weights and a bias")
+        if body["answers"].get("features") != list(ANSWER_FEATURES):
+            raise ConfigError(f"{where}: answers was fitted on other features than this selfrag computes; refit it")
+        answers = _head(body["answers"], where, "answers", ANSWER_FEATURES)
+    return CriticModel(
+        heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answers
+    )
 
 
 # the kinds of engine.questions.question_kind that get a short answer, what decided a choice the documents decided
@@ -333,7 +366,7 @@ class JudgedRow:
 
     def features(self) -> dict[str, float]:
         item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
-                     self.model_sup, self.others)  # fmt: skip
+                     self.model_sup, self.others, self.extracted)  # fmt: skip
         return item.features(self.question)
 
 
@@ -374,6 +407,7 @@ def judged_row(record: Any, where: str) -> JudgedRow:
 def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = None) -> CriticModel:
     """Both heads from judged rows; the support threshold (the verdict on a given statement) with the best
     balanced accuracy on the rows that judge given statements (no `correct`; all rows when there are none); the
+    answers head where the rows hold MIN_UNANSWERABLE questions made unanswerable (`fit_answers_head`); the
     confidence map (Platt) and the abstention cut from the answerable rows with `correct`: per question, the one
     of those rows the engine would keep (the highest P(relevant) + P(supported)) against whether it was right.
     Refuses data that cannot fit a model."""
@@ -383,7 +417,8 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
         classes = {getattr(row, name) for row in rows}
         if len(classes) < 2:
             raise InputError(f"every judged row has {name}={classes.pop()}; the fit needs both classes")
-    x = np.array([vector(row.features()) for row in rows])
+    values = [row.features() for row in rows]
+    x = np.array([vector(v) for v in values])
     relevant = fit_logistic(x, np.array([row.relevant for row in rows], dtype=float))
     supported = fit_logistic(x, np.array([row.supported for row in rows], dtype=float))
     p_rel = [relevant.probability(v) for v in x.tolist()]
@@ -391,13 +426,34 @@ def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = 
     statements = [i for i, row in enumerate(rows) if row.correct is None]  # given statements judged, not candidates
     verdicts = statements if len({rows[i].supported for i in statements}) == 2 else range(len(rows))
     threshold = balanced_threshold([p_sup[i] for i in verdicts], [rows[i].supported for i in verdicts])
-    answers = [k for k in kept_answers(rows, p_rel, p_sup) if k.answerable]
+    model = CriticModel(relevant, supported, support_threshold=threshold)
+    model = replace(model, answers=fit_answers_head(rows, p_rel, p_sup, values))
+    support = _supports(model, rows, p_rel, p_sup, values)
+    answers = [k for k in kept_answers(rows, p_rel, p_sup, support) if k.answerable]
     abstain = abstain_cut([k.support for k in answers if k.correct])
-    platt = confidence_map(answers)
     unanswerable = sum(not row.answerable for row in rows)
     info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(answers), "answers": len(answers)}
     info |= fitted_on or {}
-    return CriticModel(relevant, supported, platt, threshold, abstain, info)
+    return replace(model, confidence=confidence_map(answers), abstain_threshold=abstain, fitted_on=info)
+
+
+def fit_answers_head(
+    rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float], values: Sequence[Mapping[str, float]]
+) -> Head | None:
+    """The answers head: per question, the candidate the engine would keep (`kept_answers`), the right answers to
+    answerable questions against the answers to questions made unanswerable (their gold evidence out of the
+    corpus). A sentence copied well from a chunk about something else has a P(supported) as high as a right one;
+    what tells them apart on the training answers is P(relevant) and how much the sentence says beyond the
+    question, and whether the chunk offered it. None where the rows hold fewer than MIN_UNANSWERABLE
+    unanswerable questions or no right answer: the product P(relevant) · P(supported) stands then."""
+    picks = _kept(rows, p_rel, p_sup)
+    right = [i for (_, answerable), i in picks.items() if answerable and rows[i].correct]
+    other = [i for (_, answerable), i in picks.items() if not answerable]
+    if len(other) < MIN_UNANSWERABLE or not right:
+        return None
+    chosen = right + other
+    x = np.array([answer_inputs(p_rel[i], p_sup[i], values[i], rows[i].extracted) for i in chosen])
+    return fit_logistic(x, np.array([1.0] * len(right) + [0.0] * len(other)))
 
 
 def confidence_map(answers: Sequence[KeptAnswer]) -> Platt:
@@ -429,26 +485,44 @@ class KeptAnswer:
     best_support: float
 
 
-def kept_answers(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> list[KeptAnswer]:
+def kept_answers(
+    rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float], support: Sequence[float] | None = None
+) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates, and declined candidates are no answers: both
-    are left out. A sentence its chunk offered (`extracted`) answers like a written one, on its own ratings."""
-    kept: dict[tuple[str, bool], tuple[float, float, float, bool]] = {}  # r + s, s, answer support, correct
+    are left out. A sentence its chunk offered (`extracted`) answers like a written one, on its own ratings.
+    `support`: each row's answer support (default P(relevant) · P(supported))."""
+    if support is None:
+        support = [answer_support(r, s) for r, s in zip(p_rel, p_sup, strict=True)]
     best: dict[tuple[str, bool], float] = {}
-    for row, r, s in zip(rows, p_rel, p_sup, strict=True):
+    for row, value in zip(rows, support, strict=True):
+        if row.correct is not None and not row.declined:
+            key = (row.question, row.answerable)
+            best[key] = max(value, best.get(key, 0.0))
+    return [
+        KeptAnswer(p_sup[i], support[i], bool(rows[i].correct), key[1], best[key])
+        for key, i in _kept(rows, p_rel, p_sup).items()
+    ]
+
+
+def _kept(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> dict[tuple[str, bool], int]:
+    """Per question (answerable and unanswerable apart), the index of the candidate row the engine would keep:
+    the highest P(relevant) + P(supported), the first of equals."""
+    kept: dict[tuple[str, bool], int] = {}
+    for i, row in enumerate(rows):
         if row.correct is None or row.declined:
             continue
-        key, support = (row.question, row.answerable), answer_support(r, s)
-        best[key] = max(support, best.get(key, 0.0))
-        if key not in kept or r + s > kept[key][0]:
-            kept[key] = (r + s, s, support, row.correct)
-    return [KeptAnswer(s, a, c, key[1], best[key]) for key, (_, s, a, c) in kept.items()]
+        key = (row.question, row.answerable)
+        if key not in kept or p_rel[i] + p_sup[i] > p_rel[kept[key]] + p_sup[kept[key]]:
+            kept[key] = i
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
 class CutFit:
     """What an abstention cut was fitted on and what it does there: right answers kept of those fitted on, and
-    (when the rows hold unanswerable questions) those questions' answers it would abstain on."""
+    (when the rows hold unanswerable questions) those questions' answers it would abstain on; `answers_head`:
+    the answers head was fitted on these rows too."""
 
     cut: float
     right: int
@@ -456,6 +530,7 @@ class CutFit:
     questions: int
     unanswerable: int
     abstained: int
+    answers_head: bool = False
 
 
 def fit_abstain_cut(
@@ -467,11 +542,18 @@ def fit_abstain_cut(
     *,
     refit_map: bool = False,
 ) -> tuple[CriticModel, CutFit]:
-    """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`),
-    and with `refit_map` its confidence map too (`confidence_map`, on the same answers: what the heads'
-    P(supported) means once the engine's rules pick the answer); everything else kept (`fitted_on` says where
-    they came from: `source`). Refuses rows with too few right answers to promise `keep` at `confidence`."""
-    answers = answers_under(model, rows)
+    """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`):
+    first its answers head, where the rows hold MIN_UNANSWERABLE questions made unanswerable (`fit_answers_head`;
+    else the model's own stands), and with `refit_map` its confidence map too (`confidence_map`, on the same
+    answers: what the heads' P(supported) means once the engine's rules pick the answer); everything else kept
+    (`fitted_on` says where they came from: `source`). Refuses rows with too few right answers to promise `keep`
+    at `confidence`."""
+    p_rel, p_sup, values = _rated(model, rows)
+    head = fit_answers_head(rows, p_rel, p_sup, values)
+    if head is not None:
+        model = replace(model, answers=head)
+    support = _supports(model, rows, p_rel, p_sup, values)
+    answers = kept_answers(rows, p_rel, p_sup, support)
     right = [a.support for a in answers if a.answerable and a.correct]
     if lost_bound(0, len(right), confidence) > 1 - keep:
         need = math.ceil(math.log(1 - confidence) / math.log(keep))
@@ -488,9 +570,13 @@ def fit_abstain_cut(
         sum(a.answerable for a in answers),
         len(unanswerable),
         sum(a.best_support < cut for a in unanswerable),
+        head is not None,
     )
     said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
-    fitted = replace(model, abstain_threshold=cut, fitted_on={**model.fitted_on, "abstain_cut": said})
+    fitted_on = {**model.fitted_on, "abstain_cut": said}
+    if head is not None:
+        fitted_on["answers_head"] = f"{source}: {fit.right} right answers, {fit.unanswerable} unanswerable questions"
+    fitted = replace(model, abstain_threshold=cut, fitted_on=fitted_on)
     if refit_map:
         fitted_on = {**fitted.fitted_on, "confidence_map": f"{source}: {fit.questions} answers, {fit.right} right"}
         fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on)
@@ -518,9 +604,27 @@ def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged
 
 def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:
     """The answers of judged candidate rows (`kept_answers`) as `model`'s heads rate them."""
-    x = [vector(row.features()) for row in rows]
-    p_rel, p_sup = ([head.probability(v) for v in x] for head in (model.relevant, model.supported))
-    return kept_answers(rows, p_rel, p_sup)
+    p_rel, p_sup, values = _rated(model, rows)
+    support = _supports(model, rows, p_rel, p_sup, values)
+    return kept_answers(rows, p_rel, p_sup, support)
+
+
+def _rated(model: CriticModel, rows: Sequence[JudgedRow]) -> tuple[list[float], list[float], list[dict[str, float]]]:
+    """Each row's P(relevant) and P(supported) under `model`'s heads, and its evidence features."""
+    values = [row.features() for row in rows]
+    x = [vector(v) for v in values]
+    return [model.relevant.probability(v) for v in x], [model.supported.probability(v) for v in x], values
+
+
+def _supports(
+    model: CriticModel,
+    rows: Sequence[JudgedRow],
+    p_rel: Sequence[float],
+    p_sup: Sequence[float],
+    values: Sequence[Mapping[str, float]],
+) -> list[float]:
+    """Each row's answer support under `model` (`CriticModel.support`)."""
+    return [model.support(r, s, v, row.extracted) for r, s, v, row in zip(p_rel, p_sup, values, rows, strict=True)]
 
 
 # -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------
@@ -531,6 +635,12 @@ class Rating:
     p_relevant: float
     p_supported: float
     features: Mapping[str, float] | None = None
+    answers: float | None = None  # the answers head's probability, where the rater's weights have one
+
+    @property
+    def support(self) -> float:
+        """The answer support, what the abstention cut is applied to."""
+        return answer_support(self.p_relevant, self.p_supported) if self.answers is None else self.answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,6 +656,7 @@ class Rated:
     model_rel: float
     model_sup: float
     others: tuple[str, ...]  # sentences written from the beam's other chunks this step
+    offered: bool = False  # the chunk's own sentence, offered beside the model's (`critic.offered`)
 
     def features(self, question: str) -> dict[str, float]:
         return features(
@@ -671,7 +782,9 @@ class EvidenceRater:
         for item in items:
             values = item.features(question)
             x = vector(values)
-            out.append(Rating(self.model.relevant.probability(x), self.model.supported.probability(x), values))
+            p_rel, p_sup = self.model.relevant.probability(x), self.model.supported.probability(x)
+            answers = None if self.model.answers is None else self.model.support(p_rel, p_sup, values, item.offered)
+            out.append(Rating(p_rel, p_sup, values, answers))
         return out
 
     def confidence(self, supported: Sequence[float]) -> float:

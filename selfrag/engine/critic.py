@@ -17,7 +17,7 @@ from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Mode, Relevance, Support, Utility
 from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
-from .calibration import Rated, answer_support
+from .calibration import Rated
 from .context import Run, run_all
 from .evidence import (
     asks_yes_no,
@@ -189,7 +189,7 @@ def _outdated(candidate: Candidate) -> bool:
 
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
-    together (agreement between them is evidence); a candidate whose P(relevant)·P(supported) is under
+    together (agreement between them is evidence); a candidate whose answer support (`Rating.support`) is under
     `run.abstain_below` is declined. A sentence written without documents (the model chose not to retrieve, or the
     search found nothing) is declined too where it may not be kept (`_documents_needed`): a beam with no sentence
     yet that chose not to retrieve reads instead (controller), one with sentences stops. A pooled
@@ -208,10 +208,11 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
                 candidate.critique,
                 p_relevant=rating.p_relevant,
                 p_supported=rating.p_supported,
+                answer_support=rating.support,
                 features=rating.features,
             )
             candidate = replace(candidate, critique=critique)
-            if answer_support(rating.p_relevant, rating.p_supported) < run.abstain_below:
+            if rating.support < run.abstain_below:
                 candidate = replace(candidate, gated=True, flag="unsupported")
         elif _without_documents(candidate) and _documents_needed(run):
             candidate = replace(candidate, gated=True, flag="unsupported")
@@ -265,6 +266,7 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
         model_rel=s_rel(critique.relevance),
         model_sup=s_sup(critique.support),
         others=others,
+        offered=candidate.extracted,
     )
 
 

@@ -5,7 +5,7 @@ Pure functions; the controller calls them after each step and at the end.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 
 from ..config import Config, config_dict
@@ -55,6 +55,7 @@ def critique_out(critique: Critique) -> CritiqueOut:
         status=critique.status,
         p_relevant=None if critique.p_relevant is None else round(critique.p_relevant, 6),
         p_supported=None if critique.p_supported is None else round(critique.p_supported, 6),
+        answer_support=None if critique.answer_support is None else round(critique.answer_support, 6),
         features={k: round(v, 6) for k, v in critique.features.items()} if critique.features else None,
     )
 
@@ -249,8 +250,8 @@ def build_result(
     beam_steps = [b for s in steps for b in s.beams]
     retrieved = sum(1 for b in beam_steps if b.decision != Decision.NO.value and b.chunks)
     supports = [_support(s.critique) for s in best.segments]
-    if abstention is not None:
-        supports = [abstention.best_support or 0.0]
+    if abstention is not None:  # as sure as its best declined candidate's P(relevant)·P(supported), whatever the cut
+        supports = [_best_seen(steps, _product) or 0.0]
     rater = rater or PaperRater()
     confidence = rater.with_lead(rater.confidence(supports), lead_kind, alone=bool(lead) and not best.segments)
     usage = Usage(
@@ -305,13 +306,7 @@ def _support(critique: Critique) -> float:
 def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
     """The abstention of an answer whose every candidate was declined, with the best support seen (or, when no
     sentence was rated, why they were declined before: "declined: 2 unstated, 1 restates_question")."""
-    seen = [
-        answer_support(c.critique.p_relevant, c.critique.p_supported)
-        for step in steps
-        for c in step.candidates
-        if c.critique is not None and c.critique.p_supported is not None and c.critique.p_relevant is not None
-    ]
-    best = round(max(seen), 6) if seen else None
+    best = _best_seen(steps, lambda critique: critique.answer_support)
     if best is None:
         flags = Counter(c.flag for step in steps for c in step.candidates if c.flag)
         why = "; declined: " + ", ".join(f"{n} {flag}" for flag, n in sorted(flags.items())) if flags else ""
@@ -324,6 +319,20 @@ def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:
         threshold=threshold,
         message=f"No retrieved document supports an answer well enough ({found}).",
     )
+
+
+def _best_seen(steps: Sequence[TraceStep], value: Callable[[CritiqueOut], float | None]) -> float | None:
+    """The highest `value` among the steps' rated candidates (to 6 places); None where none was rated."""
+    rated = (c.critique for step in steps for c in step.candidates if c.critique is not None)
+    seen = [v for v in map(value, rated) if v is not None]
+    return round(max(seen), 6) if seen else None
+
+
+def _product(critique: CritiqueOut) -> float | None:
+    """A rated candidate's P(relevant)·P(supported)."""
+    if critique.p_relevant is None or critique.p_supported is None:
+        return None
+    return answer_support(critique.p_relevant, critique.p_supported)
 
 
 def _apart(value: float, limit: float) -> tuple[str, str]:

@@ -12,6 +12,7 @@ import pytest
 from selfrag.bench.judgments import row_dict
 from selfrag.engine import evidence
 from selfrag.engine.calibration import (
+    ANSWER_FEATURES,
     FEATURES,
     CriticModel,
     EvidenceRater,
@@ -24,6 +25,7 @@ from selfrag.engine.calibration import (
     balanced_threshold,
     beats_a_coin,
     fit_abstain_cut,
+    fit_answers_head,
     fit_critic,
     fit_logistic,
     judged_row,
@@ -299,8 +301,9 @@ def test_the_abstention_cut_keeps_a_margin_that_shrinks_with_more_answers():
         assert abstain_cut(right, 0.9, 0.95) <= cut <= abstain_cut(right, 0.9, 0.5)
     margins = [sum(v >= abstain_cut(r) for v in r) / len(r) - quantile_kept for r in (few, many)]
     assert margins[0] > margins[1] > 0
-    assert abstain_cut([0.5] * 15) == 0.0  # 15 right answers cannot promise 90 % at 80 % confidence
-    assert abstain_cut([0.5] * 16) > 0.0
+    assert abstain_cut([0.5] * 28) == 0.0  # 28 right answers cannot promise 90 % at 95 % confidence
+    assert abstain_cut([0.5] * 29) > 0.0
+    assert abstain_cut([0.5] * 16, confidence=0.8) > 0.0 == abstain_cut([0.5] * 15, confidence=0.8)
 
 
 def _answers(n: int) -> list[JudgedRow]:
@@ -327,8 +330,44 @@ def test_refitting_the_cut_keeps_the_heads_and_counts_what_it_does():
     assert (fit.right, fit.questions, fit.unanswerable) == (40, 40, 10)
     assert fit.kept >= 36 and fit.abstained == 10  # the wrong chunk's sentences are far under the right ones
     assert "40 right answers of 40 questions" in refitted.fitted_on["abstain_cut"]
-    with pytest.raises(InputError, match="at least 16"):
-        fit_abstain_cut(model, _answers(12))
+    assert refitted.answers is None and not fit.answers_head  # 10 unanswerable questions are too few for its head
+    with pytest.raises(InputError, match="at least 29"):
+        fit_abstain_cut(model, _answers(20))
+
+
+def _offered_and_copied(n: int) -> tuple[list[JudgedRow], list[float], list[float]]:
+    """n right answers that are sentences their chunk offered, P(supported) 0.25, and n answers to questions made
+    unanswerable, written sentences copied well from chunks about something else, P(supported) 0.4: the product
+    P(relevant) · P(supported) ranks the second above the first."""
+    right = [JudgedRow(f"Who directed film {i}?", f"Film {i} was directed by Ann Lee.", CHUNK, True, True,
+                       correct=True, extracted=True) for i in range(n)]  # fmt: skip
+    copied = [replace(row, sentence="Jaws is a thriller.", answerable=False, correct=False, extracted=False)
+              for row in right]  # fmt: skip
+    return right + copied, [0.7] * n + [0.6] * n, [0.25] * n + [0.4] * n
+
+
+def test_the_answers_head_tells_right_answers_from_answers_to_questions_the_documents_do_not_answer():
+    rows, p_rel, p_sup = _offered_and_copied(25)
+    values = [row.features() for row in rows]
+    assert answer_support(0.7, 0.25) < answer_support(0.6, 0.4)
+    head = fit_answers_head(rows, p_rel, p_sup, values)
+    assert head is not None
+    model = replace(fit_critic(_answers(40)), answers=head)
+    scores = [model.support(r, s, v, row.extracted) for r, s, v, row in zip(p_rel, p_sup, values, rows, strict=True)]
+    assert min(scores[:25]) > 0.5 > max(scores[25:])
+    assert fit_answers_head(rows[:19] + rows[25:44], p_rel[:19] + p_rel[25:44], p_sup[:19] + p_sup[25:44],
+                            values[:19] + values[25:44]) is None  # fmt: skip  # 19 unanswerable questions: no head
+
+
+def test_refitting_the_cut_on_enough_unanswerable_questions_fits_the_answers_head_and_cuts_on_it():
+    model = fit_critic(_answers(40))
+    unanswerable = [replace(row, question=row.question + " (gone)", answerable=False, correct=False)
+                    for row in _answers(30)[::2]]  # fmt: skip  # the right sentences, their evidence gone
+    refitted, fit = fit_abstain_cut(model, _answers(40) + unanswerable)
+    assert fit.answers_head and refitted.answers is not None
+    assert (fit.unanswerable, fit.right) == (30, 40)
+    assert "40 right answers, 30 unanswerable questions" in refitted.fitted_on["answers_head"]
+    assert parse_critic_model(refitted.to_json(), "again") == refitted  # the head round-trips through the file
 
 
 def test_an_offered_sentence_answers_on_its_own_ratings_in_the_fit():
@@ -383,6 +422,10 @@ def _polar(**change) -> dict:
     return {"features": list(evidence.POLARITY), "weights": [1.0, 0.0, 0.0, 0.0], "bias": -0.5} | change
 
 
+def _gate(**change) -> dict:
+    return {"features": list(ANSWER_FEATURES), "weights": [1.0, 1.0, 0.0, 0.0], "bias": -1.0} | change
+
+
 def _body() -> dict:
     return json.loads(CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0)).to_json())
 
@@ -404,6 +447,10 @@ def _body() -> dict:
         (lambda b: b.update(refutes=_polar(weights=[1.0, 2.0])), "refutes needs 4 finite weights"),
         (lambda b: b.update(refutes=_polar(bias=None)), "refutes needs 4 finite weights"),
         (lambda b: b.update(refutes=[1, 2]), "refutes needs its features"),
+        (lambda b: b.update(answers=_gate(features=["p_relevant"])), "answers was fitted on other features"),
+        (lambda b: b.update(answers=_gate(weights=[1.0, float("nan"), 0.0, 0.0])), "answers needs 4 finite"),
+        (lambda b: b.update(answers=_gate(weights=[1.0])), "answers needs 4 finite weights"),
+        (lambda b: b.update(answers="x"), "answers needs its features"),
     ],
 )
 def test_a_bad_weights_file_is_refused_naming_it(change, message):

@@ -4,15 +4,17 @@ most with the question, rated like the model's (evidence scorer; scripted model)
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import pytest
 from helpers import by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
 from selfrag.cli.trace_html import render_trace_html
-from selfrag.engine.calibration import answer_support
+from selfrag.engine.calibration import Head, answer_support, load_critic_model
 from selfrag.engine.evidence import spaced
-from selfrag.result import ABSTAIN_ANSWER
+from selfrag.result import ABSTAIN_ANSWER, Result
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
 
 Q = "Which magazine cover did the actress appear on at age 13?"
@@ -72,10 +74,41 @@ def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_th
     assert result.answer == ANSWER.removesuffix(".") + " [1]."  # the written one declined, the document's stands
     offered = next(c for c in result.trace.steps[0].candidates if c.extracted)
     assert offered.critique is not None and offered.critique.p_supported is not None
-    cut = answer_support(offered.critique.p_relevant, offered.critique.p_supported) + 1e-3
+    cut = offered.critique.answer_support + 1e-3
     under = engine(rude, chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "abstain_below": cut}).answer(Q)
     assert under.answer == ABSTAIN_ANSWER  # under the cut like any sentence: declined, and nothing else stands
     assert [c.flag for c in under.trace.steps[0].candidates if c.extracted] == ["unsupported"]
+
+
+def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_have_one(engine, tmp_path):
+    product = replace(load_critic_model(), answers=None)
+
+    def answered(head: Head | None, cut: float = 0.5) -> Result:
+        (tmp_path / "w.json").write_text(replace(product, answers=head).to_json(), encoding="utf-8")
+        knobs = {**EVIDENCE, "scorer_weights": str(tmp_path / "w.json"), "abstain_below": cut}
+        return engine(script(), chunks=[PHILLIPS, OTHER], **knobs).answer(Q)
+
+    trusting = answered(Head((0.0, 0.0, 0.0, 10.0), -5.0))  # offered sentences answer, nothing else
+    assert trusting.answer == ANSWER.removesuffix(".") + " [1]."
+    rated = [c for c in trusting.trace.steps[0].candidates if c.critique.answer_support is not None]
+    assert {c.text: (c.extracted, c.flag) for c in rated} == {
+        ANSWER: (True, None),
+        WEAK: (False, "unsupported"),
+        "Vogue is a fashion magazine.": (False, "unsupported"),
+    }
+    distrusting = answered(Head((0.0, 0.0, 0.0, -10.0), 5.0))  # the reverse
+    assert ANSWER.removesuffix(".") not in distrusting.answer and WEAK.removesuffix(".") in distrusting.answer
+    offered = next(c for c in distrusting.trace.steps[0].candidates if c.extracted)
+    assert offered.flag == "unsupported" and offered.critique.answer_support < 0.01
+    plain = answered(None, cut=0.0)  # no head: the product of the two probabilities, as the paper's critic has it
+    for c in (c for c in plain.trace.steps[0].candidates if c.critique.answer_support is not None):
+        assert c.critique.answer_support == pytest.approx(
+            answer_support(c.critique.p_relevant, c.critique.p_supported), abs=1e-6
+        )
+    # an abstention is as sure as its best candidate's P(relevant)·P(supported), whatever scale the cut is on
+    sure, unsure = answered(Head((0.0,) * 4, 5.0), cut=0.9999), answered(None, cut=0.9999)
+    assert sure.abstention.best_support > 0.99 > unsure.abstention.best_support
+    assert sure.confidence == unsure.confidence < 0.5
 
 
 def test_sentences_run_together_with_no_space_are_read_as_two():

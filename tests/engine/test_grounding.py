@@ -114,7 +114,7 @@ def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
 def test_an_abstention_says_the_best_support_and_the_cut_apart(p_relevant, cut, said):
     critique = CritiqueOut(
         relevance="relevant", support="partially", utility=1, is_final=True, probs={}, estimator="labels",
-        p_relevant=p_relevant, p_supported=0.097,
+        p_relevant=p_relevant, p_supported=0.097, answer_support=p_relevant * 0.097,
     )  # fmt: skip
     declined = TraceCandidate(
         parent="0", child=None, chunk="a.md#0", text="x", critique=critique, score=None, aggregate=None,
