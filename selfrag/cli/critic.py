@@ -105,7 +105,8 @@ def fit_command(args: argparse.Namespace) -> int:
     print(
         f"wrote {out}: {info['rows']} rows, {info['questions']} questions, support threshold "
         f"{model.support_threshold:.2f}, confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f}, "
-        f"abstention cut {model.abstain_threshold:.4f}; short-answer counts kept: {', '.join(model.lead) or 'none'}"
+        f"abstention cut {model.abstain_threshold:.4f} on {'the answers head' if model.answers else 'P(rel)·P(sup)'}; "
+        f"short-answer counts kept: {', '.join(model.lead) or 'none'}"
     )
     return 0
 

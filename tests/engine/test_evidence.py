@@ -22,6 +22,7 @@ from selfrag.engine.calibration import (
     Rated,
     abstain_cut,
     answer_support,
+    answers_under,
     balanced_threshold,
     beats_a_coin,
     fit_abstain_cut,
@@ -368,6 +369,10 @@ def test_refitting_the_cut_on_enough_unanswerable_questions_fits_the_answers_hea
     assert (fit.unanswerable, fit.right) == (30, 40)
     assert "40 right answers, 30 unanswerable questions" in refitted.fitted_on["answers_head"]
     assert parse_critic_model(refitted.to_json(), "again") == refitted  # the head round-trips through the file
+    fitted = fit_critic(_answers(40) + unanswerable)  # the whole fit fits it too, and the cut on it
+    assert fitted.answers is not None and fit_critic(_answers(40)).answers is None
+    kept = [a for a in answers_under(fitted, _answers(40) + unanswerable) if a.answerable and a.correct]
+    assert sum(a.support >= fitted.abstain_threshold for a in kept) >= 36
 
 
 def test_an_offered_sentence_answers_on_its_own_ratings_in_the_fit():
