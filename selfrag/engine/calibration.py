@@ -190,20 +190,8 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
         raise ConfigError(f"{where}: abstain_threshold must be a number from 0 to below 1")
     fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
     lead = _lead_counts(body.get("lead", {}), where)
-    refutes = None
-    if "refutes" in body:
-        if not isinstance(body["refutes"], dict):
-            raise ConfigError(f"{where}: refutes needs its features, {len(POLARITY)} weights and a bias")
-        if body["refutes"].get("features") != list(POLARITY):
-            raise ConfigError(f"{where}: refutes was fitted on other features than this selfrag computes; refit it")
-        refutes = _head(body["refutes"], where, "refutes", POLARITY)
-    answers = None
-    if "answers" in body:
-        if not isinstance(body["answers"], dict):
-            raise ConfigError(f"{where}: answers needs its features, {len(ANSWER_FEATURES)} weights and a bias")
-        if body["answers"].get("features") != list(ANSWER_FEATURES):
-            raise ConfigError(f"{where}: answers was fitted on other features than this selfrag computes; refit it")
-        answers = _head(body["answers"], where, "answers", ANSWER_FEATURES)
+    refutes = _named_head(body, "refutes", POLARITY, where)
+    answers = _named_head(body, "answers", ANSWER_FEATURES, where)
     return CriticModel(
         heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answers
     )
@@ -229,6 +217,17 @@ def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:
             )
         counts[kind] = (right, of)
     return counts
+
+
+def _named_head(body: Mapping[str, Any], name: str, names: Sequence[str], where: str) -> Head | None:
+    """An optional head that carries the names of its own features (`refutes`, `answers`); None where absent."""
+    if name not in body:
+        return None
+    if not isinstance(body[name], dict):
+        raise ConfigError(f"{where}: {name} needs its features, {len(names)} weights and a bias")
+    if body[name].get("features") != list(names):
+        raise ConfigError(f"{where}: {name} was fitted on other features than this selfrag computes; refit it")
+    return _head(body[name], where, name, names)
 
 
 def _head(value: Any, where: str, name: str, names: Sequence[str] = FEATURES) -> Head:
