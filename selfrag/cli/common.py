@@ -283,6 +283,8 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
         agg = f" agg={c.aggregate:.3f}" if c.aggregate is not None else ""
         if c.critique and c.critique.p_supported is not None:
             labels += f" P(rel)={c.critique.p_relevant:.2f} P(sup)={c.critique.p_supported:.2f}"
+        if c.critique and c.critique.answer_support is not None:  # what the abstention cut is applied to
+            labels += f" answer_support={c.critique.answer_support:.2f}"
         flag = f" ({c.flag})" if c.flag else ""
         source = f"pooled, cites {c.chunk or '-'}" if c.pooled else c.chunk or "-"
         source += ", extracted" if c.extracted else ""

@@ -132,3 +132,5 @@ def test_the_cli_shows_the_offered_sentences_and_turns_them_off(index_dir, capsy
     assert [(c["chunk"], c["text"]) for c in offered] == [("refunds.md#0", "A receipt is required.")]
     assert not any(c["extracted"] for c in plain["trace"]["steps"][0]["candidates"])
     assert "refunds.md#0, extracted" in traced.out + traced.err
+    shown = offered[0]["critique"]["answer_support"]  # the trace says what the abstention cut would be applied to
+    assert f"answer_support={shown:.2f}" in traced.out + traced.err
