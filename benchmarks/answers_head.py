@@ -5,10 +5,10 @@ cut on the answers head (`engine.calibration.fit_answers_head`), both fitted by 
     python benchmarks/answers_head.py FIT.jsonl --folds 5      cross-validation by question on FIT alone
 
 FIT and HELD are judgments of training runs (`selfrag bench judgments`), each holding answerable questions and
-questions made unanswerable (`--unanswerable`). For each rule it prints the right answers the cut loses and the
-unanswerable questions it abstains on (as `selfrag critic cut` counts them: an unanswerable question is abstained
-on when none of its candidates reaches the cut), and how well the answer support ranks right answers above
-unanswerable questions' (AUROC). No model is called.
+questions made unanswerable (`--unanswerable`); a question of HELD that FIT holds too is left out. For each rule
+it prints the right answers the cut loses and the unanswerable questions it abstains on (as `selfrag critic cut`
+counts them: an unanswerable question is abstained on when none of its candidates reaches the cut), and how well
+the answer support ranks right answers above unanswerable questions' (AUROC). No model is called.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def _main() -> int:
     rows = read_judgments(Path(args.fit))
     tallies: dict[str, list[tuple[list[float], list[float], float]]] = {}
     if args.held:
-        held = read_judgments(Path(args.held))
+        seen = {row.question for row in rows}  # seeds draw from one training pool: a question fitted on is not held
+        held = [row for row in read_judgments(Path(args.held)) if row.question not in seen]
+        print(f"{len({row.question for row in held})} questions held apart (those also in FIT left out)")
         for name, fitted in rules(model, rows, args.confidence).items():
             tallies[name] = [(*counts(fitted, held), fitted.abstain_threshold)]
     else:
