@@ -99,10 +99,15 @@ def _main() -> int:
         score = auroc(pooled_right + pooled_other, [True] * len(pooled_right) + [False] * len(pooled_other))
         cuts = sorted(cut for _, _, cut in parts)
         print(
-            f"{name:14s} cut {cuts[len(cuts) // 2]:.4f}: right answers lost {lost} of {right} ({lost / right:.1%}), "
-            f"unanswerable abstained {abstained} of {unanswerable} ({abstained / unanswerable:.1%}), AUROC {score:.3f}"
+            f"{name:14s} cut {cuts[len(cuts) // 2]:.4f}: right answers lost {_share(lost, right)}, "
+            f"unanswerable abstained {_share(abstained, unanswerable)}, AUROC "
+            + ("-" if score is None else f"{score:.3f}")
         )
     return 0
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole}" + (f" ({part / whole:.1%})" if whole else "")
 
 
 if __name__ == "__main__":
