@@ -485,14 +485,12 @@ class KeptAnswer:
 
 
 def kept_answers(
-    rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float], support: Sequence[float] | None = None
+    rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float], support: Sequence[float]
 ) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates, and declined candidates are no answers: both
     are left out. A sentence its chunk offered (`extracted`) answers like a written one, on its own ratings.
-    `support`: each row's answer support (default P(relevant) · P(supported))."""
-    if support is None:
-        support = [answer_support(r, s) for r, s in zip(p_rel, p_sup, strict=True)]
+    `support`: each row's answer support (`CriticModel.support`)."""
     best: dict[tuple[str, bool], float] = {}
     for row, value in zip(rows, support, strict=True):
         if row.correct is not None and not row.declined:
@@ -634,12 +632,13 @@ class Rating:
     p_relevant: float
     p_supported: float
     features: Mapping[str, float] | None = None
-    answers: float | None = None  # the answers head's probability, where the rater's weights have one
+    answer_support: float | None = None  # the rater's own (`CriticModel.support`); None: P(relevant)·P(supported)
 
     @property
     def support(self) -> float:
         """The answer support, what the abstention cut is applied to."""
-        return answer_support(self.p_relevant, self.p_supported) if self.answers is None else self.answers
+        own = self.answer_support
+        return answer_support(self.p_relevant, self.p_supported) if own is None else own
 
 
 @dataclass(frozen=True, slots=True)
@@ -782,8 +781,7 @@ class EvidenceRater:
             values = item.features(question)
             x = vector(values)
             p_rel, p_sup = self.model.relevant.probability(x), self.model.supported.probability(x)
-            answers = None if self.model.answers is None else self.model.support(p_rel, p_sup, values, item.offered)
-            out.append(Rating(p_rel, p_sup, values, answers))
+            out.append(Rating(p_rel, p_sup, values, self.model.support(p_rel, p_sup, values, item.offered)))
         return out
 
     def confidence(self, supported: Sequence[float]) -> float:

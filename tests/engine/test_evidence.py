@@ -380,7 +380,9 @@ def test_an_offered_sentence_answers_on_its_own_ratings_in_the_fit():
     offered = replace(written, sentence="Jaws was directed by Spielberg.", supported=True, correct=True, extracted=True)
     declined = replace(written, question="Who wrote Jaws?", declined=True)
     alone = replace(offered, question="Who wrote Jaws?")  # its written sentence declined: it answers alone
-    answers = kept_answers([written, offered, declined, alone], [0.6, 0.9, 0.6, 0.9], [0.5, 0.9, 0.5, 0.9])
+    p_rel, p_sup = [0.6, 0.9, 0.6, 0.9], [0.5, 0.9, 0.5, 0.9]
+    support = [answer_support(r, s) for r, s in zip(p_rel, p_sup, strict=True)]
+    answers = kept_answers([written, offered, declined, alone], p_rel, p_sup, support)
     for answer in answers:
         assert answer.correct and answer.p_supported == 0.9
         assert answer.support == pytest.approx(answer_support(0.9, 0.9)) == pytest.approx(answer.best_support)
