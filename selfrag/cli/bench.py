@@ -109,6 +109,14 @@ def register(commands: Any) -> None:
     lead.add_argument("--out", required=True, help="weights file to write")
     lead.set_defaults(run=fit_lead_command)
 
+    answered = sub.add_parser(
+        "fit-confidence", help="fit the answer's confidence on the answers training runs gave (evidence scorer)"
+    )
+    answered.add_argument("runs", nargs="+", help="Self-RAG QA run folders made with --split train")
+    answered.add_argument("--weights", help="critic weights to add the head to (default: the shipped ones)")
+    answered.add_argument("--out", required=True, help="weights file to write")
+    answered.set_defaults(run=fit_confidence_command)
+
     plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
     plot.add_argument("run_dirs", nargs="+", help="run folders")
     plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
@@ -351,6 +359,35 @@ def fit_lead_command(args: argparse.Namespace) -> int:
     write_atomic(Path(args.out), model.to_json())
     said = ", ".join(f"{kind} {right} of {of}" for kind, (right, of) in counts.items())
     print(f"wrote {args.out}: short answers right (of those counted): {said}", file=sys.stderr)
+    return 0
+
+
+def fit_confidence_command(args: argparse.Namespace) -> int:
+    from ..bench.answerfit import answered_all
+    from ..bench.samples import read_samples
+    from ..engine.calibration import fit_answered, load_critic_model
+    from ..files import write_atomic
+
+    records: dict[tuple[str, str, bool], dict[str, Any]] = {}  # a question answered in two runs counts once
+    datasets: set[str] = set()
+    for folder in map(Path, args.runs):
+        config = _run_config(folder)
+        if config["sample"].get("split") != "train" or config["dataset"].get("task") != "qa":
+            raise UsageError(f"{folder} is not a --split train QA run; fit only on training ids")
+        unanswerable = bool((config.get("corpus") or {}).get("unanswerable"))  # its questions are other questions
+        name = str(config["dataset"].get("name"))
+        datasets.add(name)
+        found, _ = read_samples(folder / "samples.jsonl", repair=False)
+        for key, record in found.items():
+            records.setdefault((name, key, unanswerable), record)
+    model = load_critic_model(args.weights)
+    answers = answered_all(records.values(), model)
+    if not answers:
+        raise InputError("no answer in these runs has sentences rated by the evidence scorer; nothing to fit")
+    source = f"{', '.join(sorted(datasets))} training answers of {len(args.runs)} run(s)"
+    model, n, right = fit_answered(model, answers, source)
+    write_atomic(Path(args.out), model.to_json())
+    print(f"wrote {args.out}: answer confidence fitted on {n} answers, {right} right", file=sys.stderr)
     return 0
 
 

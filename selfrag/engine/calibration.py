@@ -2,7 +2,11 @@
 
     P(relevant)  = sigmoid(w_rel · x + b_rel)       x = evidence.vector(features), in evidence.FEATURES order
     P(supported) = sigmoid(w_sup · x + b_sup)
-    confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling)
+    confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling); where the
+                   weights have an `answered` head, an answer's confidence is sigmoid(w · v + b) instead, v =
+                   (mean P(supported), mean answer support, log(1 + words)) of its sentences, fitted on the
+                   answers training runs gave (`selfrag bench fit-confidence`): the map's one input does not rank
+                   a 135M model's answers, and an abstention stays on the map
                    with a short answer (`engine.lead`) stated first: c + (1 - c) · q_kind, q_kind = (right + 1) /
                    (of + 2) from training answers whose sentences were wrong (`lead`: how often the short answer
                    of that kind was right there; `selfrag bench fit-lead`), once `of` reaches MIN_LEAD_ANSWERS;
@@ -55,6 +59,9 @@ KEEP, KEEP_CONFIDENCE = 0.9, 0.95  # the abstention cut keeps 90 % of right answ
 # what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
 # hold (evidence.features' `novelty`) and whether its chunk offered it (`critic.offered`)
 ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
+# what the answered head reads of an answer: the mean P(supported) and answer support of its sentences, and how much
+# they state (log(1 + words))
+ANSWERED_FEATURES = ("p_supported", "answer_support", "log_words")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +98,7 @@ class CriticModel:
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
     answers: Head | None = None  # over ANSWER_FEATURES: the answer support (see the module docstring); else r · s
+    answered: Head | None = None  # over ANSWERED_FEATURES: an answer's confidence; else the map of its P(supported)
 
     def lead_rate(self, kind: str | None, least: int = MIN_LEAD_ANSWERS) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (for the
@@ -106,6 +114,16 @@ class CriticModel:
         if self.answers is None:
             return answer_support(p_relevant, p_supported)
         return self.answers.probability(answer_inputs(p_relevant, p_supported, values, offered))
+
+    def answer_confidence(self, p_supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+        """The confidence of an answer whose sentences have these P(supported) and answer supports and state
+        `words` words: the answered head where the weights have one, else the map of the mean P(supported); 0 for
+        an answer of no rated sentence."""
+        if not p_supported:
+            return 0.0
+        if self.answered is None or len(supports) != len(p_supported):
+            return self.confidence.probability(sum(p_supported) / len(p_supported))
+        return self.answered.probability(answered_inputs(p_supported, supports, words))
 
     def to_json(self) -> str:
         body = {
@@ -125,6 +143,9 @@ class CriticModel:
         if self.answers is not None:
             body["answers"] = {"features": list(ANSWER_FEATURES), "weights": list(self.answers.weights),
                                "bias": self.answers.bias}  # fmt: skip
+        if self.answered is not None:
+            body["answered"] = {"features": list(ANSWERED_FEATURES), "weights": list(self.answered.weights),
+                                "bias": self.answered.bias}  # fmt: skip
         if self.lead:
             body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
@@ -139,6 +160,11 @@ def answer_support(p_relevant: float, p_supported: float) -> float:
 def answer_inputs(p_relevant: float, p_supported: float, values: Mapping[str, float], offered: bool) -> list[float]:
     """The answers head's inputs, in `ANSWER_FEATURES` order (`values`: the candidate's evidence features)."""
     return [p_relevant, p_supported, float(values["novelty"]), float(offered)]
+
+
+def answered_inputs(p_supported: Sequence[float], supports: Sequence[float], words: int) -> list[float]:
+    """The answered head's inputs, in `ANSWERED_FEATURES` order, from an answer's sentences."""
+    return [sum(p_supported) / len(p_supported), sum(supports) / len(supports), math.log1p(max(words, 0))]
 
 
 def _sigmoid(z: float) -> float:
@@ -192,8 +218,9 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     lead = _lead_counts(body.get("lead", {}), where)
     refutes = _named_head(body, "refutes", POLARITY, where)
     answers = _named_head(body, "answers", ANSWER_FEATURES, where)
+    answered = _named_head(body, "answered", ANSWERED_FEATURES, where)
     return CriticModel(
-        heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answers
+        heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answers, answered
     )
 
 
@@ -220,7 +247,8 @@ def _lead_counts(value: Any, where: str) -> dict[str, tuple[int, int]]:
 
 
 def _named_head(body: Mapping[str, Any], name: str, names: Sequence[str], where: str) -> Head | None:
-    """An optional head that carries the names of its own features (`refutes`, `answers`); None where absent."""
+    """An optional head that carries the names of its own features (`refutes`, `answers`, `answered`); None where
+    absent."""
     if name not in body:
         return None
     if not isinstance(body[name], dict):
@@ -599,6 +627,28 @@ def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged
     return replace(model, confidence=confidence_map(answers), fitted_on=fitted_on), len(answers), right
 
 
+def fit_answered(
+    model: CriticModel, answers: Sequence[tuple[Sequence[float], bool]], source: str = "training answers"
+) -> tuple[CriticModel, int, int]:
+    """`model` with its answered head fitted on answers the engine gave (each one's `answered_inputs` and whether
+    it was right), everything else kept. Returns the model, the answers and the right ones; refuses fewer than
+    MIN_MAP_ANSWERS answers, answers all right or all wrong, and inputs of the wrong shape."""
+    right = sum(bool(y) for _, y in answers)
+    if len(answers) < MIN_MAP_ANSWERS:
+        raise InputError(
+            f"{len(answers)} answers are too few to fit the answer confidence; give at least {MIN_MAP_ANSWERS}"
+        )
+    if right in (0, len(answers)):
+        said = "right" if right else "wrong"
+        raise InputError(f"every one of the {len(answers)} answers is {said}; the answer confidence needs both")
+    x = np.array([list(v) for v, _ in answers], dtype=float)
+    if x.shape[1:] != (len(ANSWERED_FEATURES),) or not np.isfinite(x).all():
+        raise InputError(f"each answer needs {len(ANSWERED_FEATURES)} finite inputs ({', '.join(ANSWERED_FEATURES)})")
+    head = fit_logistic(x, np.array([float(bool(y)) for _, y in answers]))
+    fitted_on = {**model.fitted_on, "answered": f"{source}: {len(answers)} answers, {right} right"}
+    return replace(model, answered=head, fitted_on=fitted_on), len(answers), right
+
+
 def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:
     """The answers of judged candidate rows (`kept_answers`) as `model`'s heads rate them."""
     p_rel, p_sup, values = _rated(model, rows)
@@ -673,7 +723,9 @@ class Rated:
 class Rater(Protocol):
     """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support`,
     `verdict_cut` the P(supported) at or above which a given statement is judged supported (critic agreement),
-    `confidence` maps an answer's P(supported) values to the probability that the answer is right, and
+    `confidence` maps P(supported) values to the probability that the answer is right (an abstention's, a claim
+    verdict's), `answer_confidence` is that probability for an answer from its sentences' P(supported), answer
+    supports and words, and
     `with_lead` adds what a short answer of a kind stated before the sentences adds to it, and `refutes` is
     P(a text that settles a claim refutes it), or None where the rater has no such head (the writer's verdict
     stands). `from_documents`: a question that asks for a fact is answered from the documents, never from the
@@ -699,6 +751,8 @@ class Rater(Protocol):
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
 
     def confidence(self, supported: Sequence[float]) -> float: ...
+
+    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float: ...
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float: ...
 
@@ -731,6 +785,9 @@ class PaperRater:
 
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
+
+    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+        return self.confidence(supported)  # the paper's: the mean support credit of the answer's sentences
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         return confidence  # the paper's confidence speaks of the sentences' critique only
@@ -786,6 +843,9 @@ class EvidenceRater:
 
     def confidence(self, supported: Sequence[float]) -> float:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
+
+    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+        return self.model.answer_confidence(supported, supports, words)
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         """The answer is right if its sentences are or, where they are not, its short answer is. A short answer

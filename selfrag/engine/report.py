@@ -249,11 +249,15 @@ def build_result(
         parts.append(with_marker(segment.text, event.citation, event.also))
     beam_steps = [b for s in steps for b in s.beams]
     retrieved = sum(1 for b in beam_steps if b.decision != Decision.NO.value and b.chunks)
-    supports = [_support(s.critique) for s in best.segments]
-    if abstention is not None:  # as sure as its best declined candidate's P(relevant)·P(supported), whatever the cut
-        supports = [_best_seen(steps, _product) or 0.0]
     rater = rater or PaperRater()
-    confidence = rater.with_lead(rater.confidence(supports), lead_kind, alone=bool(lead) and not best.segments)
+    if abstention is not None:  # as sure as its best declined candidate's P(relevant)·P(supported), whatever the cut
+        sure = rater.confidence([_best_seen(steps, _product) or 0.0])
+    else:
+        rated = [s.critique for s in best.segments]
+        words = sum(len(s.text.split()) for s in best.segments)
+        supports = [_answer_support(c) for c in rated if c.p_relevant is not None and c.p_supported is not None]
+        sure = rater.answer_confidence([_support(c) for c in rated], supports, words)
+    confidence = rater.with_lead(sure, lead_kind, alone=bool(lead) and not best.segments)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,
@@ -301,6 +305,13 @@ def _support(critique: Critique) -> float:
     if critique.p_supported is not None:
         return critique.p_supported
     return s_sup(critique.support) if critique.support else 0.0
+
+
+def _answer_support(critique: Critique) -> float:
+    """A rated segment's answer support: the rater's own, else P(relevant)·P(supported)."""
+    if critique.answer_support is not None:
+        return critique.answer_support
+    return answer_support(critique.p_relevant or 0.0, critique.p_supported or 0.0)
 
 
 def abstention_from(steps: Sequence[TraceStep], threshold: float) -> Abstention:

@@ -12,6 +12,7 @@ import pytest
 from selfrag.bench.judgments import row_dict
 from selfrag.engine import evidence
 from selfrag.engine.calibration import (
+    ANSWERED_FEATURES,
     ANSWER_FEATURES,
     FEATURES,
     CriticModel,
@@ -26,6 +27,7 @@ from selfrag.engine.calibration import (
     balanced_threshold,
     beats_a_coin,
     fit_abstain_cut,
+    fit_answered,
     fit_answers_head,
     fit_critic,
     fit_logistic,
@@ -433,6 +435,10 @@ def _gate(**change) -> dict:
     return {"features": list(ANSWER_FEATURES), "weights": [1.0, 1.0, 0.0, 0.0], "bias": -1.0} | change
 
 
+def _sure(**change) -> dict:
+    return {"features": list(ANSWERED_FEATURES), "weights": [1.0, 1.0, 0.5], "bias": -3.0} | change
+
+
 def _body() -> dict:
     return json.loads(CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0)).to_json())
 
@@ -458,6 +464,9 @@ def _body() -> dict:
         (lambda b: b.update(answers=_gate(weights=[1.0, float("nan"), 0.0, 0.0])), "answers needs 4 finite"),
         (lambda b: b.update(answers=_gate(weights=[1.0])), "answers needs 4 finite weights"),
         (lambda b: b.update(answers="x"), "answers needs its features"),
+        (lambda b: b.update(answered=_sure(features=["p_supported"])), "answered was fitted on other features"),
+        (lambda b: b.update(answered=_sure(weights=[1.0, float("inf"), 0.0])), "answered needs 3 finite"),
+        (lambda b: b.update(answered=_sure(bias="x")), "answered needs 3 finite weights"),
     ],
 )
 def test_a_bad_weights_file_is_refused_naming_it(change, message):
@@ -603,3 +612,32 @@ def test_a_rate_beats_a_coin_only_beyond_what_chance_gives_that_many_answers():
     assert not beats_a_coin(13, 20) and beats_a_coin(14, 20)  # a coin throws 13 heads of 20 or more one time in 8
     assert not beats_a_coin(58, 100) and beats_a_coin(59, 100)  # more answers, a narrower margin
     assert not beats_a_coin(0, 0) and beats_a_coin(20, 20)
+
+
+def test_an_answers_confidence_reads_its_words_and_support_where_the_weights_have_an_answered_head():
+    base = CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0), Platt(2.0, -1.0))
+    mapped = base.answer_confidence([0.3, 0.5], [0.2, 0.4], 12)  # no head: the map of the mean P(supported)
+    assert mapped == pytest.approx(base.confidence.probability(0.4))
+    assert base.answer_confidence([], [], 0) == 0.0  # no rated sentence: nothing to be sure of
+    model = replace(base, answered=Head((0.0, 4.0, 1.0), -4.0))
+    short, long = model.answer_confidence([0.3, 0.5], [0.2, 0.4], 3), model.answer_confidence([0.3, 0.5], [0.2, 0.4], 30)
+    assert short == pytest.approx(1 / (1 + math.exp(-(4.0 * 0.3 + math.log1p(3) - 4.0)))) and long > short
+    assert model.answer_confidence([0.3, 0.5], [0.2], 30) == mapped  # a sentence without its support: the map
+    assert parse_critic_model(model.to_json(), "again") == model  # the head round-trips through the file
+    assert "answered" not in json.loads(base.to_json())
+
+
+def test_fitting_the_answered_head_refuses_too_few_answers_one_class_and_bad_inputs():
+    model = CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0))
+    answers = [([0.5, 0.6, 2.5], True), ([0.5, 0.1, 1.0], False)] * 10
+    fitted, n, right = fit_answered(model, answers, "toy runs")
+    assert (n, right) == (20, 10) and fitted.fitted_on["answered"] == "toy runs: 20 answers, 10 right"
+    assert fitted.answer_confidence([0.5], [0.6], 11) > 0.5 > fitted.answer_confidence([0.5], [0.1], 1)
+    for bad, message in (
+        (answers[:18], "18 answers are too few"),
+        ([a for a in answers if a[1]] * 2, "every one of the 20 answers is right"),
+        ([([0.5, 0.6], y) for _, y in answers], "3 finite inputs"),
+        ([([0.5, math.nan, 1.0], y) for _, y in answers], "3 finite inputs"),
+    ):
+        with pytest.raises(InputError, match=message):
+            fit_answered(model, bad)

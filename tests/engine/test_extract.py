@@ -4,6 +4,7 @@ most with the question, rated like the model's (evidence scorer; scripted model)
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -109,6 +110,31 @@ def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_h
     sure, unsure = answered(Head((0.0,) * 4, 5.0), cut=0.9999), answered(None, cut=0.9999)
     assert sure.abstention.best_support > 0.99 > unsure.abstention.best_support
     assert sure.confidence == unsure.confidence < 0.5
+
+
+def test_an_answers_confidence_is_the_answered_head_of_its_sentences_and_an_abstentions_stays_on_the_map(
+    engine, tmp_path
+):
+    shipped = replace(load_critic_model(), answered=None)
+
+    def answered(head: Head | None, cut: float = 0.0) -> Result:
+        (tmp_path / "w.json").write_text(replace(shipped, answered=head).to_json(), encoding="utf-8")
+        knobs = {**EVIDENCE, "scorer_weights": str(tmp_path / "w.json"), "abstain_below": cut}
+        return engine(script(), chunks=[PHILLIPS, OTHER], **knobs).answer(Q)
+
+    wordy = Head((0.0, 0.0, 1.0), -3.0)  # the more the sentences state, the surer
+    result, mapped = answered(wordy), answered(None)
+    assert result.answer == mapped.answer and result.segments
+    critiques = [s.critique for s in result.segments]
+    words = sum(len(s.text.split()) for s in result.segments)
+    assert result.confidence == pytest.approx(1 / (1 + math.exp(-(math.log1p(words) - 3.0))), abs=1e-6)
+    p_sup = [c.p_supported for c in critiques]
+    assert mapped.confidence == pytest.approx(shipped.confidence.probability(sum(p_sup) / len(p_sup)), abs=1e-6)
+    supported = Head((0.0, 8.0, 0.0), -4.0)  # on the sentences' answer support instead
+    support = sum(c.answer_support for c in critiques) / len(critiques)
+    assert answered(supported).confidence == pytest.approx(1 / (1 + math.exp(-(8.0 * support - 4.0))), abs=1e-6)
+    # an abstention is as sure as the map of its best candidate's P(relevant)·P(supported), head or none
+    assert answered(wordy, cut=0.9999).confidence == answered(None, cut=0.9999).confidence < 0.5
 
 
 def test_sentences_run_together_with_no_space_are_read_as_two():

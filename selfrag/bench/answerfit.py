@@ -1,0 +1,50 @@
+"""The answer's confidence fitted on the answers training runs gave (`selfrag bench fit-confidence`).
+
+The shipped confidence map reads one input, the mean P(supported) of the answer's sentences, and on HaluEval
+training answers that input does not rank right answers above wrong ones (AUROC about 0.5): the map can only sit
+near one right rate, and samples of the same pool run from 25 % to 45 % right. The answered head
+(`engine.calibration`) reads the answer as the engine gave it: the mean P(supported) and the mean answer support
+of its sentences, and how many words they state. This module reads those inputs back from run records, each
+sentence matched to the candidate it was kept from, the answer support recomputed under the weights being fitted
+(runs made before the weights had an answers head recorded P(relevant)·P(supported) there), and whether the
+sentences hold a gold answer (the short answer's share is counted apart: `leadfit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..engine.calibration import CriticModel, answered_inputs
+from .metrics import answer_in
+
+
+def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float], bool] | None:
+    """An answered QA record's inputs to the answered head under `model`, and whether its sentences are right;
+    None for a failed question, an abstention, or an answer with a sentence that no rated candidate matches."""
+    if record.get("status") != "ok" or record.get("abstained") or not record.get("segments"):
+        return None
+    candidates = [c for c in record.get("candidates") or [] if _rated(c)]
+    p_supported, supports, texts = [], [], []
+    for segment in record["segments"]:
+        text = str(segment.get("text", ""))
+        match = next((c for c in candidates if c.get("text") == text), None)
+        if match is None:
+            return None
+        critique = match["critique"]
+        p_rel, p_sup = float(critique["p_relevant"]), float(critique["p_supported"])
+        p_supported.append(p_sup)
+        supports.append(model.support(p_rel, p_sup, critique["features"], bool(match.get("extracted"))))
+        texts.append(text)
+    words = sum(len(text.split()) for text in texts)
+    return answered_inputs(p_supported, supports, words), bool(answer_in(" ".join(texts), record.get("answers") or []))
+
+
+def answered_all(records: Iterable[Mapping[str, Any]], model: CriticModel) -> list[tuple[list[float], bool]]:
+    """`answered` of each record that has them."""
+    return [found for found in (answered(record, model) for record in records) if found is not None]
+
+
+def _rated(candidate: Mapping[str, Any]) -> bool:
+    critique = candidate.get("critique") or {}
+    return all(critique.get(k) is not None for k in ("p_relevant", "p_supported", "features"))

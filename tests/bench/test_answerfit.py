@@ -1,0 +1,109 @@
+"""The answer's confidence fitted on the answers training runs gave: its inputs read back from run records, the
+head fitted and written into the weights, and what the command refuses."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+from selfrag.bench.answerfit import answered, answered_all
+from selfrag.cli import main
+from selfrag.engine.calibration import answer_support, load_critic_model
+
+FEATURES = {"novelty": 0.5}
+
+
+def candidate(text, p_rel, p_sup, extracted=False):
+    critique = {"p_relevant": p_rel, "p_supported": p_sup, "answer_support": None, "features": FEATURES}
+    return {"text": text, "critique": critique, "extracted": extracted}
+
+
+def record(sentences, answers, *, candidates=None, abstained=False, status="ok"):
+    texts = [text for text, _, _ in sentences]
+    return {
+        "status": status, "question": "Who directed Raging Bull?", "answers": answers, "abstained": abstained,
+        "prediction": " ".join(texts), "segments": [{"text": text} for text in texts],
+        "candidates": candidates if candidates is not None else [candidate(*s) for s in sentences],
+    }  # fmt: skip
+
+
+def test_an_answers_inputs_are_its_sentences_ratings_and_words_under_the_weights_given():
+    shipped = load_critic_model()
+    sentences = [("Raging Bull was directed by Martin Scorsese.", 0.8, 0.4), ("It came out in 1980.", 0.6, 0.2)]
+    found = answered(record(sentences, ["Martin Scorsese"]), shipped)
+    assert found is not None
+    inputs, right = found
+    supports = [shipped.support(r, s, FEATURES, False) for _, r, s in sentences]
+    assert right and inputs == pytest.approx([0.3, sum(supports) / 2, math.log1p(12)])
+    plain = answered(record(sentences, ["Martin Scorsese"]), replace(shipped, answers=None))  # no head: the product
+    assert plain is not None and plain[0][1] == pytest.approx((answer_support(0.8, 0.4) + answer_support(0.6, 0.2)) / 2)
+    wrong = answered(record(sentences[1:], ["Martin Scorsese"]), shipped)
+    assert wrong is not None and wrong[1] is False
+
+
+def test_no_inputs_for_an_abstention_a_failure_or_a_sentence_no_rated_candidate_holds():
+    shipped = load_critic_model()
+    sentence = [("Raging Bull was directed by Martin Scorsese.", 0.8, 0.4)]
+    unrated = [{"text": sentence[0][0], "critique": {"p_relevant": None, "p_supported": None}}]
+    records = [
+        record(sentence, ["Martin Scorsese"], abstained=True),
+        record(sentence, ["Martin Scorsese"], status="failed"),
+        record(sentence, ["Martin Scorsese"], candidates=unrated),  # the paper's critic rated it: nothing to read
+        record(sentence, ["Martin Scorsese"], candidates=[candidate("Another sentence.", 0.8, 0.4)]),
+        record(sentence, ["Martin Scorsese"]),
+    ]
+    assert len(answered_all(records, shipped)) == 1
+
+
+def _run(folder, records, *, split="train", unanswerable=False):
+    folder.mkdir(parents=True)
+    config = {"dataset": {"name": "halueval", "task": "qa"}, "sample": {"split": split},
+              "corpus": {"unanswerable": True} if unanswerable else {}, "system": {"kind": "selfrag"}}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "samples.jsonl").write_text("".join(json.dumps({"id": str(n), **r}) + "\n" for n, r in enumerate(records)))
+    return folder
+
+
+def _answers(n):
+    """n answers: the long, well-supported ones right, the short, poorly supported ones wrong (and one of each
+    the other way, so the classes overlap)."""
+    out = []
+    for i in range(n):
+        right = i % 2 == 0
+        text = "Raging Bull was directed by Martin Scorsese in 1980 in New York." if right else "It is a film."
+        p_rel, p_sup = (0.9, 0.6) if right else (0.3, 0.2)
+        out.append(record([(text, p_rel, p_sup)], ["Martin Scorsese"] if right == (i > 1) else ["nobody"]))
+    return out
+
+
+def test_fit_confidence_writes_a_head_that_ranks_the_answers_and_keeps_the_rest(tmp_path, capsys):
+    out = tmp_path / "w.json"
+    train = _run(tmp_path / "train", _answers(30))
+    made = _run(tmp_path / "unans", _answers(30), unanswerable=True)  # other questions: counted apart
+    assert main(["bench", "fit-confidence", str(train), str(made), "--out", str(out)]) == 0
+    assert "fitted on 60 answers" in capsys.readouterr().err
+    fitted, shipped = load_critic_model(out), load_critic_model()
+    assert fitted.answered is not None and fitted.fitted_on["answered"].startswith("halueval training answers of 2")
+    assert (fitted.relevant, fitted.supported, fitted.answers, fitted.confidence, fitted.abstain_threshold) == (
+        shipped.relevant, shipped.supported, shipped.answers, shipped.confidence, shipped.abstain_threshold)  # fmt: skip
+    long, short = (answered(r, fitted) for r in _answers(4)[2:])
+    assert long and short
+    sure, unsure = fitted.answer_confidence([0.6], [long[0][1]], 12), fitted.answer_confidence([0.2], [short[0][1]], 4)
+    assert sure > 0.5 > unsure
+
+
+def test_fit_confidence_refuses_test_runs_too_few_answers_and_one_class(tmp_path, capsys):
+    out = tmp_path / "w.json"
+    right = record([("Raging Bull was directed by Martin Scorsese.", 0.9, 0.6)], ["Martin Scorsese"])
+    for folder, code, message in (
+        (_run(tmp_path / "test", _answers(30), split="all"), 2, "fit only on training ids"),
+        (_run(tmp_path / "few", _answers(10)), 1, "too few"),
+        (_run(tmp_path / "right", [right] * 30), 1, "every one of the 30 answers is right"),
+        (_run(tmp_path / "none", [record([("x", 0.5, 0.5)], ["y"], abstained=True)] * 30), 1, "nothing to fit"),
+    ):
+        assert main(["bench", "fit-confidence", str(folder), "--out", str(out)]) == code
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1 and not out.exists()
