@@ -12,8 +12,8 @@ import pytest
 from selfrag.bench.judgments import row_dict
 from selfrag.engine import evidence
 from selfrag.engine.calibration import (
-    ANSWERED_FEATURES,
     ANSWER_FEATURES,
+    ANSWERED_FEATURES,
     FEATURES,
     CriticModel,
     EvidenceRater,
@@ -620,7 +620,7 @@ def test_an_answers_confidence_reads_its_words_and_support_where_the_weights_hav
     assert mapped == pytest.approx(base.confidence.probability(0.4))
     assert base.answer_confidence([], [], 0) == 0.0  # no rated sentence: nothing to be sure of
     model = replace(base, answered=Head((0.0, 4.0, 1.0), -4.0))
-    short, long = model.answer_confidence([0.3, 0.5], [0.2, 0.4], 3), model.answer_confidence([0.3, 0.5], [0.2, 0.4], 30)
+    short, long = (model.answer_confidence([0.3, 0.5], [0.2, 0.4], words) for words in (3, 30))
     assert short == pytest.approx(1 / (1 + math.exp(-(4.0 * 0.3 + math.log1p(3) - 4.0)))) and long > short
     assert model.answer_confidence([0.3, 0.5], [0.2], 30) == mapped  # a sentence without its support: the map
     assert parse_critic_model(model.to_json(), "again") == model  # the head round-trips through the file
