@@ -15,6 +15,9 @@ questions whose documents are not in the corpus. With fewer, `cut` keeps the wei
 kind was right: `selfrag bench fit-lead`) of `--weights` (default: the shipped ones): they count the short
 answer, not the heads, and a refit without them would leave every lead uncounted in the confidence. `map` fits
 what a confidence means on your own corpus (the answers of judged candidates from runs over it), nothing else.
+An answered head (`selfrag bench fit-confidence`: the answer's confidence from its sentences' ratings and words)
+is not carried over by `fit`, whose new heads rate every sentence anew: its answers' confidence is the map it
+fits until the head is refitted on runs made under the new weights. `cut` and `map` keep it.
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
