@@ -11,7 +11,8 @@ equal RUN_DIR's; the script stops if one does not. Each fold's own answers, put 
 in DIR/crossfit (its results.json, so `score.py --check` holds on it).
 
 It says what a map fitted on this corpus's shape would do, not what the shipped one does: the folds are the
-reported questions themselves, each scored by a map fitted on the others.
+reported questions themselves, each scored by a map fitted on the others. A fold's weights carry no answered head
+(`selfrag critic map` drops it): the map fitted there is what each answer's confidence reads.
 """
 
 from __future__ import annotations

@@ -110,6 +110,9 @@ def test_cut_with_the_confidence_map_refits_it_on_the_same_answers_under_the_sam
     shipped, refitted = load_critic_model(), load_critic_model(out)
     assert (refitted.relevant, refitted.supported, refitted.lead) == (shipped.relevant, shipped.supported, shipped.lead)
     assert refitted.confidence != shipped.confidence and "40 answers" in refitted.fitted_on["confidence_map"]
+    assert shipped.answered is not None and refitted.answered is None  # the map refitted here speaks for answers
+    assert main(["critic", "cut", str(judged), "--out", str(out)]) == 0  # without the map: the head kept
+    assert load_critic_model(out).answered == shipped.answered
     # a declined candidate is never the answer: declining every right one leaves too few to fit a cut on
     declined = [r | {"declined": r["correct"]} for r in answers(40)]
     assert main(["critic", "cut", str(write(tmp_path / "d.jsonl", declined)), "--out", str(out)]) != 0
@@ -150,8 +153,11 @@ def test_map_refits_only_the_confidence_map_on_several_files_as_one_set(tmp_path
     assert main(["critic", "map", str(first), "--out", str(out)]) != 0  # 15 answered questions are too few
     assert "too few" in capsys.readouterr().err and not out.exists()
     assert main(["critic", "map", str(first), str(second), "--out", str(out)]) == 0
-    assert "on 30 answers, 16 right" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "on 30 answers, 16 right" in said and "answered head dropped" in said
     shipped, refitted = load_critic_model(), load_critic_model(out)
+    assert shipped.answered is not None and refitted.answered is None  # the map speaks for answers again
+    assert "answered" not in refitted.fitted_on
     kept = ("relevant", "supported", "lead", "abstain_threshold", "support_threshold", "refutes")
     assert all(getattr(refitted, name) == getattr(shipped, name) for name in kept)
     assert refitted.confidence != shipped.confidence

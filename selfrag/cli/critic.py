@@ -17,7 +17,8 @@ answer, not the heads, and a refit without them would leave every lead uncounted
 what a confidence means on your own corpus (the answers of judged candidates from runs over it), nothing else.
 An answered head (`selfrag bench fit-confidence`: the answer's confidence from its sentences' ratings and words)
 is not carried over by `fit`, whose new heads rate every sentence anew: its answers' confidence is the map it
-fits until the head is refitted on runs made under the new weights. `cut` and `map` keep it.
+fits until the head is refitted on runs made under the new weights. `cut` keeps it; `map` and `cut
+--confidence-map` drop it, since the map they fit on your answers is then what speaks for them.
 
 A judgments file has one JSON object per line: "question", "sentence", "chunk" (the chunk's text), "relevant"
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
@@ -141,12 +142,14 @@ def map_command(args: argparse.Namespace) -> int:
     out = _writable(args.out)
     paths = [Path(name) for name in args.judgments]
     rows = [row for path in paths for row in read_judgments(path)]
-    model, answered, right = fit_map(load_critic_model(args.weights), rows, ", ".join(path.name for path in paths))
+    before = load_critic_model(args.weights)
+    model, answered, right = fit_map(before, rows, ", ".join(path.name for path in paths))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.to_json())
     print(
         f"wrote {out}: confidence map a={model.confidence.a:.2f} c={model.confidence.c:.2f} on {answered} answers, "
         f"{right} right; heads, abstention cut and short-answer counts kept"
+        + ("; the answered head dropped (the map now speaks for answers)" if before.answered else "")
     )
     return 0
 

@@ -602,17 +602,19 @@ def fit_abstain_cut(
     if head is not None:
         fitted_on["answers_head"] = f"{source}: {fit.right} right answers, {fit.unanswerable} unanswerable questions"
     fitted = replace(model, abstain_threshold=cut, fitted_on=fitted_on)
-    if refit_map:
-        fitted_on = {**fitted.fitted_on, "confidence_map": f"{source}: {fit.questions} answers, {fit.right} right"}
-        fitted = replace(fitted, confidence=confidence_map(answers), fitted_on=fitted_on)
+    if refit_map:  # as `fit_map`: the map refitted on these answers speaks for them, no answered head
+        fitted_on = {key: v for key, v in fitted.fitted_on.items() if key != "answered"}
+        fitted_on["confidence_map"] = f"{source}: {fit.questions} answers, {fit.right} right"
+        fitted = replace(fitted, confidence=confidence_map(answers), answered=None, fitted_on=fitted_on)
     return fitted, fit
 
 
 def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged rows") -> tuple[CriticModel, int, int]:
     """`model` with its confidence map alone refitted (`confidence_map`) on the answers of judged candidate rows
     under its own heads; the heads, cut and short-answer counts kept. With it the confidence can be fitted on
-    answers from a corpus shaped like the user's own. Returns the model, the answers and the right ones; refuses
-    fewer than MIN_MAP_ANSWERS answers or answers all right or all wrong."""
+    answers from a corpus shaped like the user's own, so the map speaks for answers again: an answered head,
+    fitted on other answers, is dropped. Returns the model, the answers and the right ones; refuses fewer than
+    MIN_MAP_ANSWERS answers or answers all right or all wrong."""
     answers = [a for a in answers_under(model, rows) if a.answerable]
     right = sum(a.correct for a in answers)
     if len(answers) < MIN_MAP_ANSWERS:
@@ -623,8 +625,9 @@ def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged
     if right in (0, len(answers)):
         said = "right" if right else "wrong"
         raise InputError(f"every one of the {len(answers)} answers is {said}; the confidence map needs both")
-    fitted_on = {**model.fitted_on, "confidence_map": f"{source}: {len(answers)} answers, {right} right"}
-    return replace(model, confidence=confidence_map(answers), fitted_on=fitted_on), len(answers), right
+    fitted_on = {key: v for key, v in model.fitted_on.items() if key != "answered"}
+    fitted_on["confidence_map"] = f"{source}: {len(answers)} answers, {right} right"
+    return replace(model, confidence=confidence_map(answers), answered=None, fitted_on=fitted_on), len(answers), right
 
 
 def fit_answered(
