@@ -56,6 +56,9 @@ class NoisyOracle:
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
 
+    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+        return self.confidence(supported)  # the gold-derived support of the answer's sentences
+
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         return confidence  # the diagnostic critic speaks of the sentences only
 
