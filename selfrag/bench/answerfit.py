@@ -28,7 +28,8 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
     p_supported, supports, texts = [], [], []
     for segment in record["segments"]:
         text = str(segment.get("text", ""))
-        match = next((c for c in candidates if c.get("text") == text), None)
+        same = [c for c in candidates if c.get("text") == text]  # the one of its chunk first (a text may recur)
+        match = next((c for c in same if c.get("chunk") == segment.get("chunk")), same[0] if same else None)
         if match is None:
             return None
         critique = match["critique"]

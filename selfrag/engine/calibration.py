@@ -2,11 +2,11 @@
 
     P(relevant)  = sigmoid(w_rel · x + b_rel)       x = evidence.vector(features), in evidence.FEATURES order
     P(supported) = sigmoid(w_sup · x + b_sup)
-    confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling); where the
-                   weights have an `answered` head, an answer's confidence is sigmoid(w · v + b) instead, v =
-                   (mean P(supported), mean answer support, log(1 + words)) of its sentences, fitted on the
-                   answers training runs gave (`selfrag bench fit-confidence`): the map's one input does not rank
-                   a 135M model's answers, and an abstention stays on the map
+    confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling), or, where
+                   the weights have an `answered` head, sigmoid(w · v + b), v = (mean P(supported), mean answer
+                   support, log(1 + words)) of the answer's sentences, fitted on the answers training runs gave
+                   (`selfrag bench fit-confidence`; the map's one input does not rank a 135M model's answers); an
+                   abstention stays on the map of its best candidate's P(relevant)·P(supported);
                    with a short answer (`engine.lead`) stated first: c + (1 - c) · q_kind, q_kind = (right + 1) /
                    (of + 2) from training answers whose sentences were wrong (`lead`: how often the short answer
                    of that kind was right there; `selfrag bench fit-lead`), once `of` reaches MIN_LEAD_ANSWERS;
@@ -602,10 +602,8 @@ def fit_abstain_cut(
     if head is not None:
         fitted_on["answers_head"] = f"{source}: {fit.right} right answers, {fit.unanswerable} unanswerable questions"
     fitted = replace(model, abstain_threshold=cut, fitted_on=fitted_on)
-    if refit_map:  # as `fit_map`: the map refitted on these answers speaks for them, no answered head
-        fitted_on = {key: v for key, v in fitted.fitted_on.items() if key != "answered"}
-        fitted_on["confidence_map"] = f"{source}: {fit.questions} answers, {fit.right} right"
-        fitted = replace(fitted, confidence=confidence_map(answers), answered=None, fitted_on=fitted_on)
+    if refit_map:
+        fitted = _with_map(fitted, answers, f"{source}: {fit.questions} answers, {fit.right} right")
     return fitted, fit
 
 
@@ -625,9 +623,16 @@ def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged
     if right in (0, len(answers)):
         said = "right" if right else "wrong"
         raise InputError(f"every one of the {len(answers)} answers is {said}; the confidence map needs both")
-    fitted_on = {key: v for key, v in model.fitted_on.items() if key != "answered"}
-    fitted_on["confidence_map"] = f"{source}: {len(answers)} answers, {right} right"
-    return replace(model, confidence=confidence_map(answers), answered=None, fitted_on=fitted_on), len(answers), right
+    return _with_map(model, answers, f"{source}: {len(answers)} answers, {right} right"), len(answers), right
+
+
+def _with_map(model: CriticModel, answers: Sequence[KeptAnswer], said: str) -> CriticModel:
+    """`model` with its confidence map fitted on `answers` (`said`: on what) and no answered head: a map fitted on
+    a user's own answers is what speaks for answers then, not a head fitted on other ones."""
+    fitted_on = {key: value for key, value in model.fitted_on.items() if key != "answered"}
+    return replace(
+        model, confidence=confidence_map(answers), answered=None, fitted_on={**fitted_on, "confidence_map": said}
+    )
 
 
 def fit_answered(
