@@ -44,6 +44,16 @@ def test_an_answers_inputs_are_its_sentences_ratings_and_words_under_the_weights
     assert wrong is not None and wrong[1] is False
 
 
+def test_a_sentence_two_chunks_gave_is_read_from_the_candidate_of_its_own_chunk():
+    shipped = load_critic_model()
+    text = "Raging Bull was directed by Martin Scorsese."
+    weak, strong = dict(candidate(text, 0.1, 0.1), chunk="a.md#0"), dict(candidate(text, 0.9, 0.7), chunk="b.md#0")
+    kept = record([(text, 0.9, 0.7)], ["Martin Scorsese"], candidates=[weak, strong])
+    kept["segments"][0]["chunk"] = "b.md#0"
+    found = answered(kept, shipped)
+    assert found is not None and found[0][0] == 0.7  # the kept segment's own candidate, not the first of that text
+
+
 def test_no_inputs_for_an_abstention_a_failure_or_a_sentence_no_rated_candidate_holds():
     shipped = load_critic_model()
     sentence = [("Raging Bull was directed by Martin Scorsese.", 0.8, 0.4)]
