@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..engine.calibration import CriticModel, answered_inputs
+from .leadfit import sentences_of
 from .metrics import answer_in
 
 
@@ -25,7 +26,7 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
     if record.get("status") != "ok" or record.get("abstained") or not record.get("segments"):
         return None
     candidates = [c for c in record.get("candidates") or [] if _rated(c)]
-    p_supported, supports, texts = [], [], []
+    p_supported, supports = [], []
     for segment in record["segments"]:
         text = str(segment.get("text", ""))
         same = [c for c in candidates if c.get("text") == text]  # the one of its chunk first (a text may recur)
@@ -36,9 +37,8 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
         p_rel, p_sup = float(critique["p_relevant"]), float(critique["p_supported"])
         p_supported.append(p_sup)
         supports.append(model.support(p_rel, p_sup, critique["features"], bool(match.get("extracted"))))
-        texts.append(text)
-    words = sum(len(text.split()) for text in texts)
-    return answered_inputs(p_supported, supports, words), bool(answer_in(" ".join(texts), record.get("answers") or []))
+    said = sentences_of(record)
+    return answered_inputs(p_supported, supports, len(said.split())), bool(answer_in(said, record.get("answers") or []))
 
 
 def answered_all(records: Iterable[Mapping[str, Any]], model: CriticModel) -> list[tuple[list[float], bool]]:

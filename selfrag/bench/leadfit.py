@@ -33,14 +33,15 @@ from ..result import UNSETTLED_KINDS
 from .metrics import answer_in
 
 
-def _sentences(record: Mapping[str, Any]) -> str:
+def sentences_of(record: Mapping[str, Any]) -> str:
+    """The text of a run record's sentences, without the short answer before them."""
     return " ".join(str(s.get("text", "")) for s in record.get("segments") or [])
 
 
 def lead_of(record: Mapping[str, Any]) -> str:
     """The short answer a QA record's prediction opens with ("" when it has none); with no sentences, a short
     answer standing alone (`engine.lead.standing`) is the whole prediction."""
-    prediction, sentences = str(record.get("prediction") or ""), _sentences(record)
+    prediction, sentences = str(record.get("prediction") or ""), sentences_of(record)
     if not sentences:
         return prediction.strip() if record.get("lead_from") else ""
     if not prediction.endswith(sentences):
@@ -56,7 +57,7 @@ def lead_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, in
     counted: Counter[str] = Counter()
     right: Counter[str] = Counter()
     for record in records:
-        gold, sentences = record.get("answers") or [], _sentences(record)
+        gold, sentences = record.get("answers") or [], sentences_of(record)
         if record.get("status") != "ok" or not gold:
             continue
         asked, lead = question_kind(str(record.get("question", ""))), lead_of(record)

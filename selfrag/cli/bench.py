@@ -312,7 +312,6 @@ def fit_lead_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..bench.leadfit import lead_counts
-    from ..bench.samples import read_samples
     from ..engine.calibration import LEAD_KINDS, LEAD_POOL, LEAD_RUNS, load_critic_model
     from ..files import write_atomic
     from ..result import DECIDED
@@ -323,20 +322,11 @@ def fit_lead_command(args: argparse.Namespace) -> int:
     counted = [kind for kind in LEAD_KINDS if kind not in DECIDED]
     if args.only is not None and (not only or not set(only) <= set(counted) or not args.runs):
         raise UsageError(f"--only needs training runs and kinds among {', '.join(counted)}")
-    records: dict[tuple[str, str], dict[str, Any]] = {}  # a question answered in two runs counts once (the first)
-    for folder in map(Path, args.runs):
-        config = _run_config(folder)
-        if config["sample"].get("split") != "train" or config["dataset"].get("task") != "qa":
-            raise UsageError(f"{folder} is not a --split train QA run; fit only on training ids")
-        if not (config["system"].get("config") or {}).get("lead"):
-            raise UsageError(f"{folder} was run without --lead: its answers hold no short answer")
-        found, _ = read_samples(folder / "samples.jsonl", repair=False)
-        for key, record in found.items():
-            records.setdefault((str(config["dataset"].get("name")), key), record)
+    records, _ = _training_records(args.runs, lead=True)
     model = load_critic_model(args.weights)
     counts, source = dict(model.lead), dict(model.fitted_on)
     if args.runs:
-        counts = lead_counts(records.values())
+        counts = lead_counts(records)
         if only:  # the other kinds keep what they were counted on
             counts = {kind: n for kind, n in model.lead.items() if kind not in only} | {
                 kind: n for kind, n in counts.items() if kind in only
@@ -364,31 +354,39 @@ def fit_lead_command(args: argparse.Namespace) -> int:
 
 def fit_confidence_command(args: argparse.Namespace) -> int:
     from ..bench.answerfit import answered_all
-    from ..bench.samples import read_samples
     from ..engine.calibration import fit_answered, load_critic_model
     from ..files import write_atomic
 
-    records: dict[tuple[str, str, bool], dict[str, Any]] = {}  # a question answered in two runs counts once
-    datasets: set[str] = set()
-    for folder in map(Path, args.runs):
-        config = _run_config(folder)
-        if config["sample"].get("split") != "train" or config["dataset"].get("task") != "qa":
-            raise UsageError(f"{folder} is not a --split train QA run; fit only on training ids")
-        unanswerable = bool((config.get("corpus") or {}).get("unanswerable"))  # its questions are other questions
-        name = str(config["dataset"].get("name"))
-        datasets.add(name)
-        found, _ = read_samples(folder / "samples.jsonl", repair=False)
-        for key, record in found.items():
-            records.setdefault((name, key, unanswerable), record)
+    records, datasets = _training_records(args.runs)
     model = load_critic_model(args.weights)
-    answers = answered_all(records.values(), model)
+    answers = answered_all(records, model)
     if not answers:
         raise InputError("no answer in these runs has sentences rated by the evidence scorer; nothing to fit")
-    source = f"{', '.join(sorted(datasets))} training answers of {len(args.runs)} run(s)"
+    source = f"{', '.join(datasets)} training answers of {len(args.runs)} run(s)"
     model, n, right = fit_answered(model, answers, source)
     write_atomic(Path(args.out), model.to_json())
     print(f"wrote {args.out}: answer confidence fitted on {n} answers, {right} right", file=sys.stderr)
     return 0
+
+
+def _training_records(folders: list[str], lead: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of QA runs made with `--split train` (with `lead`: made with `--lead` too), a question answered
+    in two runs once (the first; a question made unanswerable is another question), and their datasets' names;
+    a UsageError for a folder that is not such a run."""
+    from ..bench.samples import read_samples
+
+    records: dict[tuple[str, str, bool], dict[str, Any]] = {}
+    for folder in map(Path, folders):
+        config = _run_config(folder)
+        if config["sample"].get("split") != "train" or config["dataset"].get("task") != "qa":
+            raise UsageError(f"{folder} is not a --split train QA run; fit only on training ids")
+        if lead and not (config["system"].get("config") or {}).get("lead"):
+            raise UsageError(f"{folder} was run without --lead: its answers hold no short answer")
+        name, unanswerable = str(config["dataset"].get("name")), bool((config.get("corpus") or {}).get("unanswerable"))
+        found, _ = read_samples(folder / "samples.jsonl", repair=False)
+        for key, record in found.items():
+            records.setdefault((name, key, unanswerable), record)
+    return list(records.values()), sorted({name for name, _, _ in records})
 
 
 def _decided_on(args: argparse.Namespace) -> tuple[dict[str, tuple[int, int]], str]:

@@ -137,15 +137,13 @@ class CriticModel:
             "abstain_threshold": self.abstain_threshold,
             "fitted_on": dict(self.fitted_on),
         }
-        if self.refutes is not None:
-            body["refutes"] = {"features": list(POLARITY), "weights": list(self.refutes.weights),
-                               "bias": self.refutes.bias}  # fmt: skip
-        if self.answers is not None:
-            body["answers"] = {"features": list(ANSWER_FEATURES), "weights": list(self.answers.weights),
-                               "bias": self.answers.bias}  # fmt: skip
-        if self.answered is not None:
-            body["answered"] = {"features": list(ANSWERED_FEATURES), "weights": list(self.answered.weights),
-                                "bias": self.answered.bias}  # fmt: skip
+        for name, head, names in (
+            ("refutes", self.refutes, POLARITY),
+            ("answers", self.answers, ANSWER_FEATURES),
+            ("answered", self.answered, ANSWERED_FEATURES),
+        ):  # the optional heads carry the names of their own features (read back by `_named_head`)
+            if head is not None:
+                body[name] = {"features": list(names), "weights": list(head.weights), "bias": head.bias}
         if self.lead:
             body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
         return json.dumps(body, indent=1, allow_nan=False) + "\n"

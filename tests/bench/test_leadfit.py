@@ -79,9 +79,10 @@ def test_a_choice_decided_by_the_documents_dates_is_counted_apart_from_the_model
     assert lead_counts([dated, guessed]) == {"choice": (0, 1), "dates": (1, 1)}
 
 
-def _run(folder, *, split="train", lead=True, records=()):
+def _run(folder, *, split="train", lead=True, records=(), unanswerable=False):
     folder.mkdir(parents=True)
     config = {"dataset": {"name": "halueval", "task": "qa"}, "sample": {"split": split},
+              "corpus": {"unanswerable": True} if unanswerable else {},
               "system": {"kind": "selfrag", "config": {"lead": lead}}}  # fmt: skip
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "samples.jsonl").write_text(
@@ -102,6 +103,10 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
     assert main(["bench", "fit-lead", str(tmp_path / "train"), str(again), "--out", str(out)]) == 0
     fitted = load_critic_model(out)
     assert fitted.lead["yes_no"] == (1, 2) and fitted.fitted_on["lead"].startswith("2 training answers of 2 run")
+    made = _run(tmp_path / "made", records=rows, unanswerable=True)  # the same ids without their documents: others
+    apart = tmp_path / "apart.json"
+    assert main(["bench", "fit-lead", str(tmp_path / "train"), str(made), "--out", str(apart)]) == 0
+    assert load_critic_model(apart).lead["yes_no"] == (2, 4)
     capsys.readouterr()
     assert main(["bench", "fit-lead", "--out", str(out)]) == 2 and "--decided-on" in capsys.readouterr().err
 
