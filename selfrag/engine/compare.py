@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..result import LeadSource
-from .evidence import NUMBER_WORDS, denies, sentences, terms, words
+from .evidence import NUMBER_WORDS, denies, sentences, spaced, terms, words
 
 Order = Literal["earlier", "later"]
 Date = tuple[int, int, int]  # year, month (0: not given), day (0: not given)
@@ -75,7 +75,6 @@ _DATE = re.compile(
 _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(?:what|which) (?:year|date|decade|century)\b|\bwhen\b|\bhow (?:old|long)\b", re.I)
 _GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 September 188926 May 1976"
-_UNGLUED = re.compile(r"(?<=[a-z0-9)\"”])\.(?=[A-Z][a-z])")  # "... record producer.Anette Olsson (born ..."
 # "singer-songwriter", "writer/director": each word is said ("English-language novelists" names no people)
 _COMPOUND = re.compile(r"(?<=\w)[-/](?!(?:language|speaking)\b)(?=\w)")
 # a choice about how many: "more species", "fewer Grand Slam titles" (the options taken out of the question first)
@@ -409,7 +408,7 @@ def clauses(texts: Sequence[str]) -> list[list[str]]:
 
 def _split(texts: Sequence[str]) -> list[list[str]]:
     """Each text's sentences, with the dashes and spaces HaluEval's texts lose put back."""
-    return [sentences(_UNGLUED.sub(". ", _GLUED.sub(r"\1 – ", text))) for text in texts]
+    return [sentences(spaced(_GLUED.sub(r"\1 – ", text))) for text in texts]
 
 
 def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: bool) -> Date | None:

@@ -219,12 +219,15 @@ def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> fl
     return sum(item in whole for item in items) / len(items) if items else empty
 
 
-_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=\)))\.(?=[A-Z][a-z])")  # not an abbreviation's: "St.Mary's", "Mr.Li"
+# a full stop with a capital right after it; before it three letters or digits (not an abbreviation's: "St.Mary's",
+# "Mr.Li") or a closing bracket or quote ("... (born 1971).Anette Olsson", '... "Tiny Dancer".Elton John ...')
+_GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=[)\"\u201d]))\.(?=[A-Z][a-z])")
 
 
 def spaced(text: str) -> str:
     """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
-    HaluEval's snippets) with a space put back, so `sentences` reads each as one."""
+    HaluEval's snippets) with a space put back, so `sentences` reads each as one. The one owner of this repair:
+    the critic's offered sentences and the comparisons' own sentences both read texts through it."""
     return _GLUED.sub(". ", text)
 
 

@@ -142,6 +142,9 @@ def test_sentences_run_together_with_no_space_are_read_as_two():
     assert spaced(glued) == "Arthur's Magazine was published in Philadelphia. First for Women is a woman's magazine."
     assert spaced("The hunt was in 1999.The gray whale migrates.") == "The hunt was in 1999. The gray whale migrates."
     assert spaced("It costs $4.50 at St.Mary's.") == "It costs $4.50 at St.Mary's."  # an abbreviation ends there
+    assert spaced('He sang "Daniel".Elton John wrote it.') == 'He sang "Daniel". Elton John wrote it.'
+    assert spaced("He was born in Rome (1971).Anna Olsson is a singer.").endswith("(1971). Anna Olsson is a singer.")
+    assert spaced("Ask Mr.Li about it.") == "Ask Mr.Li about it."
 
 
 def test_the_cli_shows_the_offered_sentences_and_turns_them_off(index_dir, capsys):
