@@ -6,7 +6,7 @@
     selfrag critic map JUDGMENTS.jsonl... --out WEIGHTS.json refit only the confidence map, under given weights
     selfrag critic check [WEIGHTS.json]                      validate a weights file (default: the shipped one)
 
-The abstention cut keeps `--keep` of the right answers (default 90 %) with `--confidence` (default 95 %): a
+The abstention cut keeps `--keep` of the right answers (default 92 %) with `--confidence` (default 95 %): a
 one-sided bound on the share of right answers lost, so the cut keeps a margin when it is fitted on few answers.
 Where the judgments hold at least 20 questions made unanswerable (`selfrag bench run --unanswerable`), `cut` and
 `fit` first fit the answers head on them, and the cut is on its probability: right answers against answers to

@@ -55,7 +55,10 @@ COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the 
 MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
-KEEP, KEEP_CONFIDENCE = 0.9, 0.95  # the abstention cut keeps 90 % of right answers, promised at 95 % confidence
+# the abstention cut keeps 92 % of the judged right answers, promised at 95 % confidence. The margin over the 90 %
+# aimed at is the engine's own: a declined sentence can change the answer, so the engine loses more right answers
+# than the judged candidates show (the 90 % cut lost 8 of 78 of held training questions at the engine, 10.3 %)
+KEEP, KEEP_CONFIDENCE = 0.92, 0.95
 # what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
 # hold (evidence.features' `novelty`) and whether its chunk offered it (`critic.offered`)
 ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
