@@ -302,11 +302,12 @@ def test_the_abstention_cut_keeps_a_margin_that_shrinks_with_more_answers():
         kept = sum(v >= cut for v in right) / len(right)
         assert kept > quantile_kept
         assert abstain_cut(right, 0.9, 0.95) <= cut <= abstain_cut(right, 0.9, 0.5)
-    margins = [sum(v >= abstain_cut(r) for v in r) / len(r) - quantile_kept for r in (few, many)]
+    margins = [sum(v >= abstain_cut(r, keep=0.9) for v in r) / len(r) - quantile_kept for r in (few, many)]
     assert margins[0] > margins[1] > 0
-    assert abstain_cut([0.5] * 28) == 0.0  # 28 right answers cannot promise 90 % at 95 % confidence
-    assert abstain_cut([0.5] * 29) > 0.0
-    assert abstain_cut([0.5] * 16, confidence=0.8) > 0.0 == abstain_cut([0.5] * 15, confidence=0.8)
+    assert abstain_cut([0.5] * 28, keep=0.9) == 0.0  # 28 right answers cannot promise 90 % at 95 % confidence
+    assert abstain_cut([0.5] * 29, keep=0.9) > 0.0
+    assert abstain_cut([0.5] * 35) == 0.0 < abstain_cut([0.5] * 36)  # the default, 92 %, needs 36
+    assert abstain_cut([0.5] * 16, keep=0.9, confidence=0.8) > 0.0 == abstain_cut([0.5] * 15, keep=0.9, confidence=0.8)
 
 
 def _answers(n: int) -> list[JudgedRow]:
@@ -334,7 +335,7 @@ def test_refitting_the_cut_keeps_the_heads_and_counts_what_it_does():
     assert fit.kept >= 36 and fit.abstained == 10  # the wrong chunk's sentences are far under the right ones
     assert "40 right answers of 40 questions" in refitted.fitted_on["abstain_cut"]
     assert refitted.answers is None and not fit.answers_head  # 10 unanswerable questions are too few for its head
-    with pytest.raises(InputError, match="at least 29"):
+    with pytest.raises(InputError, match="at least 36"):
         fit_abstain_cut(model, _answers(20))
 
 
