@@ -74,7 +74,7 @@ _DATE = re.compile(
 )
 _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(?:what|which) (?:year|date|decade|century)\b|\bwhen\b|\bhow (?:old|long)\b", re.I)
-_GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 September 188926 May 1976"
+_YEAR_GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 September 188926 May 1976"
 # "singer-songwriter", "writer/director": each word is said ("English-language novelists" names no people)
 _COMPOUND = re.compile(r"(?<=\w)[-/](?!(?:language|speaking)\b)(?=\w)")
 # a choice about how many: "more species", "fewer Grand Slam titles" (the options taken out of the question first)
@@ -408,7 +408,7 @@ def clauses(texts: Sequence[str]) -> list[list[str]]:
 
 def _split(texts: Sequence[str]) -> list[list[str]]:
     """Each text's sentences, with the dashes and spaces HaluEval's texts lose put back."""
-    return [sentences(spaced(_GLUED.sub(r"\1 – ", text))) for text in texts]
+    return [sentences(spaced(_YEAR_GLUED.sub(r"\1 – ", text))) for text in texts]
 
 
 def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: bool) -> Date | None:
