@@ -7,7 +7,10 @@ test pool), what the signals a 135M model can give carry:
 - cues: the evidence scorer's word, number and name overlap features (`engine.evidence.features`, the model's own
   labels held neutral, as the claim weights are fitted) and the polarity cues (`engine.evidence.polarity`);
 - likelihood (`--likelihood`): how much the sentence raises the embedded model's likelihood of the claim, and the
-  claim that of the sentence (log P(claim | "Evidence: s") - log P(claim), both ways, in total and per token).
+  claim that of the sentence (log P(claim | "Evidence: s") - log P(claim), both ways, in total and per token);
+- hidden state (`--hidden`): a linear probe on what the embedded model holds after reading the pair and a question
+  about it (its last layer at the last token, and averaged over the tokens: 2 x 576 numbers), fitted with the
+  L2 strengths of `--l2`.
 
 Each set is fitted by the project's logistic regression with the cut of best balanced accuracy on the training
 folds, in 5-fold cross-validation grouped by claim, and scored on the held-out folds: balanced accuracy, AUROC,
@@ -16,6 +19,7 @@ sentences, scores 0.5 there).
 
     python benchmarks/claim_reading.py                                      # cues, every training claim
     python benchmarks/claim_reading.py --likelihood --claims 150 --threads 1 # + likelihood (about 20 min)
+    python benchmarks/claim_reading.py --hidden --threads 1                  # + the probe (about 15 min)
 """
 
 from __future__ import annotations
@@ -95,7 +99,21 @@ class Likelihood:
         return [raised_claim, raised_claim / claim_tokens, raised_sentence, raised_sentence / sentence_tokens]
 
 
-def cross_validated(x: np.ndarray, pairs: Sequence[Pair]) -> dict[str, object]:
+class Hidden:
+    """The embedded model's last layer after reading a claim, a sentence and the question between them."""
+
+    def __init__(self, model: Path, threads: int) -> None:
+        from llama_cpp import Llama
+
+        self._llama = Llama(model_path=str(model), n_ctx=1024, n_threads=threads, embedding=True, verbose=False)
+
+    def features(self, pair: Pair) -> list[float]:
+        text = f"Claim: {pair.claim}\nEvidence: {pair.sentence}\nDoes the evidence support the claim?"
+        states = np.asarray(self._llama.embed(text, truncate=True), dtype=float)
+        return states[-1].tolist() + states.mean(axis=0).tolist()
+
+
+def cross_validated(x: np.ndarray, pairs: Sequence[Pair], l2: float = 1.0) -> dict[str, object]:
     """Held-out P(supports) of every pair, each fold fitted on the others (claims never split across folds)."""
     y = np.array([p.supports for p in pairs])
     claim_ids = sorted({p.claim_id for p in pairs})
@@ -106,7 +124,7 @@ def cross_validated(x: np.ndarray, pairs: Sequence[Pair]) -> dict[str, object]:
     for fold in range(FOLDS):
         train, test = folds != fold, folds == fold
         scaled = (x - x[train].mean(axis=0)) / (x[train].std(axis=0) + 1e-9)  # by the training folds alone
-        head = fit_logistic(scaled[train], y[train].astype(float))
+        head = fit_logistic(scaled[train], y[train].astype(float), l2=l2)
         p = 1 / (1 + np.exp(-(scaled @ np.array(head.weights) + head.bias)))
         cut = balanced_threshold(p[train].tolist(), y[train].tolist())
         held_out[test] = p[test]
@@ -141,19 +159,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--claims", type=int, default=None, help="the first N training claims of the seeded shuffle")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--likelihood", action="store_true", help="add the embedded model's likelihood features")
+    parser.add_argument("--hidden", action="store_true", help="add a linear probe on the model's hidden state")
+    parser.add_argument("--l2", type=float, nargs="+", default=[1.0, 100.0, 1000.0], help="the probe's L2 strengths")
     parser.add_argument("--model", type=Path, default=None, help="a GGUF file (default: the embedded model's)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     if args.claims is not None and args.claims < FOLDS:
         parser.error(f"--claims must be at least {FOLDS}")
+    if any(value <= 0 for value in args.l2):
+        parser.error("--l2 strengths must be positive")
     pairs = training_pairs(args.claims, args.seed)
     sets = {"cues": np.array([cues(p) for p in pairs])}
-    if args.likelihood:
+    path = None
+    if args.likelihood or args.hidden:
         from selfrag.llm.local import local_model_path
 
         path = args.model or local_model_path()
         if not path.is_file():
             parser.error(f"no model file at {path}")
+    if args.likelihood:
         try:
             model = Likelihood(path, args.threads)
         except (ImportError, ValueError) as error:
@@ -166,11 +190,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"likelihoods of {len(pairs)} pairs in {time.monotonic() - started:.0f} s", file=sys.stderr)
         sets["likelihood"] = np.array(read)
         sets["cues + likelihood"] = np.hstack([sets["cues"], sets["likelihood"]])
+    probes = {}
+    if args.hidden:
+        try:
+            reader = Hidden(path, args.threads)
+        except (ImportError, ValueError) as error:
+            parser.error(f"cannot load {path}: {error}")
+        started = time.monotonic()
+        states = np.array([reader.features(pair) for pair in pairs])
+        print(f"hidden states of {len(pairs)} pairs in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        for l2 in args.l2:
+            probes[f"hidden state (L2 {l2:g})"] = (states, l2)
+            probes[f"cues + hidden state (L2 {l2:g})"] = (np.hstack([sets["cues"], states]), l2)
     claims = len({p.claim_id for p in pairs})
     share = sum(p.supports for p in pairs) / len(pairs)
+    fits = {name: (x, 1.0) for name, x in sets.items()} | probes
     rows = [
-        {"features": name, "claims": claims, "pairs": len(pairs), **cross_validated(x, pairs)}
-        for name, x in sets.items()
+        {"features": name, "claims": claims, "pairs": len(pairs), **cross_validated(x, pairs, l2)}
+        for name, (x, l2) in fits.items()
     ]
     print_table(f"CLIMATE-FEVER training pairs (SUPPORTS {100 * share:.1f} %), seed {args.seed}", rows)
     return 0
