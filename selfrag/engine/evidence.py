@@ -80,6 +80,13 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+# a break in a text's layout that ends a sentence whatever its punctuation: a blank line, or a line break before a
+# Markdown heading, list item or table row ("... of up to 60 minutes each.\n- Commuter membership: $15 per month.")
+_BLOCK_BREAK = re.compile(r"\n[ \t]*\n\s*|\n[ \t]*(?=#{1,6}[ \t]|[-*+•][ \t]|\d{1,3}[.)][ \t]|\|)")
+_HEADING = re.compile(r"#{1,6}[ \t]")
+_LIST_MARKER = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
+_STRONG = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*|__(\S(?:.*?\S)?)__")  # Markdown's bold: "**In the app.** Download ..."
 _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial, not a sentence
     r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
@@ -233,15 +240,29 @@ def spaced(text: str) -> str:
 
 def sentences(text: str) -> list[str]:
     """A text cut into sentences (a light splitter: end punctuation followed by a capital or a digit, but not
-    after an initial or a common abbreviation: "Dred Scott v. Sandford", "J. R. R. Tolkien", "Dr. Smith")."""
+    after an initial or a common abbreviation: "Dred Scott v. Sandford", "J. R. R. Tolkien", "Dr. Smith").
+
+    The text's layout ends a sentence too: a paragraph, a list item and a table row are each their own, with the
+    item's bullet or number taken off, and a line broken inside a sentence is joined with a space. A Markdown
+    heading names a section and states nothing: it is no sentence."""
     out: list[str] = []
-    for part in (p.strip() for p in _SENTENCE_END.split(text.strip())):
-        if not part:
+    blocks = [b.strip() for b in _BLOCK_BREAK.split(text.strip())]
+    for block in blocks:
+        if not block or _HEADING.match(block):
             continue
-        if out and _NOT_AN_END.search(out[-1]):
-            out[-1] = f"{out[-1]} {part}"
-        else:
-            out.append(part)
+        if len(blocks) > 1:  # a list's item: in a text of one line, "- May 7, 1762)" or "815) is" is a fragment
+            block = _LIST_MARKER.sub("", block, count=1)
+            if not _WORD.search(block):
+                continue  # a table's rule ("|---|---|") or a lone bullet
+        block = _STRONG.sub(lambda bold: bold.group(1) or bold.group(2), block)
+        first = len(out)
+        for part in (_LINE_BREAK.sub(" ", p.strip()) for p in _SENTENCE_END.split(block)):
+            if not part:
+                continue
+            if len(out) > first and _NOT_AN_END.search(out[-1]):
+                out[-1] = f"{out[-1]} {part}"
+            else:
+                out.append(part)
     return out
 
 

@@ -572,6 +572,34 @@ def test_sentences_are_not_cut_at_initials_and_abbreviations(text, count):
     assert len(parts) == count and " ".join(parts) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        # a list item is its own sentence, its bullet or number taken off, whatever its punctuation
+        (
+            "Prices:\n- Day pass: $6.00.\n- Commuter: $15 per month",
+            ["Prices:", "Day pass: $6.00.", "Commuter: $15 per month"],
+        ),
+        ("1. Unlock the bike.\n2) Ride it\n  * Return it", ["Unlock the bike.", "Ride it", "Return it"]),
+        # a heading states nothing; a paragraph ends a sentence; a line broken inside one is joined
+        (
+            "# Fees\n\nUpdated: 2026-04-01\n\nThe fee is $15\nper day. It rises.",
+            ["Updated: 2026-04-01", "The fee is $15 per day.", "It rises."],
+        ),
+        # a bold lead-in is read as text; a table's rule is no sentence
+        (
+            "**In the app.** Download it.\n| Day | Hours |\n|---|---|",
+            ["In the app.", "Download it.", "| Day | Hours |"],
+        ),
+        # a text of one line keeps what only looks like a list: HaluEval's "- May 7, 1762) was born ..."
+        ("- May 7, 1762) was born in Miller Place. It grew.", ["- May 7, 1762) was born in Miller Place.", "It grew."]),
+        ("815) is legislation. It passed.", ["815) is legislation.", "It passed."]),
+    ],
+)
+def test_sentences_follow_a_texts_layout(text, parts):
+    assert evidence.sentences(text) == parts
+
+
 def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does_not():
     question = "Is Paris the capital of France?"
     assert evidence.degeneracy(question, "Paris is the capital of France.", []) is None  # yes

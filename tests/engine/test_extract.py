@@ -163,3 +163,26 @@ def test_the_cli_shows_the_offered_sentences_and_turns_them_off(index_dir, capsy
     assert "refunds.md#0, extracted" in traced.out + traced.err
     shown = offered[0]["critique"]["answer_support"]  # the trace says what the abstention cut would be applied to
     assert f"answer_support={shown:.2f}" in traced.out + traced.err
+
+
+FEES = Chunk(
+    "fees.md",
+    0,
+    "# Fee schedule\n\nUpdated: 2026-04-01\n\nHow much you pay depends on how you ride.\n\n"
+    "- Day pass: $6.00. A day pass gives 24 hours of unlimited trips.\n"
+    "- Commuter membership: $15 per month.\n"
+    "- Household membership: $32 per month.\n\n"
+    "**Member share.** The refundable member share stays at $25.",
+)
+FEES_Q = "What does the Household membership cost per month?"
+
+
+def test_a_markdown_chunk_offers_one_list_item_not_the_list_after_it(engine):
+    vague = {
+        "retrieve_decide": {"retrieve": "yes", "query": "household membership cost"},
+        "generate_fused": fused(WEAK),
+    }
+    result = engine(vague, chunks=[FEES, OTHER], **EVIDENCE).answer(FEES_Q)
+    offered = next(c for c in result.trace.steps[0].candidates if c.extracted and c.chunk == "fees.md#0")
+    assert offered.text == "Household membership: $32 per month."  # not "...trips.\n- Commuter ...\n- Household ..."
+    assert result.answer == "Household membership: $32 per month [1]."
