@@ -19,7 +19,7 @@ sentences, scores 0.5 there).
 
     python benchmarks/claim_reading.py                                      # cues, every training claim
     python benchmarks/claim_reading.py --likelihood --claims 150 --threads 1 # + likelihood (about 20 min)
-    python benchmarks/claim_reading.py --hidden --threads 1                  # + the probe (about 15 min)
+    python benchmarks/claim_reading.py --hidden --threads 1                  # + the probe (about 20 min)
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--likelihood", action="store_true", help="add the embedded model's likelihood features")
     parser.add_argument("--hidden", action="store_true", help="add a linear probe on the model's hidden state")
-    parser.add_argument("--l2", type=float, nargs="+", default=[1.0, 100.0, 1000.0], help="the probe's L2 strengths")
+    parser.add_argument("--l2", type=float, nargs="+", default=[10.0, 100.0, 1000.0, 10000.0], help="L2 strengths")
     parser.add_argument("--model", type=Path, default=None, help="a GGUF file (default: the embedded model's)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
