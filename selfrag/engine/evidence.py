@@ -82,11 +82,11 @@ _FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 # a break in a text's layout that ends a sentence whatever its punctuation: a blank line, or a line break before a
 # Markdown heading, list item or table row ("... of up to 60 minutes each.\n- Commuter membership: $15 per month.")
-_BLOCK_BREAK = re.compile(r"\n[ \t]*\n\s*|\n[ \t]*(?=#{1,6}[ \t]|[-*+•][ \t]|\d{1,3}[.)][ \t]|\|)")
+_BLOCK_BREAK = re.compile(r"\r?\n[ \t\r]*\n\s*|\r?\n[ \t]*(?=#{1,6}[ \t]|[-*+•][ \t]|\d{1,3}[.)][ \t]|\|)")
 _HEADING = re.compile(r"#{1,6}[ \t]")
 _LIST_MARKER = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
-_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
-_STRONG = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*|__(\S(?:.*?\S)?)__")  # Markdown's bold: "**In the app.** Download ..."
+_LINE_BREAK = re.compile(r"[ \t\r]*\n[ \t]*")
+_STRONG = re.compile(r"(?<!\w)\*\*(\S(?:.*?\S)?)\*\*(?!\w)")  # Markdown's bold: "**In the app.** Download ..."
 _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial, not a sentence
     r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
     r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)$"
@@ -254,7 +254,7 @@ def sentences(text: str) -> list[str]:
             block = _LIST_MARKER.sub("", block, count=1)
             if not _WORD.search(block):
                 continue  # a table's rule ("|---|---|") or a lone bullet
-        block = _STRONG.sub(lambda bold: bold.group(1) or bold.group(2), block)
+        block = _STRONG.sub(r"\1", block)
         first = len(out)
         for part in (_LINE_BREAK.sub(" ", p.strip()) for p in _SENTENCE_END.split(block)):
             if not part:

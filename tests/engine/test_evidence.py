@@ -591,6 +591,12 @@ def test_sentences_are_not_cut_at_initials_and_abbreviations(text, count):
             "**In the app.** Download it.\n| Day | Hours |\n|---|---|",
             ["In the app.", "Download it.", "| Day | Hours |"],
         ),
+        # Windows line ends read the same; what only looks like bold is left as written
+        ("Fees.\r\n\r\nThe fee is $15.\r\n- Day pass: $6", ["Fees.", "The fee is $15.", "Day pass: $6"]),
+        (
+            "Run __init__.py with 2**10 and 3**4. **Done.** Next.",
+            ["Run __init__.py with 2**10 and 3**4.", "Done.", "Next."],
+        ),
         # a text of one line keeps what only looks like a list: HaluEval's "- May 7, 1762) was born ..."
         ("- May 7, 1762) was born in Miller Place. It grew.", ["- May 7, 1762) was born in Miller Place.", "It grew."]),
         ("815) is legislation. It passed.", ["815) is legislation.", "It passed."]),
