@@ -248,7 +248,9 @@ def sentences(text: str) -> list[str]:
     out: list[str] = []
     blocks = [b.strip() for b in _BLOCK_BREAK.split(text.strip())]
     for block in blocks:
-        if not block or _HEADING.match(block):
+        if _HEADING.match(block):  # the heading's own line; the lines under it stay ("# Fees\nThe fee is ...")
+            block = block.partition("\n")[2].strip()
+        if not block:
             continue
         if len(blocks) > 1:  # a list's item: in a text of one line, "- May 7, 1762)" or "815) is" is a fragment
             block = _LIST_MARKER.sub("", block, count=1)

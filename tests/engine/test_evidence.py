@@ -586,6 +586,7 @@ def test_sentences_are_not_cut_at_initials_and_abbreviations(text, count):
             "# Fees\n\nUpdated: 2026-04-01\n\nThe fee is $15\nper day. It rises.",
             ["Updated: 2026-04-01", "The fee is $15 per day.", "It rises."],
         ),
+        ("## Fees\nThe fee is $15. It rises.", ["The fee is $15.", "It rises."]),  # a heading with no blank line after
         # a bold lead-in is read as text; a table's rule is no sentence
         (
             "**In the app.** Download it.\n| Day | Hours |\n|---|---|",
