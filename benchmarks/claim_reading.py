@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -154,6 +155,14 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
+def _loaded(parser: argparse.ArgumentParser, reader: type[Likelihood | Hidden], path: Path, threads: int) -> Any:
+    """The model reader, or the parser's one-line error when llama.cpp cannot load the file."""
+    try:
+        return reader(path, threads)
+    except (ImportError, ValueError) as error:
+        parser.error(f"cannot load {path}: {error}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=None, help="the first N training claims of the seeded shuffle")
@@ -169,8 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(value <= 0 for value in args.l2):
         parser.error("--l2 strengths must be positive")
     pairs = training_pairs(args.claims, args.seed)
-    sets = {"cues": np.array([cues(p) for p in pairs])}
-    path = None
+    cue_x = np.array([cues(p) for p in pairs])
+    fits = {"cues": (cue_x, 1.0)}  # each set of features with the L2 strength it is fitted at
     if args.likelihood or args.hidden:
         from selfrag.llm.local import local_model_path
 
@@ -178,33 +187,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not path.is_file():
             parser.error(f"no model file at {path}")
     if args.likelihood:
-        try:
-            model = Likelihood(path, args.threads)
-        except (ImportError, ValueError) as error:
-            parser.error(f"cannot load {path}: {error}")
+        model = _loaded(parser, Likelihood, path, args.threads)
         started, alone, read = time.monotonic(), {}, []
         for pair in pairs:
             if pair.claim not in alone:
                 alone[pair.claim] = model.log_p("Claim:", f" {pair.claim}")
             read.append(model.features(pair, alone[pair.claim]))
         print(f"likelihoods of {len(pairs)} pairs in {time.monotonic() - started:.0f} s", file=sys.stderr)
-        sets["likelihood"] = np.array(read)
-        sets["cues + likelihood"] = np.hstack([sets["cues"], sets["likelihood"]])
-    probes = {}
+        fits["likelihood"] = (np.array(read), 1.0)
+        fits["cues + likelihood"] = (np.hstack([cue_x, np.array(read)]), 1.0)
     if args.hidden:
-        try:
-            reader = Hidden(path, args.threads)
-        except (ImportError, ValueError) as error:
-            parser.error(f"cannot load {path}: {error}")
+        reader = _loaded(parser, Hidden, path, args.threads)
         started = time.monotonic()
         states = np.array([reader.features(pair) for pair in pairs])
         print(f"hidden states of {len(pairs)} pairs in {time.monotonic() - started:.0f} s", file=sys.stderr)
         for l2 in args.l2:
-            probes[f"hidden state (L2 {l2:g})"] = (states, l2)
-            probes[f"cues + hidden state (L2 {l2:g})"] = (np.hstack([sets["cues"], states]), l2)
+            fits[f"hidden state (L2 {l2:g})"] = (states, l2)
+            fits[f"cues + hidden state (L2 {l2:g})"] = (np.hstack([cue_x, states]), l2)
     claims = len({p.claim_id for p in pairs})
     share = sum(p.supports for p in pairs) / len(pairs)
-    fits = {name: (x, 1.0) for name, x in sets.items()} | probes
     rows = [
         {"features": name, "claims": claims, "pairs": len(pairs), **cross_validated(x, pairs, l2)}
         for name, (x, l2) in fits.items()
