@@ -244,7 +244,7 @@ def sentences(text: str) -> list[str]:
 
     The text's layout ends a sentence too: a paragraph, a list item and a table row are each their own, with the
     item's bullet or number taken off, and a line broken inside a sentence is joined with a space. A Markdown
-    heading names a section and states nothing: it is no sentence."""
+    heading's own line names a section and states nothing: it is no sentence (the lines under it are)."""
     out: list[str] = []
     blocks = [b.strip() for b in _BLOCK_BREAK.split(text.strip())]
     for block in blocks:
