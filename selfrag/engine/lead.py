@@ -18,6 +18,9 @@ the names it weighs) is read in `engine.questions`.
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
+    without_opening_answers
+                    the sentences under "The documents don't settle it.": none opens with a yes or no of its
+                    own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
     write_lead      the lead of a question of a kind: a choice or a yes/no question the documents decide
                     (`engine.compare`, no call: "Who was born first, A or B?" by their dates, "Which composer was
                     Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
@@ -34,6 +37,7 @@ search wrote it: the lead is a courtesy, never a reason to fail.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -49,6 +53,12 @@ from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
 MAX_LEAD_WORDS = 12
+# a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
+# knows ...", "No bikes may ..." (a word of the sentence), "Yes-man" or "No-fault" (a compound), nor '"Yes," she
+# said' (someone's words)
+_OPENING_ANSWER = re.compile(
+    r"""^\s*(?P<word>yes(?=[\s,.;:!]|$)|no(?=\s*(?:[,.;:!]|[—–]|\s-\s|$)))[\s,.;:!—–-]*""", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,15 +160,41 @@ def copied(said: str, read: Sequence[str]) -> bool:
     return bool(asked) and any(phrase in f" {' '.join(words(text))} " for text in read)
 
 
+def opening_answer(sentence: str) -> str | None:
+    """The yes or no a sentence opens with as its answer ("Yes, both airports ...", "No. The desk ..."), lower
+    case; None where it opens otherwise, "No one knows ..." and "No bikes may ..." among them."""
+    found = _OPENING_ANSWER.match(sentence)
+    return found["word"].lower() if found else None
+
+
 def contradicted(lead: str, sentences: Sequence[str]) -> bool:
     """A yes/no lead that a sentence of the answer opens against: "No." over "Yes, both airports are in ..."."""
     said = lead.strip().rstrip(".").lower()
     if said not in ("yes", "no"):
         return False
-    against = "no" if said == "yes" else "yes"
-    return any(
-        sentence.split(maxsplit=1)[0].strip(",.;:!\"'").lower() == against for sentence in sentences if sentence.split()
-    )
+    return any(opening_answer(sentence) == ("no" if said == "yes" else "yes") for sentence in sentences)
+
+
+def without_opening_answers(best: Beam, lead: str | None) -> Beam:
+    """The answer as printed under its lead: where the lead is "The documents don't settle it.", a sentence does
+    not open with a yes or no of its own ("... don't settle it. Yes, the card works ..." says both). The yes or no
+    is taken off and the rest of the sentence kept, with its citation; a sentence that was only "Yes." goes."""
+    if lead != UNSETTLED or not any(opening_answer(s.text) for s in best.segments):
+        return best
+    kept = []
+    for segment in best.segments:
+        found = _OPENING_ANSWER.match(segment.text)
+        rest = segment.text[found.end() :] if found else ""
+        if found is None:
+            kept.append(segment)
+        elif any(ch.isalnum() for ch in rest):
+            kept.append(replace(segment, text=_capitalized(rest)))
+    return replace(best, segments=tuple(kept))
+
+
+def _capitalized(text: str) -> str:
+    """`text` with a capital first letter, unless its second is one already ("iPhone", "eBay")."""
+    return text if text[1:2].isupper() else text[:1].upper() + text[1:]
 
 
 def echoes(lead: str, sentences: Sequence[str]) -> bool:

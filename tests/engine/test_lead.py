@@ -11,7 +11,14 @@ from helpers import CHUNKS, DIRECTORS, fused
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
 from selfrag.engine.evidence import asks_amount, states_amount
-from selfrag.engine.lead import UNSETTLED, counted_kind, documents_decide, lead_chunks, lead_text
+from selfrag.engine.lead import (
+    UNSETTLED,
+    counted_kind,
+    documents_decide,
+    lead_chunks,
+    lead_text,
+    opening_answer,
+)
 from selfrag.engine.questions import options, pair, question_kind
 from selfrag.schema import Beam, Critique, Segment, Version
 
@@ -266,9 +273,47 @@ def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_d
     script = lead_script("Yes, since April 2026 refunds are accepted within 30 days.", "no")
     result = engine(script, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
     assert result.lead == UNSETTLED
-    assert result.answer.startswith(f"{UNSETTLED} Yes, since April 2026")
+    # the sentence keeps what it states and its citation, not a "Yes" that says the lead is wrong
+    assert result.answer == f"{UNSETTLED} Since April 2026 refunds are accepted within 30 days [1]."
+    assert [s.text for s in result.segments] == ["Since April 2026 refunds are accepted within 30 days."]
+    assert result.trace.steps[0].candidates[0].text.startswith("Yes, since")  # the trace keeps what was written
     agreeing = {**script, "answer_lead": {"answer": "yes"}}
-    assert engine(agreeing, ndocs=1, lead=True).answer("Can I get a refund within 30 days?").lead == "Yes."
+    agreed = engine(agreeing, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    assert agreed.lead == "Yes." and agreed.answer.startswith("Yes. Yes, since April 2026")
+
+
+def test_a_sentence_that_is_only_the_yes_the_lead_withholds_is_not_printed(engine):
+    result = engine(lead_script("Yes.", "no"), ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    assert result.lead == UNSETTLED and result.answer == UNSETTLED
+    assert result.segments == [] and result.sources == []
+
+
+def test_a_sentence_opening_with_no_as_a_word_does_not_contradict_a_yes(engine):
+    script = lead_script("No receipt is needed for refunds within 30 days.", "yes")
+    result = engine(script, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    assert result.lead == "Yes."
+    assert result.answer == "Yes. No receipt is needed for refunds within 30 days [1]."
+
+
+@pytest.mark.parametrize(
+    ("sentence", "answer"),
+    [
+        ("Yes, both airports are in Texas.", "yes"),
+        ("No. The desk closes at six.", "no"),
+        ("Yes it is.", "yes"),
+        ("no, not since 2024.", "no"),
+        ("No — the card is issued by post.", "no"),
+        ("No one may ride after dark.", None),  # "no" as a word of the sentence
+        ("No bikes are lent on Sundays.", None),
+        ("No-fault cover is included.", None),  # a compound
+        ("Yes-man is a film.", None),
+        ('"Yes," she said.', None),  # someone's words
+        ("Yesterday's rides are free.", None),
+        ("Nobody answered.", None),
+    ],
+)
+def test_a_sentence_opens_with_its_answer_only_where_yes_or_no_stands_alone(sentence, answer):
+    assert opening_answer(sentence) == answer
 
 
 def test_a_lead_that_only_repeats_the_first_sentence_is_not_printed(engine):
