@@ -269,6 +269,18 @@ def test_an_error_that_quotes_a_value_hides_a_key(tmp_path, capsys):
     assert code == 2 and "unknown system ***" in err and CANARY not in err
 
 
+@pytest.mark.parametrize(
+    ("ids", "message"), [(" , ", "--ids names no question"), ("q0,q77", "'q77' is not a question")]
+)
+def test_ids_that_name_no_question_of_the_sample_are_a_one_line_error(tmp_path, capsys, ids, message):
+    data = write_hotpot(tmp_path / "data")
+    argv = ["bench", "run", "--dataset", "hotpotqa_smoke", "--data", str(data), "--system", "no-retrieval"]
+    code = main([*argv, "--ids", ids, "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()  # refused before a folder was made
+
+
 HOSTILE_NAME = "refunds\x1b[2J\u202egpj.md"  # clears the screen; bidi flips the extension
 HOSTILE_TEXT = (
     "Refunds are accepted within 30 days of purchase.\x1b]52;c;ZXZpbA==\x07 Keep the receipt\u200b \r"

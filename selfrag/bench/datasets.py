@@ -132,6 +132,20 @@ class Dataset:
         pool = tuple(example for example in self.drawn_from if question_kind(example.question) == kind)
         return replace(self, examples=examples, total=len(examples), drawn_from=pool)
 
+    def only(self, ids: Sequence[str] | None) -> Dataset:
+        """Only the examples with these ids, in file order: some questions of a sample asked again. The corpus is
+        left as it is, so each is asked over what the whole sample is asked over (with its corpus cut, stale copies
+        or gold taken out); InputError names an id the sample does not hold."""
+        if ids is None:
+            return self
+        held = {example.id for example in self.examples}
+        missing = [id_ for id_ in ids if id_ not in held]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise InputError(f"--ids: {missing[0]!r}{more} is not a question of this sample; check --limit and --seed")
+        wanted = set(ids)
+        return replace(self, examples=tuple(example for example in self.examples if example.id in wanted))
+
     def with_corpus_size(self, size: int, seed: int) -> Dataset:
         """The corpus cut to `size` chunks: every gold chunk of the examples, then seeded random distractors."""
         gold = {key for example in self.examples for key in example.gold_chunks}

@@ -71,6 +71,7 @@ class RunOptions:
     seed: int = 0
     split: str = "all"  # "train": only examples that never appear in a reported sample (datasets.load)
     kind: str | None = None  # only questions of this kind (`Dataset.of_kind`), sampled among themselves
+    ids: tuple[str, ...] | None = None  # only these questions of the sample (`Dataset.only`), over its corpus
     out: Path = Path("benchmarks/runs")
     run_dir: Path | None = None  # explicit folder instead of <out>/<dataset>/<label>/<hash>
     resume: bool = False
@@ -142,6 +143,7 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
         dataset = dataset.with_stale_copies(options.stale_copies, dated=options.stale_dated)
     if options.unanswerable:
         dataset = dataset.without_gold()
+    dataset = dataset.only(options.ids)  # last: the corpus stays the whole sample's
     system = parse_system(options.system, options.config)
     embedded = chat is None and not (system.config.endpoint.base_url or environ.get("OPENAI_BASE_URL"))
     system = replace(system, config=resolve_scorer(system.config, embedded=embedded))
@@ -221,6 +223,7 @@ def resolved_config(options: RunOptions, dataset: ds.Dataset, system: System, en
             else "all examples",
             **({"split": options.split} if options.split != "all" else {}),
             **({"kind": options.kind} if options.kind else {}),
+            **({"ids": sorted(options.ids)} if options.ids is not None else {}),
         },
         "seed": options.seed,
         "corpus": {

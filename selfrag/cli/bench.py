@@ -138,6 +138,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "--kind", choices=("yes_no", "choice", "factoid"),
         help="QA only: sample among the questions of this kind (what the short answer reads them as)",
     )  # fmt: skip
+    data.add_argument(
+        "--ids", metavar="ID,ID,...",
+        help="only these questions of the sample, each asked over the whole sample's corpus (ids as samples.jsonl "
+        "writes them)",
+    )  # fmt: skip
     data.add_argument("--out", default="benchmarks/runs", help="runs go to OUT/<dataset>/<system>/<hash>")
     data.add_argument("--run-dir", help="use exactly this run folder")
     data.add_argument("--resume", action="store_true", help="continue a run: skip finished ids")
@@ -152,6 +157,16 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="embedded model only: llama.cpp threads (default: all cores; 1 is much faster on a busy machine)",
     )
     add_engine_options(parser)
+
+
+def _ids(given: str | None) -> tuple[str, ...] | None:
+    """The ids `--ids` names, each once, in the order given; UsageError for a list that names none."""
+    if given is None:
+        return None
+    ids = tuple(dict.fromkeys(part.strip() for part in given.split(",") if part.strip()))
+    if not ids:
+        raise UsageError("--ids names no question: give ids separated by commas, as samples.jsonl writes them")
+    return ids
 
 
 def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: Any) -> Any:
@@ -174,6 +189,7 @@ def options_from(args: argparse.Namespace, dataset: str, system: str, **extra: A
         seed=args.seed,
         split=args.split,
         kind=getattr(args, "kind", None),
+        ids=_ids(getattr(args, "ids", None)),
         out=Path(args.out),
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         resume=args.resume,

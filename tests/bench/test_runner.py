@@ -80,6 +80,24 @@ def test_a_run_of_one_kind_of_question_says_so_and_gets_its_own_folder(tmp_path)
         run_benchmark(options(tmp_path, kind="yes_no"), chat=chat)
 
 
+def test_some_questions_of_a_sample_asked_again_get_the_answers_the_whole_sample_got(tmp_path):
+    script = {"rag_answer": {"answer": "Paris", "citations": [1]}}
+    unanswerable = dict(limit=4, unanswerable=True)  # every sampled question's gold is out, not only the ones asked
+    whole = run_benchmark(options(tmp_path, "rag", **unanswerable), chat=ScriptedChatModel(script))
+    asked = [r["id"] for r in samples_of(whole)][1:3]
+    again = run_benchmark(
+        options(tmp_path, "rag", ids=(asked[1], asked[0]), **unanswerable), chat=ScriptedChatModel(script)
+    )
+    assert again.run_dir != whole.run_dir and [r["id"] for r in samples_of(again)] == asked  # in file order
+    by_id = {r["id"]: r for r in samples_of(whole)}
+    for record in samples_of(again):
+        assert record["retrieved"] == by_id[record["id"]]["retrieved"]  # over the same corpus, so the same chunks
+    config = json.loads((again.run_dir / "config.json").read_text())
+    assert config["sample"]["ids"] == sorted(asked) and config["corpus"]["size"] == 2
+    with pytest.raises(InputError, match=r"--ids: 'q9' .* not a question of this sample"):
+        run_benchmark(options(tmp_path, "rag", ids=("q9",), limit=4), chat=ScriptedChatModel(script))
+
+
 def test_failed_questions_are_recorded_counted_and_exit_3(tmp_path):
     def flaky(request):
         if country(request) in ("France", "Spain"):

@@ -607,6 +607,25 @@ def test_sentences_follow_a_texts_layout(text, parts):
     assert evidence.sentences(text) == parts
 
 
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        # the quote or bracket that closes round a sentence's end stays with it
+        ('He said "Go." Then he left.', ['He said "Go."', "Then he left."]),
+        ("It ended (in 1999.) Then it began.", ["It ended (in 1999.)", "Then it began."]),
+        # curly quotes end a sentence as straight ones do
+        (
+            "He said \u201cGo.\u201d \u201cNow?\u201d she asked.",
+            ["He said \u201cGo.\u201d", "\u201cNow?\u201d she asked."],
+        ),
+        # an initial inside quotes is still no end, and its quote is kept
+        ('Kathleen Troia "K.T." McFarland is an official.', ['Kathleen Troia "K.T." McFarland is an official.']),
+    ],
+)
+def test_a_sentence_keeps_the_quote_that_closes_it(text, parts):
+    assert evidence.sentences(text) == parts
+
+
 def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does_not():
     question = "Is Paris the capital of France?"
     assert evidence.degeneracy(question, "Paris is the capital of France.", []) is None  # yes
