@@ -242,7 +242,8 @@ def spaced(text: str) -> str:
 
 def sentences(text: str) -> list[str]:
     """A text cut into sentences (a light splitter: end punctuation followed by a capital or a digit, but not
-    after an initial or a common abbreviation: "Dred Scott v. Sandford", "J. R. R. Tolkien", "Dr. Smith").
+    after an initial or a common abbreviation: "Dred Scott v. Sandford", "J. R. R. Tolkien", "Dr. Smith"). A quote
+    or bracket that closes round a sentence's end stays with it ('He said "Go."'), curly ones as straight ones.
 
     The text's layout ends a sentence too: a paragraph, a list item and a table row are each their own, with the
     item's bullet or number taken off, and a line broken inside a sentence is joined with a space. A Markdown
