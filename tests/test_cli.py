@@ -111,6 +111,7 @@ def test_openai_key_is_not_sent_to_a_local_server(index_dir, server, capsys, mon
         (["ask", "   ", "--index", "{index}"], "question is empty", 2),  # a bad argument: a usage error
         (["ask", "q?", "--index", "{missing}"], "selfrag index", 1),
         (["search", "--index", "{index}"], "QUERY or --queries", 2),
+        (["search", "  ", "--index", "{index}"], "the query is empty", 2),
     ],
 )
 def test_bad_input_gets_one_line_and_exit_1_or_2(argv, message, code, index_dir, tmp_path, capsys):
@@ -154,6 +155,12 @@ def test_search_one_query_and_batch_mode(index_dir, tmp_path, capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["_id"] for line in lines] == ["a", "b"]
     assert lines[0]["hits"][0]["doc_id"] == "refunds.md"
+
+
+def test_a_search_that_finds_nothing_says_so(index_dir, capsys):
+    assert main(["search", "the of and", "--index", str(index_dir)]) == 0  # stopwords only: nothing to match
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no chunk holds a word of 'the of and'" in captured.err
 
 
 def test_batch_queries_with_duplicate_ids_are_refused(index_dir, tmp_path, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either a QUERY or --queries FILE.jsonl")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
+    if args.query is not None and not args.query.strip():
+        raise UsageError("the query is empty: give the words to search for")
     index = Index.load(Path(args.index))
     versions = load_versions(args.index) if args.supersession is not False else None
 
@@ -44,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
         hits = find_many([args.query])[0]
         if args.json:
             print(json.dumps({"query": args.query, "hits": [_hit(h) for h in hits]}, ensure_ascii=False))
+        elif not hits:  # said, not left blank: a query of stopwords or of words no document holds
+            print(
+                f"no chunk holds a word of {clean_for_terminal(args.query)!r} that the index searches", file=sys.stderr
+            )
         else:
             for rank, hit in enumerate(hits, 1):
                 text = clean_for_terminal(hit.chunk.text.replace("\n", " "))[:120]
