@@ -2,8 +2,8 @@
 
     question_kind   yes_no ("Is ...?", "Does ...?", "If ..., can I ...?") | choice ("Which is older, A or B?") |
                     factoid ("Who ...?", "How many ...?", "What label ...?", "What was the population of X?", a
-                    value asked by its name: "What's the phone number?", "Day pass price?") | None (an
-                    explanation: why, how, explain, "What is the refund policy?")
+                    value asked by its name: "What's the phone number?", "Day pass price?", "day pass price") |
+                    None (an explanation: why, how, explain, "What is the refund policy?")
     options         the two names a choice question offers
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
     follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
@@ -57,7 +57,9 @@ _WORTH_ASKED = re.compile(
     r"|^\s*what\s+(?:does|do|did|will|would)\b[^?]*\b(?:cost|weigh)s?\b(?:\s+[\w'’-]+){0,3}\s*\?\s*$",
     re.I,
 )
-_TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,5}}\s*\?\s*$", re.I)
+# a value named with no verb, with or without a question mark: "Day pass price?", and "day pass price" as typed
+# into a search box
+_TERSE = re.compile(rf"^\s*(?:[\w'’$-]+\s+){{0,4}}{_WORTH}\b(?:\s+[\w'’$-]+){{0,5}}\s*\??\s*$", re.I)
 _SPOKEN_VERB = re.compile(rf"\b{AUXILIARY}|\b{QUESTION_WORDS}", re.I)
 # a situation told before the question: "Student membership was $8 in 2025; what does it cost now?", "If I bring
 # it back late, what's the charge?"

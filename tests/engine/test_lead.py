@@ -69,7 +69,10 @@ def lead_script(sentence: str, lead: str) -> dict:
         ("If I bring a cargo bike back late, what's the charge?", "factoid"),
         ("Student membership was $8 a month in 2025; what does it cost now?", "factoid"),
         ("Day pass price?", "factoid"),
+        ("day pass price", "factoid"),  # as typed into a search box: no question mark
         ("Minimum age to ride alone?", "factoid"),
+        ("min age cargo bike", "factoid"),
+        ("helmet rules", None),  # names no value
         ("Helmets mandatory?", "yes_no"),  # a state asked with no verb, as in a search box
         ("Riverside Park station open in winter?", "yes_no"),
         ("Commuter plan $15 a month now?", "yes_no"),  # an amount to confirm
@@ -471,6 +474,14 @@ def test_a_value_the_documents_state_leads_without_a_call_citing_it(engine):
     assert not rag.chat.calls_to("answer_lead") and result.trace.lead_reply is None
     cited = [s.doc_id for s in result.sources if f"[{s.n}]" in result.answer.split(".")[0]]
     assert result.answer.startswith("Within two business days [") and cited == ["shipping.md"]
+
+
+def test_a_value_typed_as_into_a_search_box_gets_its_short_answer(engine):
+    fees = [Chunk("fees.md", 0, "A day pass costs $6.00 and gives 24 hours of trips.", title="Fees")]
+    script = lead_script("A day pass gives 24 hours of trips.", "24 hours")
+    result = engine(script, ndocs=1, lead=True, chunks=fees).answer("day pass price")
+    assert (result.lead, result.lead_from) == ("$6.00.", "value")
+    assert result.answer.startswith("$6.00 [1].")
 
 
 def test_a_value_two_current_documents_disagree_on_is_left_to_the_model_a_superseded_one_is_not_read(engine):

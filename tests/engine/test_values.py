@@ -49,6 +49,7 @@ def test_the_sort_of_value_a_question_asks(question, sort):
     ("question", "texts", "value"),
     [
         ("Day pass price?", [FEES], "$6.00"),  # "price" is the value's name, not a word the clause must hold
+        ("day pass price", [FEES], "$6.00"),  # typed as into a search box
         ("How much does the member share cost?", [FEES], "$25"),
         ("What does the Fair Ride plan cost per month?", [FEES], "$3 per month"),  # the one of two it asks
         ("What weight can the cargo bike box hold?", [CARGO], "Up to 80 kg"),
