@@ -12,7 +12,9 @@ gets no short answer at all), and what the documents decide with no call (`engin
 the engine's own retrieval, superseded documents read as the engine reads them): right, wrong, or not decided
 ("no lead"; for a value question whose gold is "unsettled", not deciding is right). A question with gold
 "unsettled" the documents decide is wrong. Two more sets, `factoid-heldout-b` and `yes-no-heldout-b` (48 each),
-were written later still, blind in the same way, and first read once the rules they report on were made.
+were written later still, blind in the same way, and first read once the rules they report on were made;
+`factoid-keywords-heldout` (40) too, as a member types into a search box ("day pass price", "late fee after 24
+hrs"): terse phrases, mostly with no question mark and no verb.
 
 With `--model`, the embedded model answers every question through the engine with its defaults (short answer on)
 and the short answers are counted: right (for a value, the gold or an alias in it as the benchmarks' metric reads

@@ -20,7 +20,7 @@ _SPEC.loader.exec_module(sample_questions)
 @pytest.mark.parametrize("name", sorted(sample_questions.SETS))
 def test_every_gold_answer_is_stated_where_the_set_says(name):
     rows = [json.loads(line) for line in sample_questions.SETS[name].read_text().splitlines()]
-    assert len(rows) >= 48
+    assert len(rows) >= 40  # enough questions to count on
     for row in rows:
         if row["answer"] == "unsettled":
             assert row["doc"] == "" and row["evidence"] == ""
