@@ -184,10 +184,11 @@ def without_opening_answers(best: Beam, lead: str | None) -> Beam:
     kept = []
     for segment in best.segments:
         found = _OPENING_ANSWER.match(segment.text)
-        rest = segment.text[found.end() :] if found else ""
         if found is None:
             kept.append(segment)
-        elif any(ch.isalnum() for ch in rest):
+            continue
+        rest = segment.text[found.end() :]
+        if any(ch.isalnum() for ch in rest):  # "Yes." alone says nothing else
             kept.append(replace(segment, text=_capitalized(rest)))
     return replace(best, segments=tuple(kept))
 
