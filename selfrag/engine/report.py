@@ -185,12 +185,15 @@ class Citations:
 
 
 def with_marker(text: str, n: int | None, also: Sequence[int] = ()) -> str:
-    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'; with `also` [3]: '... capital [1, 3].'"""
+    """'Paris is the capital.' + 1 -> 'Paris is the capital [1].'; with `also` [3]: '... capital [1, 3].' The marker
+    goes before the sentence's own end and after a title or an aside that closes before it ('... "Tiny Dancer"
+    [1].', '... (since 2026) [1].'), never inside them; after a quote that closes round the end ('He said
+    "Go." [1]')."""
     if n is None:
         return text
     stripped = text.rstrip()
     end = len(stripped)
-    while end > 0 and stripped[end - 1] in ".!?…\"'”’)":
+    while end > 0 and stripped[end - 1] in ".!?…":
         end -= 1
     numbers = ", ".join(str(number) for number in (n, *also))
     return f"{stripped[:end]} [{numbers}]{stripped[end:]}"

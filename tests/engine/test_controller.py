@@ -9,6 +9,7 @@ from helpers import by_document, distinct, document_of, fused, plain
 
 from selfrag import Chunk, FatalLLMError, LLMError, SegmentEvent
 from selfrag.config import Config
+from selfrag.engine.report import with_marker
 from selfrag.errors import ConfigError, ContextLengthError, CritiqueError, InputError, RefusalError
 from selfrag.testing import Scripted, ScriptedChatModel
 
@@ -510,3 +511,21 @@ def test_a_calls_config_takes_the_engines_scorer_and_may_not_change_it(engine):
     assert result.config["scorer"] == "paper" and result.config["beam_width"] == 2  # the call's knobs, the rater's
     with pytest.raises(ConfigError, match="scorer 'paper'"):
         rag.answer(Q, config=call.with_values(scorer="evidence"))  # its rater was built with the engine
+
+
+@pytest.mark.parametrize(
+    ("sentence", "marked"),
+    [
+        ("Paris is the capital.", "Paris is the capital [1]."),
+        ("Is it open?!", "Is it open [1]?!"),
+        ("No end mark", "No end mark [1]"),
+        # a title or an aside closes before the sentence's end: the marker is not put inside it
+        ('The song is "Tiny Dancer".', 'The song is "Tiny Dancer" [1].'),
+        ("A surcharge applies (lowered in 2026).", "A surcharge applies (lowered in 2026) [1]."),
+        # a quote that closes round the end keeps its words as quoted
+        ('He said "Go."', 'He said "Go." [1]'),
+    ],
+)
+def test_a_citation_marker_goes_before_the_sentences_end_and_outside_what_it_quotes(sentence, marked):
+    assert with_marker(sentence, 1) == marked
+    assert with_marker(sentence, None) == sentence
