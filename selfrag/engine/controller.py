@@ -77,7 +77,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         _nothing_written(stop, run, failure)
     short = standing or (await _lead(best, run, kind, deadline) if kind and abstention is None else None)
     said, source = (short.text, short.source) if short and short.text else (None, None)
-    best = lead.without_opening_answers(best, said)  # no "Yes, ..." under "The documents don't settle it."
+    best = lead.without_opening_answers(best, said)  # no "Yes, ..." under "Yes." or "The documents don't settle it."
     cites = short.cites if short else ()  # a lead that stands alone cites what decided it
     if said:
         yield LeadEvent(text=citations.marked(said, cites))

@@ -19,8 +19,8 @@ the names it weighs) is read in `engine.questions`.
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
     without_opening_answers
-                    the sentences under "The documents don't settle it.": none opens with a yes or no of its
-                    own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
+                    the sentences under "Yes.", "No." or "The documents don't settle it.": none opens with a yes
+                    or no of its own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
     write_lead      the lead of a question of a kind: a choice or a yes/no question the documents decide
                     (`engine.compare`, no call: "Who was born first, A or B?" by their dates, "Which composer was
                     Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
@@ -52,6 +52,7 @@ from .replies import LeadReply
 from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
+_VERDICTS = ("Yes.", "No.", UNSETTLED)  # the leads that say what a sentence's own opening yes or no would
 MAX_LEAD_WORDS = 12
 # a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
 # knows ...", "No bikes may ..." (a word of the sentence), "Yes-man" or "No-fault" (a compound), nor '"Yes," she
@@ -176,10 +177,11 @@ def contradicted(lead: str, sentences: Sequence[str]) -> bool:
 
 
 def without_opening_answers(best: Beam, lead: str | None) -> Beam:
-    """The answer as printed under its lead: where the lead is "The documents don't settle it.", a sentence does
-    not open with a yes or no of its own ("... don't settle it. Yes, the card works ..." says both). The yes or no
-    is taken off and the rest of the sentence kept, with its citation; a sentence that was only "Yes." goes."""
-    if lead != UNSETTLED or not any(opening_answer(s.text) for s in best.segments):
+    """The answer as printed under its lead: where the lead answers yes or no, or says "The documents don't settle
+    it.", a sentence does not open with a yes or no of its own ("Yes. Yes, the card ..." says it twice, "... don't
+    settle it. Yes, the card ..." says both). The yes or no is taken off and the rest of the sentence kept, with its
+    citation; a sentence that was only "Yes." goes."""
+    if lead not in _VERDICTS or not any(opening_answer(s.text) for s in best.segments):
         return best
     kept = []
     for segment in best.segments:
