@@ -79,9 +79,10 @@ _STOPWORDS = frozenset(
 )
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
+_CLOSING = r"[\"')\]’”]"  # a quote or bracket that closes round what comes before it
 # the space after a sentence's end: its full stop, "!" or "?", and the quotes or brackets that close round it, which
 # stay with it ('He said "Go." Then ...': 'He said "Go."'), before a capital, a digit or an opening quote or bracket
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]’”])|(?<=[.!?][\"')\]’”]{2}))\s+(?=[A-Z0-9\"'(\[‘“])")
+_SENTENCE_END = re.compile(rf"(?:(?<=[.!?])|(?<=[.!?]{_CLOSING})|(?<=[.!?]{_CLOSING}{{2}}))\s+(?=[A-Z0-9\"'(\[‘“])")
 # a break in a text's layout that ends a sentence whatever its punctuation: a blank line, or a line break before a
 # Markdown heading, list item or table row ("... of up to 60 minutes each.\n- Commuter membership: $15 per month.")
 _BLOCK_BREAK = re.compile(r"\r?\n[ \t\r]*\n\s*|\r?\n[ \t]*(?=#{1,6}[ \t]|[-*+•][ \t]|\d{1,3}[.)][ \t]|\|)")
@@ -91,7 +92,7 @@ _LINE_BREAK = re.compile(r"[ \t\r]*\n[ \t]*")
 _STRONG = re.compile(r"(?<!\w)\*\*(\S(?:.*?\S)?)\*\*(?!\w)")  # Markdown's bold: "**In the app.** Download ..."
 _NOT_AN_END = re.compile(  # a full stop that ends an abbreviation or an initial, not a sentence
     r"(?:\b(?:[A-Za-z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Gov|Sen|Rep|No|Vol|vs|v|etc|e\.g|i\.e|U\.S|"
-    r"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.)[\"')\]’”]*$"
+    rf"Inc|Ltd|Co|Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.){_CLOSING}*$"
 )
 AUXILIARY = r"(?:is|are|am|was|were|do|does|did|can|could|will|would|shall|should|has|have|had|may|might|must)\b"
 _YES_NO = re.compile(rf"^\s*{AUXILIARY}", re.I)

@@ -181,7 +181,7 @@ def without_opening_answers(best: Beam, lead: str | None) -> Beam:
     it.", a sentence does not open with a yes or no of its own ("Yes. Yes, the card ..." says it twice, "... don't
     settle it. Yes, the card ..." says both). The yes or no is taken off and the rest of the sentence kept, with its
     citation; a sentence that was only "Yes." goes."""
-    if lead not in _VERDICTS or not any(opening_answer(s.text) for s in best.segments):
+    if lead not in _VERDICTS:
         return best
     kept = []
     for segment in best.segments:
