@@ -13,8 +13,8 @@ The `dev` split is for building and debugging; the `test` split is only measured
 With `--no-model`, only what the documents decide with no call is counted (seconds).
 
     python benchmarks/generalisation.py --split dev --no-model
-    python benchmarks/generalisation.py --split test --threads 1               # the embedded model, defaults
-    python benchmarks/generalisation.py --split test --threads 1 --no-lead     # without the short answer
+    python benchmarks/generalisation.py --split test --limit 60 --threads 1              # embedded model, defaults
+    python benchmarks/generalisation.py --split test --limit 60 --threads 1 --no-lead    # no short answer
     python benchmarks/generalisation.py --split test --base-url http://127.0.0.1:8000/v1 --json
 """
 
@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import sys
 import tempfile
 from pathlib import Path
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", action="append", help="only this corpus (repeatable)")
     parser.add_argument("--kind", action="append", help="only this kind of question (repeatable)")
     parser.add_argument("--ids", help="only these question ids, comma-separated")
+    parser.add_argument("--limit", type=int, help="a seeded sample of N of the chosen questions (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     parser.add_argument("--no-model", action="store_true", help="count only what the documents decide, no call")
     parser.add_argument("--threads", type=int, default=1, help="embedded model: llama.cpp threads (default 1)")
     parser.add_argument("--cache", type=Path, help="request cache file (default: none, every request is sent)")
@@ -100,6 +103,11 @@ def chosen(args: argparse.Namespace) -> tuple[list[Question], dict[str, Path]]:
         questions = [q for q in questions if {q.corpus, q.kind, q.id} & set(values)]
     if not questions:
         raise UsageError("no question of the set matches the flags")
+    if args.limit is not None:
+        if args.limit < 1:
+            raise UsageError("--limit must be at least 1")
+        picked = set(random.Random(args.seed).sample(range(len(questions)), min(args.limit, len(questions))))
+        questions = [q for i, q in enumerate(questions) if i in picked]
     return questions, full.corpora
 
 
