@@ -2,7 +2,8 @@
 
 stdout carries the answer (or JSON); stderr carries progress, the trace, warnings and errors. Exit codes:
 0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error (argparse's, and
-a `UsageError` a command raises for a bad argument: a NUL byte, a flag out of range, a missing QUERY), 130 Ctrl-C.
+a `UsageError` a command raises for a bad argument: a NUL byte, a flag out of range, a missing QUERY; a
+`SettingTypeError`: a setting of the wrong type, from a flag, the environment or the config file), 130 Ctrl-C.
 Each command lives in its own module with a `register(subparsers)` that sets `run`.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import SelfRagError, UsageError
+from ..errors import SelfRagError, SettingTypeError, UsageError
 from ..text import clean_for_terminal, redact_secrets
 from . import ask, bench, chat, config_cmd, critic, doctor, index, judge, search, session
 from .common import refuse_nul_bytes
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    except UsageError as error:  # a bad argument, found by the command: a usage error, as argparse's are
+    except (UsageError, SettingTypeError) as error:  # a bad argument or setting type: a usage error, as argparse's
         print(f"{prog}: error: {redact_secrets(clean_for_terminal(str(error)))}", file=sys.stderr)
         return 2
     except SelfRagError as error:
