@@ -113,7 +113,7 @@ def _convert(kind: Any, name: str, value: Any, source: str = "") -> Any:
         if kind in (int, float):
             return kind(value)
     except ValueError:
-        raise SettingTypeError(f"{name} must be of type {kind.__name__} ({KIND_WORDS[kind]}), got {value!r}{source}") from None
+        raise _wrong_type(kind, name, repr(value), source) from None
     return value
 
 
@@ -129,8 +129,11 @@ def _check_kind(kind: Any, name: str, value: Any, source: str) -> None:
         else isinstance(value, kind)
     )
     if not fits:
-        shown = str(value).lower() if isinstance(value, bool) else repr(value)
-        raise SettingTypeError(f"{name} must be of type {kind.__name__} ({KIND_WORDS[kind]}), got {shown}{source}")
+        raise _wrong_type(kind, name, str(value).lower() if isinstance(value, bool) else repr(value), source)
+
+
+def _wrong_type(kind: type, name: str, shown: str, source: str) -> SettingTypeError:
+    return SettingTypeError(f"{name} must be of type {kind.__name__} ({KIND_WORDS[kind]}), got {shown}{source}")
 
 
 def typed_values(cls: type, values: Mapping[str, Any], where: Origin | None = None) -> dict[str, Any]:
