@@ -30,7 +30,9 @@ from typing import Any
 
 from .config import Config, EndpointConfig
 from .errors import ConfigError, SettingTypeError, UsageError
+from .files import read_regular
 
+MAX_CONFIG_BYTES = 1 << 20  # a config file is a few lines; a larger one is not one
 ENDPOINT_FIELDS = {f.name for f in fields(EndpointConfig)} - {"api_key"}
 KNOB_FIELDS = {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
 
@@ -63,12 +65,18 @@ def read_file(path: Path | None, *, required: bool) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_regular(path, MAX_CONFIG_BYTES)  # a FIFO or device is refused, never waited on
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file not found: {path}") from None
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES >> 10} KiB; not a selfrag config file")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"config file {path} is not valid TOML: {error}".splitlines()[0]) from None
     unknown = set(data) - KNOB_FIELDS - {"endpoint", "critic_endpoint"}
     if unknown:

@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import SelfRagError, SettingTypeError, UsageError
 from ..text import clean_for_terminal, redact_secrets
 from . import ask, bench, chat, config_cmd, critic, doctor, index, judge, search, session
-from .common import refuse_nul_bytes
+from .common import check_outputs, refuse_nul_bytes
 
 COMMANDS = (index, ask, search, chat, session, doctor, config_cmd, bench, judge, critic)
 
@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     args = build_parser(prog).parse_args(argv)
     try:
         refuse_nul_bytes(args)
+        check_outputs(args)
         return int(args.run(args))
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
-from ..text import clean_for_terminal
+from ..text import clean_for_terminal, escape_name
 from .common import add_endpoint_options, engine_flags
 
 
@@ -104,7 +104,7 @@ def summary(report: Any) -> str:
     if len(report.notes) > 10:
         lines.append(f"  ... and {len(report.notes) - 10} more notes")
     for skipped in report.skipped[:10]:
-        lines.append(clean_for_terminal(f"  skipped {skipped.path}: {skipped.reason}"))
+        lines.append(clean_for_terminal(f"  skipped {escape_name(skipped.path)}: {skipped.reason}"))
     if len(report.skipped) > 10:
         lines.append(f"  ... and {len(report.skipped) - 10} more skipped")
     return "\n".join(lines)

@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
     generate.add_argument("--limit", type=int, help="a seeded sample of N chunks (default: every chunk)")
     generate.add_argument("--seed", type=int, default=0)
     _endpoint_options(generate)
-    generate.set_defaults(run=generate_command)
+    generate.set_defaults(run=generate_command, output_files=("out",))
 
     retrieval = sub.add_parser("retrieval", help="precision@k and MRR of the retriever on a judgment list")
     retrieval.add_argument("--index", "-i", required=True, help="index folder")
