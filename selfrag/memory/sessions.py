@@ -11,9 +11,10 @@ new one, never half of one; mode 0600, as a conversation is private. Each turn i
 `flock` on `<name>.lock`, re-reading the file first: two processes answering in one session both keep their
 turns; `ask`, `chat` and `ChatSession.ask` hold that lock for the whole turn (`ChatSession.holding`), from
 reading the memory to adding the answer, so another process waits or is refused before its model work and no
-answered turn is lost to a busy lock. Reading refuses, in one line and without touching the file, a session larger than `MAX_SESSION_BYTES`,
-one that is not valid JSON (truncated), fails its checksum, or was written by a newer selfrag, and a FIFO,
-socket or device named like a session (opened without blocking, `files.read_regular`).
+answered turn is lost to a busy lock. Reading refuses, in one line and without touching the file, a session
+larger than `MAX_SESSION_BYTES`, one that is not valid JSON (truncated), fails its checksum, or was written by
+a newer selfrag, and a FIFO, socket or device named like a session (opened without blocking,
+`files.read_regular`).
 """
 
 from __future__ import annotations
