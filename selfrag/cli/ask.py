@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 from typing import Any
 
@@ -12,7 +13,16 @@ from ..errors import InputError
 from ..memory.sessions import check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent, StepEvent
 from ..text import clean_for_terminal, escape_name
-from .common import add_engine_options, engine_flags, print_step, read_question, render_footer, render_segment
+from .common import (
+    OUTPUT_FILE,
+    add_engine_options,
+    check_scorer_weights,
+    engine_flags,
+    print_step,
+    read_question,
+    render_footer,
+    render_segment,
+)
 
 
 def register(commands: Any) -> None:
@@ -26,7 +36,7 @@ def register(commands: Any) -> None:
     out.add_argument("--trace", action="store_true", help="print each step of the search on stderr")
     out.add_argument("--trace-html", metavar="FILE", help="write the search tree as a self-contained HTML page")
     add_engine_options(ask)
-    ask.set_defaults(run=run, output_files=("trace_html",))
+    ask.set_defaults(run=run, outputs={"trace_html": OUTPUT_FILE})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.session is not None:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
+    check_scorer_weights(args, config, os.environ)  # honoured or refused, before the engine is built
     rag = SelfRAG.from_index(args.index, config)
     session = rag.session(args.session) if args.session is not None else None  # a damaged one is refused here
     with session.holding() if session else contextlib.nullcontext():  # locked before the answer is written

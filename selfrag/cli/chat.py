@@ -27,6 +27,7 @@ from ..text import clean_for_terminal, escape_name, repair_text
 from .common import (
     add_engine_options,
     check_output_file,
+    check_scorer_weights,
     engine_flags,
     print_step,
     render_footer,
@@ -247,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
     if args.session is not None:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
+    check_scorer_weights(args, config, os.environ)  # honoured or refused, before the engine is built
     rag = SelfRAG.from_index(args.index, config)
     # the engine's config: `scorer` "auto" made concrete, as its rater was built (what /show and the footer say)
     session = Session(rag, rag.config, rag.session(args.session) if args.session is not None else None)

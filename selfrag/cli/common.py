@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import PROTOCOLS
+from ..config import PROTOCOLS, Config, resolve_endpoint, resolve_scorer
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
@@ -217,21 +218,27 @@ def refuse_nul_bytes(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} holds a NUL byte (\\x00); no path, name or question can contain one")
 
 
+OUTPUT_FILE = "file"  # a file written in a folder that must exist
+OUTPUT_FILE_IN_NEW_FOLDERS = "file, its folders made"  # a file whose missing folders the command makes
+OUTPUT_FOLDER = "folder"  # a folder written in, made if missing
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Every output path a command declares (`set_defaults(output_files=(dest, ...), output_folders=...)`)
-    checked before the command does any work, so a bad one fails before the first model call, not after the
-    answer."""
-    for dest in getattr(args, "output_files", ()):
-        if getattr(args, dest, None) is not None:
-            check_output_file(getattr(args, dest), "--" + dest.replace("_", "-"))
-    for dest in getattr(args, "output_folders", ()):
-        if getattr(args, dest, None) is not None:
-            check_output_folder(getattr(args, dest), "--" + dest.replace("_", "-"))
+    """Every output path a command declares (`set_defaults(outputs={dest: OUTPUT_FILE, ...})`) checked before
+    the command does any work, so a bad one fails before the first model call, not after the answer."""
+    for dest, kind in getattr(args, "outputs", {}).items():
+        path, flag = getattr(args, dest, None), "--" + dest.replace("_", "-")
+        if path is None:
+            continue
+        if kind == OUTPUT_FOLDER:
+            check_output_folder(path, flag)
+        else:
+            check_output_file(path, flag, make_folders=kind == OUTPUT_FILE_IN_NEW_FOLDERS)
 
 
-def check_output_file(path: str, flag: str) -> Path:
+def check_output_file(path: str, flag: str, *, make_folders: bool = False) -> Path:
     """`path` as a file this process can write (create, or replace whole), else UsageError naming `flag` and the
-    path: a folder, a FIFO or device, a read-only file, a missing or read-only parent folder."""
+    path: a folder, a FIFO or device, a read-only file, a missing (unless `make_folders`) or read-only folder."""
     target = Path(path)
     shown = f"{flag} {escape_name(path)}"
     if not path.strip():
@@ -248,7 +255,7 @@ def check_output_file(path: str, flag: str) -> Path:
         raise UsageError(f"{shown} is not a regular file (a FIFO, socket or device); give a file name")
     if info is not None and not os.access(target, os.W_OK):
         raise UsageError(f"{shown} is not writable")
-    _check_folder(target.parent, shown)
+    _check_folder(_nearest(target.parent) if make_folders else target.parent, shown)
     return target
 
 
@@ -258,13 +265,18 @@ def check_output_folder(path: str, flag: str) -> Path:
     shown = f"{flag} {escape_name(path)}"
     if not path.strip():
         raise UsageError(f"{flag} is empty: give a folder name")
-    existing = target
-    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
-        existing = existing.parent  # the folders that do not exist yet are made in the nearest one that does
+    existing = _nearest(target)
     if existing == target and not target.is_dir():
         raise UsageError(f"{shown} is not a folder")
     _check_folder(existing, shown)
     return target
+
+
+def _nearest(path: Path) -> Path:
+    """`path`, or its nearest ancestor that exists: where the folders that do not exist yet would be made."""
+    while not path.exists() and not path.is_symlink() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def _check_folder(folder: Path, shown: str) -> None:
@@ -274,6 +286,27 @@ def _check_folder(folder: Path, shown: str) -> None:
         raise UsageError(f"{shown}: the folder {where} {'does not exist' if missing else 'is not a folder'}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"{shown}: the folder {where} is not writable")
+
+
+def check_scorer_weights(args: argparse.Namespace, config: Config, environ: Mapping[str, str]) -> None:
+    """`--scorer-weights` honoured or refused, never ignored: UsageError when its file is not there, or when the
+    scorer this run uses (`auto` made concrete: paper on an endpoint) does not read weights."""
+    given = getattr(args, "scorer_weights", None)
+    if given is None:
+        return
+    shown = f"--scorer-weights {escape_name(given)}"
+    if not os.path.exists(given):
+        raise UsageError(f"{shown}: no such file")
+    if not os.path.isfile(given):
+        raise UsageError(f"{shown} is not a regular file")
+    embedded = resolve_endpoint(config.endpoint, environ).nothing_configured
+    scorer = resolve_scorer(config, embedded=embedded).scorer
+    if scorer != "evidence":
+        why = " (auto picks it on an endpoint)" if config.scorer == "auto" else ""
+        raise UsageError(
+            f"{shown} would be ignored: only the evidence scorer reads weights, and this run's scorer is "
+            f"{scorer}{why}; add --scorer evidence, or drop --scorer-weights"
+        )
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, Any]:

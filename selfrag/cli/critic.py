@@ -51,6 +51,7 @@ from ..engine.calibration import (
 )
 from ..errors import InputError, UsageError
 from ..files import write_atomic
+from .common import OUTPUT_FILE
 
 MAX_JUDGMENTS_BYTES = 256 << 20
 
@@ -67,7 +68,7 @@ def register(commands: Any) -> None:
     fit.add_argument("judgments", nargs="+", help="JSONL files of judged candidates, read as one set")
     fit.add_argument("--weights", help="weights whose short-answer counts the fit keeps (default: the shipped ones)")
     fit.add_argument("--out", required=True, help="weights file to write")
-    fit.set_defaults(run=fit_command, output_files=("out",))
+    fit.set_defaults(run=fit_command, outputs={"out": OUTPUT_FILE})
     cut = sub.add_parser("cut", help="refit the abstention cut alone from a judgments file, under given weights")
     cut.add_argument("judgments", help="JSONL file of judged candidates, with 'correct'")
     cut.add_argument("--weights", help="weights whose heads rate the candidates (default: the shipped ones)")
@@ -81,14 +82,14 @@ def register(commands: Any) -> None:
         help="also refit the answer's confidence map (Platt) on the same answers, under the same heads",
     )  # fmt: skip
     cut.add_argument("--out", required=True, help="weights file to write")
-    cut.set_defaults(run=cut_command, output_files=("out",))
+    cut.set_defaults(run=cut_command, outputs={"out": OUTPUT_FILE})
     refit = sub.add_parser(
         "map", help="refit the answer's confidence map alone from judgments files, under given weights"
     )
     refit.add_argument("judgments", nargs="+", help="JSONL files of judged candidates, with 'correct', read as one set")
     refit.add_argument("--weights", help="weights whose heads rate the candidates (default: the shipped ones)")
     refit.add_argument("--out", required=True, help="weights file to write")
-    refit.set_defaults(run=map_command, output_files=("out",))
+    refit.set_defaults(run=map_command, outputs={"out": OUTPUT_FILE})
     check = sub.add_parser("check", help="validate a weights file and print what it was fitted on")
     check.add_argument("weights", nargs="?", help="weights file (default: the shipped one)")
     check.set_defaults(run=check_command)
