@@ -122,6 +122,18 @@ def test_a_chat_line_with_bytes_that_are_not_utf8_is_answered_and_the_chat_goes_
     assert out.count("Sources:") == 2 and "error" not in err
 
 
+def test_bytes_that_are_not_utf8_on_a_strict_stdin_are_answered_by_ask_and_chat(index_dir, server, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SELFRAG_"))}
+    env |= {"SELFRAG_HOME": str(tmp_path / "home"), "PYTHONIOENCODING": "utf-8:strict"}  # as a UTF-8 locale reads
+    base = ["--index", str(index_dir), "--base-url", server.base_url]
+    for argv, text in ((["ask", "-"], b"How many days \xff for refunds?\n"),
+                       (["chat", "--no-history"], b"refunds \xff days?\n" + QUESTION.encode() + b"\n")):  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "selfrag", *argv, *base], input=text, env=env,
+                              capture_output=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0 and b"error" not in done.stderr, done.stderr
+        assert done.stdout.count(b"Sources:") == (1 if argv[0] == "ask" else 2)
+
+
 def test_a_file_whose_name_is_not_utf8_is_skipped_in_one_line_and_the_others_are_indexed(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -10,6 +10,7 @@ Each command lives in its own module with a `register(subparsers)` that sets `ru
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import traceback
 from collections.abc import Sequence
@@ -50,6 +51,8 @@ def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     """The one door of every command (`prog` names the program in messages: benchmarks/run.py uses it too)."""
     args = build_parser(prog).parse_args(argv)
+    if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 is kept as an escape, then repaired
+        sys.stdin.reconfigure(errors="surrogateescape")  # (text.repair_text), not a UnicodeDecodeError
     try:
         refuse_nul_bytes(args)
         check_outputs(args)
