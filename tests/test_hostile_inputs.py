@@ -267,7 +267,7 @@ def test_a_fifo_named_like_a_session_is_refused_in_one_line_and_session_list_doe
     assert "session 'work'" in one_line(asked.stderr) and "not a regular file" in asked.stderr
 
 
-def test_a_fifo_given_as_config_or_weights_is_refused_without_blocking(index_dir, tmp_path):
+def test_a_fifo_given_as_config_weights_queries_or_judgments_is_refused_without_blocking(index_dir, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     base = ["ask", QUESTION, "--index", str(index_dir), "--base-url", UNREACHABLE]
@@ -275,6 +275,10 @@ def test_a_fifo_given_as_config_or_weights_is_refused_without_blocking(index_dir
     assert config.returncode == 1 and "not a regular file" in one_line(config.stderr)
     weights = run_cli(*base, "--scorer", "evidence", "--scorer-weights", str(fifo), home=tmp_path, timeout=20)
     assert weights.returncode == 2 and "not a regular file" in one_line(weights.stderr)
+    queries = run_cli("search", "--queries", str(fifo), "--index", str(index_dir), home=tmp_path, timeout=20)
+    assert queries.returncode == 1 and "not a regular file" in one_line(queries.stderr)
+    judged = run_cli("critic", "fit", str(fifo), "--out", str(tmp_path / "w.json"), home=tmp_path, timeout=20)
+    assert judged.returncode == 1 and "not a regular file" in one_line(judged.stderr)
 
 
 # --- every flag given is honoured or refused -------------------------------------------------------------------

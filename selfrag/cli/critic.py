@@ -50,7 +50,7 @@ from ..engine.calibration import (
     with_lead_counts,
 )
 from ..errors import InputError, UsageError
-from ..files import write_atomic
+from ..files import read_regular, write_atomic
 from .common import OUTPUT_FILE
 
 MAX_JUDGMENTS_BYTES = 256 << 20
@@ -170,9 +170,10 @@ def check_command(args: argparse.Namespace) -> int:
 
 def read_judgments(path: Path) -> list:  # type: ignore[type-arg]
     try:
-        if path.stat().st_size > MAX_JUDGMENTS_BYTES:
+        data = read_regular(path, MAX_JUDGMENTS_BYTES)  # a FIFO or device is refused, never waited on
+        if len(data) > MAX_JUDGMENTS_BYTES:
             raise InputError(f"{path} is over {MAX_JUDGMENTS_BYTES >> 20} MiB; split it or sample it")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
     rows = []

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
+from ..files import read_regular
 from ..text import clean_for_terminal, escape_name, repair_text
 from .common import add_supersession_flag
 
@@ -91,9 +92,9 @@ def read_queries(path: Path) -> tuple[list[str], list[str]]:
     """BEIR queries: one {"_id", "text"} object per line; bad lines are an error naming the line."""
     ids, texts, seen = [], [], set()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular(path).decode("utf-8").splitlines()  # a FIFO or device is refused, never waited on
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read {path}: {error}") from None
+        raise InputError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
