@@ -129,14 +129,8 @@ def _check_kind(kind: Any, name: str, value: Any, source: str) -> None:
     """SettingTypeError unless `value` is of the declared `kind` (an int is a float; a bool is neither)."""
     if kind not in KIND_WORDS or (kind is str and name in BOOL_AS_CHOICE and isinstance(value, bool)):
         return  # an enum or a nested table: the dataclass checks it
-    fits = (
-        type(value) is int
-        if kind is int
-        else type(value) in (int, float)
-        if kind is float
-        else isinstance(value, kind)
-    )
-    if not fits:
+    allowed = {int: (int,), float: (int, float)}.get(kind)  # bool is an int to Python, never to a setting
+    if not (type(value) in allowed if allowed else isinstance(value, kind)):
         raise _wrong_type(kind, name, str(value).lower() if isinstance(value, bool) else repr(value), source)
 
 
