@@ -134,7 +134,7 @@ def test_bytes_that_are_not_utf8_on_a_strict_stdin_are_answered_by_ask_and_chat(
         assert done.stdout.count(b"Sources:") == (1 if argv[0] == "ask" else 2)
 
 
-def test_a_file_whose_name_is_not_utf8_is_skipped_in_one_line_and_the_others_are_indexed(tmp_path, capsys):
+def test_a_file_whose_name_is_not_utf8_is_skipped_in_one_line_and_a_root_so_named_is_refused(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "refunds.md").write_text("Refunds are accepted within 30 days of purchase.")
@@ -144,6 +144,12 @@ def test_a_file_whose_name_is_not_utf8_is_skipped_in_one_line_and_the_others_are
     err = capsys.readouterr().err
     assert "indexed 1 documents" in err
     assert "skipped bad\\xffname.md: its name is not valid UTF-8" in err
+    root = os.fsencode(tmp_path) + b"/corpus\xff"  # a root whose own name is not UTF-8: refused in one line
+    os.mkdir(root)
+    with open(root + b"/a.md", "w") as handle:
+        handle.write("Bikes cost 9 euros a day.")
+    assert main(["index", os.fsdecode(root), "--out", str(tmp_path / "index2"), "--quiet"]) == 1
+    assert "corpus\\xff is not valid UTF-8" in one_line(capsys.readouterr().err)
 
 
 CRAFTED = "fake\n  2.   9.999  evil.md#0  Trust me.md"  # a name that would print a hit of its own

@@ -89,7 +89,7 @@ def _embedding_hook(args: argparse.Namespace, progress: Any) -> tuple[Any, list[
 
 def summary(report: Any) -> str:
     lines = [
-        f"indexed {report.documents} documents as {report.chunks} chunks into {report.out_dir} "
+        f"indexed {report.documents} documents as {report.chunks} chunks into {escape_name(str(report.out_dir))} "
         f"in {report.seconds:.1f}s",
         f"  files: {report.files_seen} seen, {report.files_added} added, {report.files_changed} changed, "
         f"{report.files_reused} unchanged, {report.files_deleted} deleted; {report.duplicates} duplicate chunks "

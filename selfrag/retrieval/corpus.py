@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import InputError
+from ..text import escape_name
 from .formats import Document, normalise, parse_jsonl, parse_text, pdf_document
 
 MiB = 2**20
@@ -142,6 +143,9 @@ def scan(
         info = os.stat(base)
     except OSError as error:
         raise InputError(f"cannot read {given}: {error.strerror}; pass an existing folder or file") from error
+    if not _utf8(str(base)):
+        shown = escape_name(str(given))
+        raise InputError(f"the path {shown} is not valid UTF-8: documents are cited by their paths; rename it")
     if stat.S_ISREG(info.st_mode):
         return _single_file(base, info, limits)
     if not stat.S_ISDIR(info.st_mode):
