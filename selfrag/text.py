@@ -3,10 +3,11 @@
 - `clean_for_terminal` strips C0/C1 controls (keeps newline and tab), ANSI/OSC escape sequences (OSC 8 links,
   OSC 52 clipboard writes), carriage-return overwrites, bidi overrides and zero-width characters.
 - `escape_name` shows a file name, title or path on one line: newlines, controls, bidi and zero-width characters
-  and bytes that are not UTF-8 are written as escapes (`\n`, `\x1b`, `\u202e`, `\xff`), so a crafted name
+  and bytes that are not UTF-8 are written as escapes (`\\n`, `\\x1b`, `\\u202e`, `\\xff`), so a crafted name
   cannot split a line or pass for another.
 - `repair_text` makes text typed or piped in (a question, a chat line) usable: bytes that are not UTF-8 become
-  U+FFFD, controls and escape sequences go (newline and tab stay).
+  U+FFFD, controls and escape sequences go (newline and tab stay); `without_surrogates` does the first half
+  alone, for the library's own doors (a question passed to `SelfRAG.answer`).
 - `neutralise_document` makes retrieved text unable to close its delimiter block or forge the nonce.
 - `inert_markdown` turns markdown images and HTML tags into plain text so nothing is fetched when rendered.
 - `redact_secrets` hides what looks like a key in a message that quotes user input (a usage error).
@@ -68,13 +69,18 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 def repair_text(text: str) -> str:
-    """Text a user typed or piped in, made usable: bytes that are not UTF-8 (surrogate escapes, as Python reads
-    them from argv or stdin) and lone surrogates become U+FFFD; then `clean_for_terminal` (controls and escape
-    sequences go, newline and tab stay)."""
-    if _SURROGATES.search(text):
-        text = _LONE_SURROGATES.sub("\ufffd", text)  # what no byte could have made
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # escaped bytes, as UTF-8 reads
-    return clean_for_terminal(text)
+    """Text a user typed or piped in, made usable: `without_surrogates`, then `clean_for_terminal` (controls and
+    escape sequences go, newline and tab stay)."""
+    return clean_for_terminal(without_surrogates(text))
+
+
+def without_surrogates(text: str) -> str:
+    """`text` as UTF-8 can hold it: bytes that are not UTF-8 (surrogate escapes, as Python reads them from argv,
+    stdin or file names) and lone surrogates become U+FFFD; any other text comes back unchanged."""
+    if not _SURROGATES.search(text):
+        return text
+    text = _LONE_SURROGATES.sub("\ufffd", text)  # what no byte could have made
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # escaped bytes, as UTF-8 reads them
 
 
 def inert_markdown(text: str) -> str:

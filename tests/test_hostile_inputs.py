@@ -134,6 +134,15 @@ def test_bytes_that_are_not_utf8_on_a_strict_stdin_are_answered_by_ask_and_chat(
         assert done.stdout.count(b"Sources:") == (1 if argv[0] == "ask" else 2)
 
 
+def test_a_python_caller_s_question_with_escaped_bytes_is_answered_and_kept_in_its_session(engine, tmp_path):
+    rag = engine({"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")})
+    session = ChatSession(rag, SessionStore(tmp_path), "s")
+    assert session.ask("How many days \udcff for refunds?").answer == "Thirty days."
+    (decide,) = rag.chat.calls_to("retrieve_decide")
+    assert "How many days \ufffd for refunds?" in decide.messages[1].content
+    assert [t.question for t in SessionStore(tmp_path).load("s").turns] == ["How many days \ufffd for refunds?"]
+
+
 def test_a_file_whose_name_is_not_utf8_is_skipped_in_one_line_and_a_root_so_named_is_refused(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, SessionError
 from ..files import read_regular
+from ..text import without_surrogates
 from .turns import DEFAULT_BUDGET, Budget, Memory, MemoryTurn, noted, recall, remember, render
 
 if TYPE_CHECKING:
@@ -349,6 +350,7 @@ class ChatSession:
         self._memory = Memory()
 
     async def aask(self, question: str, *, config: Config | None = None) -> Result:
+        question = without_surrogates(question)  # as the answer reads it, so the session file can hold it
         with self.holding():
             conversation, recalled = self.prepare(question)
             result = await self.rag.aanswer(question, conversation=conversation, config=config)
@@ -357,6 +359,7 @@ class ChatSession:
 
     def ask(self, question: str, *, config: Config | None = None) -> Result:
         """The sync door (as `SelfRAG.answer`)."""
+        question = without_surrogates(question)
         with self.holding():
             conversation, recalled = self.prepare(question)
             result = self.rag.answer(question, conversation=conversation, config=config)
