@@ -25,6 +25,7 @@ from .prompts import PromptBook
 from .result import DoneEvent, Event, Result
 from .retrieval import FindsChunks, Searcher, as_searcher
 from .schema import Meter
+from .text import without_surrogates
 
 if TYPE_CHECKING:
     from .memory.sessions import ChatSession
@@ -192,11 +193,13 @@ def _close_runner(runner: asyncio.Runner) -> None:
 
 
 def check_question(question: str) -> str:
+    """The question stripped, bytes that are not UTF-8 as U+FFFD (`text.without_surrogates`: no request or
+    session file could hold them); InputError when it is empty or too long."""
     if not isinstance(question, str) or not question.strip():
         raise InputError("the question is empty: ask something")
     if len(question) > MAX_QUESTION_CHARS:
         raise InputError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
-    return question.strip()
+    return without_surrogates(question.strip())
 
 
 def check_conversation(conversation: str) -> str:

@@ -2,6 +2,7 @@
 
     SelfRagError            catch this to catch everything selfrag raises on purpose
     ├── ConfigError         a knob out of range, an unknown prompt, a prompt variable missing or undeclared
+    │   ├── SettingTypeError  a setting not of its declared type (2.5 for a whole number): exit 2, as usage
     │   └── PromptNotSupportedError  the chat model cannot pose this prompt (a Self-RAG checkpoint's own format)
     ├── InputError          bad user input: an empty question, an unreadable path, a malformed file
     │   └── UsageError      a command-line argument cannot be used as given (the CLI exits 2, as argparse does)
@@ -28,6 +29,12 @@ class SelfRagError(Exception):
 
 class ConfigError(SelfRagError):
     """A configuration value or prompt file is invalid; the message names the field and the allowed values."""
+
+
+class SettingTypeError(ConfigError):
+    """A setting's value is not of the type it declares (2.5 or true where a whole number is declared), from a
+    flag, a SELFRAG_* variable or the config file; the message names the setting and where it came from. The
+    command line exits 2 for it, as for a usage error: the value cannot be used as given."""
 
 
 class PromptNotSupportedError(ConfigError):

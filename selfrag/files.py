@@ -1,9 +1,16 @@
-"""Writing a file so that a crash never leaves it torn: a temporary file beside it, fsync, then os.replace."""
+"""Files read and written safely.
+
+- `write_atomic`: a crash never leaves the file torn: a temporary file beside it, fsync, then os.replace.
+- `read_regular`: a file read only if it is a regular file, opened so that it cannot block: a FIFO, socket or
+  device named like a session, weights or config file is refused at once instead of hanging the command.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -22,3 +29,17 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
     return target
+
+
+NOT_REGULAR = "not a regular file (a FIFO, socket or device)"
+
+
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of `path` (at most `limit` + 1 of them, so a caller can tell an oversized file), if it is a
+    regular file. Opened with O_NONBLOCK, which a FIFO honours, then checked with fstat before any read; anything
+    else raises OSError (EINVAL, `NOT_REGULAR`), as an unreadable file does."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
+        return handle.read() if limit is None else handle.read(limit + 1)

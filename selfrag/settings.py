@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config, EndpointConfig
-from .errors import ConfigError, UsageError
+from .errors import ConfigError, SettingTypeError, UsageError
+from .files import read_regular
 
+MAX_CONFIG_BYTES = 1 << 20  # a config file is a few lines; a larger one is not one
 ENDPOINT_FIELDS = {f.name for f in fields(EndpointConfig)} - {"api_key"}
 KNOB_FIELDS = {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
 
@@ -63,12 +65,18 @@ def read_file(path: Path | None, *, required: bool) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_regular(path, MAX_CONFIG_BYTES)  # a FIFO or device is refused, never waited on
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file not found: {path}") from None
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES >> 10} KiB; not a selfrag config file")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"config file {path} is not valid TOML: {error}".splitlines()[0]) from None
     unknown = set(data) - KNOB_FIELDS - {"endpoint", "critic_endpoint"}
     if unknown:
@@ -87,15 +95,23 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return {**knobs, "endpoint": endpoint}
 
 
-def _convert(kind: Any, name: str, value: Any) -> Any:
-    """A value from the environment (a string) or TOML as the field's type."""
+Origin = typing.Callable[[str], str]  # a setting's name -> where its value came from, for a message
+KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}
+BOOL_AS_CHOICE = frozenset({"logprobs"})  # str settings that also read a TOML true/false (as on/off)
+
+
+def _convert(kind: Any, name: str, value: Any, source: str = "") -> Any:
+    """A value from the environment or a REPL (a string, parsed) or from TOML or a caller (already typed, checked
+    against the declared type: 2.5 is not a whole number, 1 is not true) as the field's type. `source` says where
+    the value came from, for the message."""
     if isinstance(kind, str):
         kind = {"int": int, "float": float, "bool": bool, "str": str}.get(kind.split(" |")[0], str)
     origin = typing.get_origin(kind)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in typing.get_args(kind) if a is not type(None)]
-        return None if value in (None, "", "none", "None") else _convert(inner[0], name, value)
+        return None if value in (None, "", "none", "None") else _convert(inner[0], name, value, source)
     if not isinstance(value, str):
+        _check_kind(kind, name, value, source)
         return value
     try:
         if kind is bool:
@@ -105,14 +121,31 @@ def _convert(kind: Any, name: str, value: Any) -> Any:
         if kind in (int, float):
             return kind(value)
     except ValueError:
-        raise ConfigError(f"{name} must be of type {kind.__name__}, got {value!r}") from None
+        raise _wrong_type(kind, name, repr(value), source) from None
     return value
 
 
-def typed_values(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Values (strings from the environment, a TOML file or a REPL) converted to the fields' types."""
+def _check_kind(kind: Any, name: str, value: Any, source: str) -> None:
+    """SettingTypeError unless `value` is of the declared `kind` (an int is a float; a bool is neither)."""
+    if kind not in KIND_WORDS or (kind is str and name in BOOL_AS_CHOICE and isinstance(value, bool)):
+        return  # an enum or a nested table: the dataclass checks it
+    allowed = {int: (int,), float: (int, float)}.get(kind)  # bool is an int to Python, never to a setting
+    if not (type(value) in allowed if allowed else isinstance(value, kind)):
+        raise _wrong_type(kind, name, str(value).lower() if isinstance(value, bool) else repr(value), source)
+
+
+def _wrong_type(kind: type, name: str, shown: str, source: str) -> SettingTypeError:
+    return SettingTypeError(f"{name} must be of type {kind.__name__} ({KIND_WORDS[kind]}), got {shown}{source}")
+
+
+def typed_values(cls: type, values: Mapping[str, Any], where: Origin | None = None) -> dict[str, Any]:
+    """Values (strings from the environment or a REPL, typed values from a TOML file or a caller) converted to
+    the fields' types. `where(name)` names the value's origin for a message ("config file c.toml")."""
     hints = typing.get_type_hints(cls)
-    return {name: _convert(hints[name], name, value) for name, value in values.items()}
+    return {
+        name: _convert(hints[name], name, value, f" (from {where(name)})" if where else "")
+        for name, value in values.items()
+    }
 
 
 def load_config(
@@ -132,7 +165,18 @@ def load_config(
     location = config_location(config_file, env)
     named = location.reason in ("--config", "$SELFRAG_CONFIG")  # a named file is read (or refused) as named
     data = read_file(location.path if named or location.exists else None, required=config_file is not None)
-    return _merge([dict(defaults or {}), data, _from_env(env), _layer(flags)])
+    return _merge(
+        [
+            (dict(defaults or {}), lambda name: "the caller's defaults"),
+            (data, lambda name: f"config file {location.path}"),
+            (_from_env(env), lambda name: f"${'SELFRAG_' + name.upper()}"),
+            (_layer(flags), _flag_name),
+        ]
+    )
+
+
+def _flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _layer(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,29 +187,26 @@ def _layer(flags: Mapping[str, Any]) -> dict[str, Any]:
     return {**knobs, "endpoint": endpoint, "critic_endpoint": critic}
 
 
-def _merge(layers: list[Mapping[str, Any]]) -> Config:
-    """Later layers win, field by field; the critic endpoint inherits what it does not set from the endpoint."""
+def _merge(layers: list[tuple[Mapping[str, Any], Origin]]) -> Config:
+    """Later layers win, field by field; the critic endpoint inherits what it does not set from the endpoint.
+    Each layer's values are typed on their own, so a wrong type names the layer it came from."""
     knobs: dict[str, Any] = {}
     endpoint: dict[str, Any] = {}
     critic: dict[str, Any] = {}
-    for layer in layers:
-        knobs.update({k: v for k, v in layer.items() if k in KNOB_FIELDS})
-        endpoint.update(layer.get("endpoint", {}))
-        critic.update(layer.get("critic_endpoint", {}))
+    for layer, origin in layers:
+        knobs.update(typed_values(Config, {k: v for k, v in layer.items() if k in KNOB_FIELDS}, origin))
+        endpoint.update(typed_values(EndpointConfig, layer.get("endpoint", {}), origin))
+        critic.update(typed_values(EndpointConfig, layer.get("critic_endpoint", {}), origin))
     critic_endpoint = None
     if critic:
         base = {k: v for k, v in endpoint.items() if k not in critic and k != "protocol"}  # a critic has its own
-        critic_endpoint = EndpointConfig(**typed_values(EndpointConfig, {**base, **critic}))
-    return Config(
-        **typed_values(Config, knobs),
-        endpoint=EndpointConfig(**typed_values(EndpointConfig, endpoint)),
-        critic_endpoint=critic_endpoint,
-    )
+        critic_endpoint = EndpointConfig(**base, **critic)
+    return Config(**knobs, endpoint=EndpointConfig(**endpoint), critic_endpoint=critic_endpoint)
 
 
 def _check_flags(flags: Mapping[str, Any]) -> None:
     """Flag values checked on their own, so a bad one is a usage error whatever the file and environment say."""
     try:
-        _merge([_layer(flags)])
+        _merge([(_layer(flags), _flag_name)])
     except ConfigError as error:
         raise UsageError(str(error)) from None

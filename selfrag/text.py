@@ -2,6 +2,12 @@
 
 - `clean_for_terminal` strips C0/C1 controls (keeps newline and tab), ANSI/OSC escape sequences (OSC 8 links,
   OSC 52 clipboard writes), carriage-return overwrites, bidi overrides and zero-width characters.
+- `escape_name` shows a file name, title or path on one line: newlines, controls, bidi and zero-width characters
+  and bytes that are not UTF-8 are written as escapes (`\\n`, `\\x1b`, `\\u202e`, `\\xff`), so a crafted name
+  cannot split a line or pass for another.
+- `repair_text` makes text typed or piped in (a question, a chat line) usable: bytes that are not UTF-8 become
+  U+FFFD, controls and escape sequences go (newline and tab stay); `without_surrogates` does the first half
+  alone, for the library's own doors (a question passed to `SelfRAG.answer`).
 - `neutralise_document` makes retrieved text unable to close its delimiter block or forge the nonce.
 - `inert_markdown` turns markdown images and HTML tags into plain text so nothing is fetched when rendered.
 - `redact_secrets` hides what looks like a key in a message that quotes user input (a usage error).
@@ -35,6 +41,46 @@ def clean_for_terminal(text: str) -> str:
     text = _ESCAPES.sub("", text)
     text = _INVISIBLE.sub("", text)
     return _CONTROLS.sub("", text)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATES = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def escape_name(text: str) -> str:
+    """A name on one line, every character that is not plainly printable written as an escape: `\\n`, `\\t`, `\\r`,
+    `\\xNN` for other controls and for a byte that is not UTF-8 (a surrogate escape), `\\uNNNN` for bidi and
+    zero-width characters and other lone surrogates."""
+    return _UNPRINTABLE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    if code < 0xA0:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by the surrogateescape error handler
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def repair_text(text: str) -> str:
+    """Text a user typed or piped in, made usable: `without_surrogates`, then `clean_for_terminal` (controls and
+    escape sequences go, newline and tab stay)."""
+    return clean_for_terminal(without_surrogates(text))
+
+
+def without_surrogates(text: str) -> str:
+    """`text` as UTF-8 can hold it: bytes that are not UTF-8 (surrogate escapes, as Python reads them from argv,
+    stdin or file names) and lone surrogates become U+FFFD; any other text comes back unchanged."""
+    if not _SURROGATES.search(text):
+        return text
+    text = _LONE_SURROGATES.sub("\ufffd", text)  # what no byte could have made
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # escaped bytes, as UTF-8 reads them
 
 
 def inert_markdown(text: str) -> str:

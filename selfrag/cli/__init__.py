@@ -2,23 +2,25 @@
 
 stdout carries the answer (or JSON); stderr carries progress, the trace, warnings and errors. Exit codes:
 0 ok, 1 runtime failure (one line on stderr; the traceback only with --debug), 2 usage error (argparse's, and
-a `UsageError` a command raises for a bad argument: a NUL byte, a flag out of range, a missing QUERY), 130 Ctrl-C.
+a `UsageError` a command raises for a bad argument: a NUL byte, a flag out of range, a missing QUERY; a
+`SettingTypeError`: a setting of the wrong type, from a flag, the environment or the config file), 130 Ctrl-C.
 Each command lives in its own module with a `register(subparsers)` that sets `run`.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import SelfRagError, UsageError
+from ..errors import SelfRagError, SettingTypeError, UsageError
 from ..text import clean_for_terminal, redact_secrets
 from . import ask, bench, chat, config_cmd, critic, doctor, index, judge, search, session
-from .common import refuse_nul_bytes
+from .common import check_outputs, refuse_nul_bytes
 
 COMMANDS = (index, ask, search, chat, session, doctor, config_cmd, bench, judge, critic)
 
@@ -49,13 +51,16 @@ def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     """The one door of every command (`prog` names the program in messages: benchmarks/run.py uses it too)."""
     args = build_parser(prog).parse_args(argv)
+    if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 is kept as an escape, then repaired
+        sys.stdin.reconfigure(errors="surrogateescape")  # (text.repair_text), not a UnicodeDecodeError
     try:
         refuse_nul_bytes(args)
+        check_outputs(args)
         return int(args.run(args))
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    except UsageError as error:  # a bad argument, found by the command: a usage error, as argparse's are
+    except (UsageError, SettingTypeError) as error:  # a bad argument or setting type: a usage error, as argparse's
         print(f"{prog}: error: {redact_secrets(clean_for_terminal(str(error)))}", file=sys.stderr)
         return 2
     except SelfRagError as error:

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import sys
 from typing import Any
 
+from ..errors import InputError
 from ..memory.sessions import check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent, StepEvent
-from ..text import clean_for_terminal
-from .common import add_engine_options, engine_flags, print_step, read_question, render_footer, render_segment
+from ..text import clean_for_terminal, escape_name
+from .common import (
+    OUTPUT_FILE,
+    add_engine_options,
+    check_scorer_weights,
+    engine_flags,
+    print_step,
+    read_question,
+    render_footer,
+    render_segment,
+)
 
 
 def register(commands: Any) -> None:
@@ -24,7 +36,7 @@ def register(commands: Any) -> None:
     out.add_argument("--trace", action="store_true", help="print each step of the search on stderr")
     out.add_argument("--trace-html", metavar="FILE", help="write the search tree as a self-contained HTML page")
     add_engine_options(ask)
-    ask.set_defaults(run=run)
+    ask.set_defaults(run=run, outputs={"trace_html": OUTPUT_FILE})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,17 +47,24 @@ def run(args: argparse.Namespace) -> int:
     if args.session is not None:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
+    check_scorer_weights(args, config, os.environ)  # honoured or refused, before the engine is built
     rag = SelfRAG.from_index(args.index, config)
     session = rag.session(args.session) if args.session is not None else None  # a damaged one is refused here
-    conversation, recalled = session.prepare(question) if session else ("", ())
-    result = asyncio.run(_ask(rag, question, args, conversation))
-    if session is not None:
-        session.record(question, result, recalled)
+    with session.holding() if session else contextlib.nullcontext():  # locked before the answer is written
+        conversation, recalled = session.prepare(question) if session else ("", ())
+        result = asyncio.run(_ask(rag, question, args, conversation))
+        if session is not None:
+            session.record(question, result, recalled)  # the one line says so when the turn was not saved
     if args.trace_html:
         from .trace_html import write_trace_html
 
-        written = write_trace_html(result, args.trace_html)
-        print(f"selfrag: wrote the search tree to {written}", file=sys.stderr)
+        try:  # checked before the answer (cli.check_outputs); this catches what changed since
+            written = write_trace_html(result, args.trace_html)
+        except OSError as error:
+            raise InputError(
+                f"--trace-html {escape_name(args.trace_html)}: {error.strerror or error}; the page was not written"
+            ) from None
+        print(f"selfrag: wrote the search tree to {escape_name(str(written))}", file=sys.stderr)
     if result.trace.capabilities.get("note"):  # the reading an endpoint fell back to, said once
         print(f"selfrag: note: {result.trace.capabilities['note']}", file=sys.stderr)
     if result.stop_reason in ("budget", "deadline", "llm_failure"):

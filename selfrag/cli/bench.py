@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..text import redact_secrets
-from .common import add_engine_options, engine_flags
+from .common import OUTPUT_FILE, OUTPUT_FOLDER, add_engine_options, engine_flags
 
 DATASETS = (
     "hotpotqa_smoke",
@@ -45,7 +45,7 @@ def register(commands: Any) -> None:
         help="QA only: take every sampled question's gold chunks out of the corpus (abstention test)",
     )
     _add_run_options(run)
-    run.set_defaults(run=run_command)
+    run.set_defaults(run=run_command, outputs={"out": OUTPUT_FOLDER, "run_dir": OUTPUT_FOLDER})
 
     growth = sub.add_parser("growth", help="the memory-growth experiment (corpus grows with distractors)")
     growth.add_argument("--dataset", default="halueval", choices=DATASETS)
@@ -62,7 +62,7 @@ def register(commands: Any) -> None:
         help="date the stale copies before their gold snippet (supersession then prefers the gold one)",
     )
     _add_run_options(growth)
-    growth.set_defaults(run=growth_command)
+    growth.set_defaults(run=growth_command, outputs={"out": OUTPUT_FOLDER, "run_dir": OUTPUT_FOLDER})
 
     score = sub.add_parser("score", help="recompute metrics from samples.jsonl (no model calls)")
     score.add_argument("run_dirs", nargs="+", help="run folders")
@@ -80,7 +80,7 @@ def register(commands: Any) -> None:
     judgments = sub.add_parser("judgments", help="judged candidates from runs, for `selfrag critic fit`")
     judgments.add_argument("run_dirs", nargs="+", help="run folders (Self-RAG QA runs or critic runs)")
     judgments.add_argument("--out", required=True, help="JSONL file to write")
-    judgments.set_defaults(run=judgments_command)
+    judgments.set_defaults(run=judgments_command, outputs={"out": OUTPUT_FILE})
 
     fit = sub.add_parser("fit-claims", help="fit the claim protocol's evidence scorer on a dataset's training claims")
     fit.add_argument("runs", nargs="*", help="claim-protocol run folders on --split train (fit the confidence map)")
@@ -88,7 +88,7 @@ def register(commands: Any) -> None:
     fit.add_argument("--data", help="dataset folder (default: ../shared/datasets/<name> or $SELFRAG_DATASETS)")
     fit.add_argument("--ndocs", type=int, default=5, help="chunks retrieved per claim, as the runs (default 5)")
     fit.add_argument("--out", required=True, help="weights file to write")
-    fit.set_defaults(run=fit_claims_command)
+    fit.set_defaults(run=fit_claims_command, outputs={"out": OUTPUT_FILE})
 
     lead = sub.add_parser(
         "fit-lead", help="count how often the short answer is right where the sentences are not (training runs)"
@@ -107,7 +107,7 @@ def register(commands: Any) -> None:
         "kinds keep the counts of --weights",
     )  # fmt: skip
     lead.add_argument("--out", required=True, help="weights file to write")
-    lead.set_defaults(run=fit_lead_command)
+    lead.set_defaults(run=fit_lead_command, outputs={"out": OUTPUT_FILE})
 
     answered = sub.add_parser(
         "fit-confidence", help="fit the answer's confidence on the answers training runs gave (evidence scorer)"
@@ -115,12 +115,12 @@ def register(commands: Any) -> None:
     answered.add_argument("runs", nargs="+", help="Self-RAG QA run folders made with --split train")
     answered.add_argument("--weights", help="critic weights to add the head to (default: the shipped ones)")
     answered.add_argument("--out", required=True, help="weights file to write")
-    answered.set_defaults(run=fit_confidence_command)
+    answered.set_defaults(run=fit_confidence_command, outputs={"out": OUTPUT_FILE})
 
     plot = sub.add_parser("plot", help="PNG plots: quality vs LLM calls, reliability diagrams")
     plot.add_argument("run_dirs", nargs="+", help="run folders")
     plot.add_argument("--out", default="benchmarks/plots", help="folder for the PNG files")
-    plot.set_defaults(run=plot_command)
+    plot.set_defaults(run=plot_command, outputs={"out": OUTPUT_FOLDER})
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:

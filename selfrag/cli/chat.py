@@ -20,11 +20,20 @@ from typing import Any
 
 from ..config import Config
 from ..conversation import small_talk
-from ..errors import ConfigError, FatalLLMError, SelfRagError
+from ..errors import ConfigError, FatalLLMError, SelfRagError, UsageError
 from ..memory.sessions import ChatSession, check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent
-from ..text import clean_for_terminal
-from .common import add_engine_options, engine_flags, print_step, render_footer, render_segment, render_sources
+from ..text import clean_for_terminal, escape_name, repair_text
+from .common import (
+    add_engine_options,
+    check_output_file,
+    check_scorer_weights,
+    engine_flags,
+    print_step,
+    render_footer,
+    render_segment,
+    render_sources,
+)
 
 HELP = """commands:
   /help                 this help
@@ -127,13 +136,21 @@ class Session:
         print(f"{knob} = {getattr(self.config, knob)}", file=sys.stderr)
 
     def save(self, path: str) -> None:
+        """Write the last answer's search as HTML; a path that cannot be written is said, and the chat goes on."""
         if not path or self.last is None:
             print("usage: /save FILE (after an answer)", file=sys.stderr)
             return
         from .trace_html import write_trace_html
 
-        write_trace_html(self.last, Path(path))
-        print(f"saved the search of the last answer to {path}", file=sys.stderr)
+        try:
+            write_trace_html(self.last, check_output_file(path, "/save"))
+        except UsageError as error:
+            print(f"error: {error}; nothing was saved", file=sys.stderr)
+            return
+        except OSError as error:
+            print(f"error: /save {escape_name(path)}: {error.strerror or error}; nothing was saved", file=sys.stderr)
+            return
+        print(f"saved the search of the last answer to {escape_name(path)}", file=sys.stderr)
 
     async def ask(self, question: str) -> None:
         """One answer, streamed; Ctrl-C cancels it and keeps the session."""
@@ -152,19 +169,20 @@ class Session:
             loop.remove_signal_handler(signal.SIGINT)
 
     async def _stream(self, question: str) -> None:
-        history, recalled = self.memory.prepare(question)
-        async for event in self.rag.astream(question, conversation=history, config=self.config):
-            if isinstance(event, LeadEvent):
-                print(clean_for_terminal(event.text), end=" ", flush=True)
-            elif isinstance(event, SegmentEvent):
-                print(render_segment(event), end=" ", flush=True)
-            elif isinstance(event, DoneEvent):
-                self.last = event.result
-                self.memory.record(question, event.result, recalled)
-                print()
-                print(render_footer(event.result))
-            elif self.trace:
-                print_step(event.step, sys.stderr)
+        with self.memory.holding():  # a named session is locked before the answer is written (sessions.py)
+            history, recalled = self.memory.prepare(question)
+            async for event in self.rag.astream(question, conversation=history, config=self.config):
+                if isinstance(event, LeadEvent):
+                    print(clean_for_terminal(event.text), end=" ", flush=True)
+                elif isinstance(event, SegmentEvent):
+                    print(render_segment(event), end=" ", flush=True)
+                elif isinstance(event, DoneEvent):
+                    self.last = event.result
+                    print()
+                    print(render_footer(event.result))
+                    self.memory.record(question, event.result, recalled)
+                elif self.trace:
+                    print_step(event.step, sys.stderr)
 
 
 async def read_message(session: Any, first: str) -> str:
@@ -208,7 +226,9 @@ async def loop_pipe(session: Session) -> None:
 
 
 async def handle(session: Session, text: str) -> bool:
-    text = text.strip()
+    """One message: a slash command, small talk, or a question. Bytes that are not UTF-8 and controls are
+    repaired first (`repair_text`), so no line typed or piped in ends the chat."""
+    text = repair_text(text).strip()
     if not text:
         return True
     if text.startswith("/"):
@@ -228,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
     if args.session is not None:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
+    check_scorer_weights(args, config, os.environ)  # honoured or refused, before the engine is built
     rag = SelfRAG.from_index(args.index, config)
     # the engine's config: `scorer` "auto" made concrete, as its rater was built (what /show and the footer say)
     session = Session(rag, rag.config, rag.session(args.session) if args.session is not None else None)

@@ -6,15 +6,19 @@ Everything printed by selfrag goes through the `selfrag.cli` package; the librar
 from __future__ import annotations
 
 import argparse
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import PROTOCOLS
+from ..config import PROTOCOLS, Config, resolve_endpoint, resolve_scorer
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
 from ..llm.costs import LOGPROBS_MODES
 from ..result import Result, SegmentEvent, Source, TraceStep
-from ..text import clean_for_terminal, inert_markdown
+from ..text import clean_for_terminal, escape_name, inert_markdown, repair_text
 
 KNOB_FLAGS = ("mode", "threshold", "beam_width", "max_depth", "ndocs", "w_rel", "w_sup", "w_use", "critic")
 ENGINE_FLAGS = (
@@ -214,6 +218,97 @@ def refuse_nul_bytes(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} holds a NUL byte (\\x00); no path, name or question can contain one")
 
 
+OUTPUT_FILE = "file"  # a file written in a folder that must exist
+OUTPUT_FILE_IN_NEW_FOLDERS = "file, its folders made"  # a file whose missing folders the command makes
+OUTPUT_FOLDER = "folder"  # a folder written in, made if missing
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path a command declares (`set_defaults(outputs={dest: OUTPUT_FILE, ...})`) checked before
+    the command does any work, so a bad one fails before the first model call, not after the answer."""
+    for dest, kind in getattr(args, "outputs", {}).items():
+        path, flag = getattr(args, dest, None), "--" + dest.replace("_", "-")
+        if path is None:
+            continue
+        if kind == OUTPUT_FOLDER:
+            check_output_folder(path, flag)
+        else:
+            check_output_file(path, flag, make_folders=kind == OUTPUT_FILE_IN_NEW_FOLDERS)
+
+
+def check_output_file(path: str, flag: str, *, make_folders: bool = False) -> Path:
+    """`path` as a file this process can write (create, or replace whole), else UsageError naming `flag` and the
+    path: a folder, a FIFO or device, a read-only file, a missing (unless `make_folders`) or read-only folder."""
+    target = Path(path)
+    shown = f"{flag} {escape_name(path)}"
+    if not path.strip():
+        raise UsageError(f"{flag} is empty: give a file name")
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise UsageError(f"{shown}: cannot be written ({error.strerror})") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{shown} is a folder: give a file name (e.g. {escape_name(str(target / 'out'))})")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{shown} is not a regular file (a FIFO, socket or device); give a file name")
+    if info is not None and not os.access(target, os.W_OK):
+        raise UsageError(f"{shown} is not writable")
+    _check_folder(_nearest(target.parent) if make_folders else target.parent, shown)
+    return target
+
+
+def check_output_folder(path: str, flag: str) -> Path:
+    """`path` as a folder this process can write in, or create: else UsageError naming `flag` and the path."""
+    target = Path(path)
+    shown = f"{flag} {escape_name(path)}"
+    if not path.strip():
+        raise UsageError(f"{flag} is empty: give a folder name")
+    existing = _nearest(target)
+    if existing == target and not target.is_dir():
+        raise UsageError(f"{shown} is not a folder")
+    _check_folder(existing, shown)
+    return target
+
+
+def _nearest(path: Path) -> Path:
+    """`path`, or its nearest ancestor that exists: where the folders that do not exist yet would be made."""
+    while not path.exists() and not path.is_symlink() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_folder(folder: Path, shown: str) -> None:
+    where = escape_name(str(folder))
+    if not folder.is_dir():
+        missing = not folder.exists()
+        raise UsageError(f"{shown}: the folder {where} {'does not exist' if missing else 'is not a folder'}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{shown}: the folder {where} is not writable")
+
+
+def check_scorer_weights(args: argparse.Namespace, config: Config, environ: Mapping[str, str]) -> None:
+    """`--scorer-weights` honoured or refused, never ignored: UsageError when its file is not there, or when the
+    scorer this run uses (`auto` made concrete: paper on an endpoint) does not read weights."""
+    given = getattr(args, "scorer_weights", None)
+    if given is None:
+        return
+    shown = f"--scorer-weights {escape_name(given)}"
+    if not os.path.exists(given):
+        raise UsageError(f"{shown}: no such file")
+    if not os.path.isfile(given):
+        raise UsageError(f"{shown} is not a regular file")
+    embedded = resolve_endpoint(config.endpoint, environ).nothing_configured
+    scorer = resolve_scorer(config, embedded=embedded).scorer
+    if scorer != "evidence":
+        why = " (auto picks it on an endpoint)" if config.scorer == "auto" else ""
+        raise UsageError(
+            f"{shown} would be ignored: only the evidence scorer reads weights, and this run's scorer is "
+            f"{scorer}{why}; add --scorer evidence, or drop --scorer-weights"
+        )
+
+
 def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The engine and endpoint values given as flags (None where a flag was not given or the command has no
     such flag: `doctor` and `index` offer only some of them)."""
@@ -221,7 +316,9 @@ def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def read_question(text: str, stdin: TextIO) -> str:
-    question = stdin.read() if text == "-" else text
+    """The question of an argument, or of stdin for `-`, repaired (`repair_text`): bytes that are not UTF-8
+    become U+FFFD, controls go."""
+    question = repair_text(stdin.read() if text == "-" else text)
     if not question.strip():
         raise UsageError("the question is empty: give it as an argument, or pipe it in with `-`")
     return question.strip()
@@ -255,10 +352,11 @@ def render_sources(sources: list[Source]) -> str:
     if not sources:
         return "\nSources: none (the answer was written without retrieved evidence)"
     lines = ["", "Sources:"]
-    for source in sources:
-        title = f"{source.title} — " if source.title else ""
-        status = f"; superseded by {', '.join(source.superseded_by)}" if source.superseded_by else ""
-        lines.append(clean_for_terminal(f"  [{source.n}] {title}{source.doc_id} (chunk {source.chunk_id}{status})"))
+    for source in sources:  # names and titles escaped: a newline in a file name cannot print a line of its own
+        title = f"{escape_name(source.title)} — " if source.title else ""
+        newer = ", ".join(escape_name(name) for name in source.superseded_by)
+        status = f"; superseded by {newer}" if source.superseded_by else ""
+        lines.append(f"  [{source.n}] {title}{escape_name(source.doc_id)} (chunk {source.chunk_id}{status})")
     return "\n".join(lines)
 
 

@@ -50,7 +50,8 @@ from ..engine.calibration import (
     with_lead_counts,
 )
 from ..errors import InputError, UsageError
-from ..files import write_atomic
+from ..files import read_regular, write_atomic
+from .common import OUTPUT_FILE
 
 MAX_JUDGMENTS_BYTES = 256 << 20
 
@@ -67,7 +68,7 @@ def register(commands: Any) -> None:
     fit.add_argument("judgments", nargs="+", help="JSONL files of judged candidates, read as one set")
     fit.add_argument("--weights", help="weights whose short-answer counts the fit keeps (default: the shipped ones)")
     fit.add_argument("--out", required=True, help="weights file to write")
-    fit.set_defaults(run=fit_command)
+    fit.set_defaults(run=fit_command, outputs={"out": OUTPUT_FILE})
     cut = sub.add_parser("cut", help="refit the abstention cut alone from a judgments file, under given weights")
     cut.add_argument("judgments", help="JSONL file of judged candidates, with 'correct'")
     cut.add_argument("--weights", help="weights whose heads rate the candidates (default: the shipped ones)")
@@ -81,14 +82,14 @@ def register(commands: Any) -> None:
         help="also refit the answer's confidence map (Platt) on the same answers, under the same heads",
     )  # fmt: skip
     cut.add_argument("--out", required=True, help="weights file to write")
-    cut.set_defaults(run=cut_command)
+    cut.set_defaults(run=cut_command, outputs={"out": OUTPUT_FILE})
     refit = sub.add_parser(
         "map", help="refit the answer's confidence map alone from judgments files, under given weights"
     )
     refit.add_argument("judgments", nargs="+", help="JSONL files of judged candidates, with 'correct', read as one set")
     refit.add_argument("--weights", help="weights whose heads rate the candidates (default: the shipped ones)")
     refit.add_argument("--out", required=True, help="weights file to write")
-    refit.set_defaults(run=map_command)
+    refit.set_defaults(run=map_command, outputs={"out": OUTPUT_FILE})
     check = sub.add_parser("check", help="validate a weights file and print what it was fitted on")
     check.add_argument("weights", nargs="?", help="weights file (default: the shipped one)")
     check.set_defaults(run=check_command)
@@ -169,9 +170,10 @@ def check_command(args: argparse.Namespace) -> int:
 
 def read_judgments(path: Path) -> list:  # type: ignore[type-arg]
     try:
-        if path.stat().st_size > MAX_JUDGMENTS_BYTES:
+        data = read_regular(path, MAX_JUDGMENTS_BYTES)  # a FIFO or device is refused, never waited on
+        if len(data) > MAX_JUDGMENTS_BYTES:
             raise InputError(f"{path} is over {MAX_JUDGMENTS_BYTES >> 20} MiB; split it or sample it")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
     rows = []

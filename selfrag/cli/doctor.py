@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..text import clean_for_terminal
+from ..text import escape_name
 from .common import CONFIG_HELP, add_endpoint_options, engine_flags
 
 
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
         checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
     for check in checks:
         status = "ok  " if check.ok else "FAIL"
-        hint = f"  (hint: {check.hint})" if check.hint else ""
-        print(clean_for_terminal(f"{status} {check.name:<12} {check.detail}{hint}"), flush=True)
+        hint = f"  (hint: {escape_name(check.hint)})" if check.hint else ""  # one line per check, whatever a
+        print(f"{status} {check.name:<12} {escape_name(check.detail)}{hint}", flush=True)  # path or name holds
     failed = [check.name for check in checks if not check.ok]
     if failed:
         print(f"selfrag doctor: {len(failed)} check(s) failed: {', '.join(failed)}", file=sys.stderr)

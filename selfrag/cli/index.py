@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
-from ..text import clean_for_terminal
+from ..text import clean_for_terminal, escape_name
 from .common import add_endpoint_options, engine_flags
 
 
@@ -89,7 +89,7 @@ def _embedding_hook(args: argparse.Namespace, progress: Any) -> tuple[Any, list[
 
 def summary(report: Any) -> str:
     lines = [
-        f"indexed {report.documents} documents as {report.chunks} chunks into {report.out_dir} "
+        f"indexed {report.documents} documents as {report.chunks} chunks into {escape_name(str(report.out_dir))} "
         f"in {report.seconds:.1f}s",
         f"  files: {report.files_seen} seen, {report.files_added} added, {report.files_changed} changed, "
         f"{report.files_reused} unchanged, {report.files_deleted} deleted; {report.duplicates} duplicate chunks "
@@ -104,7 +104,7 @@ def summary(report: Any) -> str:
     if len(report.notes) > 10:
         lines.append(f"  ... and {len(report.notes) - 10} more notes")
     for skipped in report.skipped[:10]:
-        lines.append(clean_for_terminal(f"  skipped {skipped.path}: {skipped.reason}"))
+        lines.append(clean_for_terminal(f"  skipped {escape_name(skipped.path)}: {skipped.reason}"))
     if len(report.skipped) > 10:
         lines.append(f"  ... and {len(report.skipped) - 10} more skipped")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import add_engine_options, engine_flags
+from .common import OUTPUT_FILE_IN_NEW_FOLDERS, add_engine_options, engine_flags
 
 
 def register(commands: Any) -> None:
@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
     generate.add_argument("--limit", type=int, help="a seeded sample of N chunks (default: every chunk)")
     generate.add_argument("--seed", type=int, default=0)
     _endpoint_options(generate)
-    generate.set_defaults(run=generate_command)
+    generate.set_defaults(run=generate_command, outputs={"out": OUTPUT_FILE_IN_NEW_FOLDERS})
 
     retrieval = sub.add_parser("retrieval", help="precision@k and MRR of the retriever on a judgment list")
     retrieval.add_argument("--index", "-i", required=True, help="index folder")

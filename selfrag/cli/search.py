@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
-from ..text import clean_for_terminal
+from ..files import read_regular
+from ..text import clean_for_terminal, escape_name, repair_text
 from .common import add_supersession_flag
 
 
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either a QUERY or --queries FILE.jsonl")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
+    if args.query is not None:
+        args.query = repair_text(args.query)  # bytes that are not UTF-8 become U+FFFD, controls go
     if args.query is not None and not args.query.strip():
         raise UsageError("the query is empty: give the words to search for")
     index = Index.load(Path(args.index))
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             for rank, hit in enumerate(hits, 1):
                 text = clean_for_terminal(hit.chunk.text.replace("\n", " "))[:120]
-                print(f"{rank:>3}. {hit.score:7.3f}  {clean_for_terminal(hit.chunk.key)}{_status(hit)}  {text}")
+                print(f"{rank:>3}. {hit.score:7.3f}  {escape_name(hit.chunk.key)}{_status(hit)}  {text}")
         return 0
     ids, texts = read_queries(Path(args.queries))
     for query_id, hits in zip(ids, find_many(texts), strict=True):
@@ -69,7 +72,7 @@ def _status(hit: Any) -> str:
     version = hit.chunk.version
     if version is None:
         return ""
-    return clean_for_terminal(f" [superseded by {', '.join(version.newer)}]" if version.newer else " [current]")
+    return f" [superseded by {', '.join(map(escape_name, version.newer))}]" if version.newer else " [current]"
 
 
 def _hit(hit: Any) -> dict[str, Any]:
@@ -89,9 +92,9 @@ def read_queries(path: Path) -> tuple[list[str], list[str]]:
     """BEIR queries: one {"_id", "text"} object per line; bad lines are an error naming the line."""
     ids, texts, seen = [], [], set()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular(path).decode("utf-8").splitlines()  # a FIFO or device is refused, never waited on
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read {path}: {error}") from None
+        raise InputError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

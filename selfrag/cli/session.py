@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..memory.sessions import SessionStore
-from ..text import clean_for_terminal
+from ..text import clean_for_terminal, escape_name
 
 
 def register(commands: Any) -> None:
@@ -32,10 +32,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         infos = store.list()
         if not infos:
-            print(f"no sessions in {store.folder}", file=sys.stderr)
+            print(f"no sessions in {escape_name(str(store.folder))}", file=sys.stderr)
         for info in infos:
             state = f"unreadable: {info.problem}" if info.problem else f"{info.turns} turns, last {info.updated or '-'}"
-            print(clean_for_terminal(f"{info.name}\t{state}\t{info.size} bytes"))
+            print("\t".join(escape_name(field) for field in (info.name, state, f"{info.size} bytes")))
         return 0
     if args.action == "show":
         if not store.path(args.name).exists():
@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps([asdict(t) for t in memory.turns], ensure_ascii=False, indent=2))
             return 0
         for turn in memory.turns:
-            cited = f"  (cited: {', '.join(turn.cited)})" if turn.cited else ""
-            print(clean_for_terminal(f"[{turn.number}] {turn.time} topic {turn.topic}{cited}"))
+            cited = f"  (cited: {', '.join(map(escape_name, turn.cited))})" if turn.cited else ""
+            print(escape_name(f"[{turn.number}] {turn.time} topic {turn.topic}{cited}"))
             print(clean_for_terminal(f"  User: {turn.question}"))
             print(clean_for_terminal(f"  Assistant: {turn.answer}"))
         print(

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from ..files import read_regular
 from ..result import DECIDED, UNSETTLED_KINDS
 from .evidence import FEATURES, POLARITY, features, polarity, vector
 
@@ -188,9 +189,10 @@ def load_critic_model(path: str | Path | None = None, shipped: str = SHIPPED) ->
         return parse_critic_model(text, f"the shipped critic weights ({shipped})")
     where = Path(path)
     try:
-        if where.stat().st_size > MAX_FILE_BYTES:
+        data = read_regular(where, MAX_FILE_BYTES)  # a FIFO or device is refused, never waited on
+        if len(data) > MAX_FILE_BYTES:
             raise ConfigError(f"critic weights {where} are over {MAX_FILE_BYTES} bytes; not a weights file")
-        text = where.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read critic weights {where}: {getattr(error, 'strerror', None) or error}") from None
     return parse_critic_model(text, f"critic weights {where}")

@@ -9,8 +9,12 @@ sha256 taken over the memory's canonical JSON. Written like the index (store.py)
 folder, fsynced, `os.replace`d over the old one, the folder fsynced, so a crash leaves the old session or the
 new one, never half of one; mode 0600, as a conversation is private. Each turn is added under an exclusive
 `flock` on `<name>.lock`, re-reading the file first: two processes answering in one session both keep their
-turns. Reading refuses, in one line and without touching the file, a session larger than `MAX_SESSION_BYTES`,
-one that is not valid JSON (truncated), fails its checksum, or was written by a newer selfrag.
+turns; `ask`, `chat` and `ChatSession.ask` hold that lock for the whole turn (`ChatSession.holding`), from
+reading the memory to adding the answer, so another process waits or is refused before its model work and no
+answered turn is lost to a busy lock. Reading refuses, in one line and without touching the file, a session
+larger than `MAX_SESSION_BYTES`, one that is not valid JSON (truncated), fails its checksum, or was written by
+a newer selfrag, and a FIFO, socket or device named like a session (opened without blocking,
+`files.read_regular`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, SessionError
+from ..files import read_regular
+from ..text import without_surrogates
 from .turns import DEFAULT_BUDGET, Budget, Memory, MemoryTurn, noted, recall, remember, render
 
 if TYPE_CHECKING:
@@ -78,6 +84,7 @@ class SessionStore:
     def __init__(self, folder: str | Path, *, lock_wait: float = LOCK_WAIT) -> None:
         self.folder = Path(folder)
         self.lock_wait = lock_wait  # seconds to wait for another process writing the same session
+        self._held: dict[str, int] = {}  # sessions this store holds locked, and how deep (the lock is reentrant)
 
     @classmethod
     def default(cls, environ: Mapping[str, str] | None = None) -> SessionStore:
@@ -90,14 +97,16 @@ class SessionStore:
         """The session's memory (empty when it does not exist yet); SessionError when it cannot be used."""
         path = self.path(name)
         try:
-            with open(path, "rb") as handle:
-                if os.fstat(handle.fileno()).st_size > MAX_SESSION_BYTES:
-                    raise self._refused(name, f"is larger than {MAX_SESSION_BYTES // 2**20} MiB")
-                data = handle.read(MAX_SESSION_BYTES + 1)
+            data = read_regular(path, MAX_SESSION_BYTES)  # a FIFO named like a session is refused, never waited on
         except FileNotFoundError:
             return Memory()
         except OSError as error:
-            raise SessionError(f"cannot read session {name!r} at {path}: {error.strerror}") from error
+            raise SessionError(
+                f"cannot read session {name!r} at {path}: {error.strerror}; it was left as it is: delete it with "
+                f"`selfrag session delete {name}` or use another session name"
+            ) from error
+        if len(data) > MAX_SESSION_BYTES:
+            raise self._refused(name, f"is larger than {MAX_SESSION_BYTES // 2**20} MiB")
         return self._parse(name, data)
 
     def _parse(self, name: str, data: bytes) -> Memory:
@@ -132,20 +141,20 @@ class SessionStore:
     ) -> Memory:
         """Add one turn under the session's lock, re-reading it first (another process may have added turns)."""
         turn = turn if turn.time else replace(turn, time=now())
-        with self._locked(name):
+        with self.locked(name):
             memory = remember(noted(self.load(name), recalled), turn, budget)
             self._write(name, memory)
         return memory
 
     def clear(self, name: str) -> None:
-        with self._locked(name):
+        with self.locked(name):
             self.load(name)  # a damaged session is refused, not silently replaced
             self._write(name, Memory())
 
     def delete(self, name: str) -> bool:
         """Remove a session (even a damaged one); False when there was none."""
         path = self.path(name)
-        with self._locked(name):
+        with self.locked(name):
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -199,7 +208,26 @@ class SessionStore:
             temp.unlink(missing_ok=True)
 
     @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
+    def locked(self, name: str) -> Iterator[None]:
+        """Hold the session's lock (an exclusive `flock` on `<name>.lock`) for a whole turn, from reading the
+        memory to adding the answer, so the turn cannot be lost to a busy lock once the answer is written.
+        Reentrant within this store; SessionError after `lock_wait` seconds of another process holding it."""
+        if name in self._held:
+            self._held[name] += 1
+            try:
+                yield
+            finally:
+                self._held[name] -= 1
+            return
+        with self._flock(name):
+            self._held[name] = 1
+            try:
+                yield
+            finally:
+                del self._held[name]
+
+    @contextlib.contextmanager
+    def _flock(self, name: str) -> Iterator[None]:
         check_name(name)
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -293,10 +321,26 @@ class ChatSession:
         recalled = recall(self.memory, question, self.budget)
         return render(recalled, self.budget.recall_chars), recalled
 
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """A named session's lock held for one turn (nothing for a session in memory): taken before the question
+        is read against the memory and the answer written, released after the turn is added. Another process
+        answering in the same session waits (up to the store's `lock_wait`), then is refused before its model
+        work, so no answered turn is lost to a busy lock."""
+        if self.store is None:
+            yield
+            return
+        with self.store.locked(self.name):  # type: ignore[arg-type]
+            yield
+
     def record(self, question: str, result: Result, recalled: Sequence[MemoryTurn]) -> None:
+        """Add the turn; SessionError saying the turn was not saved when it cannot be written."""
         turn = MemoryTurn(question, result.answer, tuple(f"{s.doc_id}#{s.chunk_id}" for s in result.sources), now())
         if self.store is not None:
-            self.store.add(self.name, turn, recalled, self.budget)  # type: ignore[arg-type]
+            try:
+                self.store.add(self.name, turn, recalled, self.budget)  # type: ignore[arg-type]
+            except SessionError as error:
+                raise SessionError(f"this turn was not saved to session {self.name!r}: {error}") from error
         else:
             self._memory = remember(noted(self._memory, recalled), turn, self.budget)
 
@@ -306,14 +350,18 @@ class ChatSession:
         self._memory = Memory()
 
     async def aask(self, question: str, *, config: Config | None = None) -> Result:
-        conversation, recalled = self.prepare(question)
-        result = await self.rag.aanswer(question, conversation=conversation, config=config)
-        self.record(question, result, recalled)
+        question = without_surrogates(question)  # as the answer reads it, so the session file can hold it
+        with self.holding():
+            conversation, recalled = self.prepare(question)
+            result = await self.rag.aanswer(question, conversation=conversation, config=config)
+            self.record(question, result, recalled)
         return result
 
     def ask(self, question: str, *, config: Config | None = None) -> Result:
         """The sync door (as `SelfRAG.answer`)."""
-        conversation, recalled = self.prepare(question)
-        result = self.rag.answer(question, conversation=conversation, config=config)
-        self.record(question, result, recalled)
+        question = without_surrogates(question)
+        with self.holding():
+            conversation, recalled = self.prepare(question)
+            result = self.rag.answer(question, conversation=conversation, config=config)
+            self.record(question, result, recalled)
         return result

@@ -11,6 +11,8 @@ file. Decoding: UTF-32/UTF-16/UTF-8 by BOM, then strict UTF-8, else cp1252 with 
 encoding used is recorded on every document. Text is NFC-normalised with `\\n` line ends.
 
 Ids: a file's document id is its path relative to the root (posix); a jsonl document's id is its `id` field.
+A file or folder whose name is not valid UTF-8 is skipped and reported: its id could not be written, cited or
+matched to the file again (a name with a newline or control character is indexed; the CLI escapes it).
 Limits: PDF text only through the optional pypdf (`pip install selfrag[pdf]`), at most 2,000 pages; no Office or
 archive formats; no charset detection beyond the rules above. Glob patterns use
 fnmatch, where `*` also matches `/`.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import InputError
+from ..text import escape_name
 from .formats import Document, normalise, parse_jsonl, parse_text, pdf_document
 
 MiB = 2**20
@@ -140,6 +143,9 @@ def scan(
         info = os.stat(base)
     except OSError as error:
         raise InputError(f"cannot read {given}: {error.strerror}; pass an existing folder or file") from error
+    if not _utf8(str(base)):
+        shown = escape_name(str(given))
+        raise InputError(f"the path {shown} is not valid UTF-8: documents are cited by their paths; rename it")
     if stat.S_ISREG(info.st_mode):
         return _single_file(base, info, limits)
     if not stat.S_ISDIR(info.st_mode):
@@ -207,6 +213,9 @@ def _keep_dir(
     rel = _rel(base, path)
     if _matches(rel, exclude):
         return False
+    if not _utf8(rel):
+        skipped.append(Skipped(rel, NOT_UTF8))
+        return False
     if path.is_symlink():
         skipped.append(Skipped(rel, "symbolic link to a folder (not followed)"))
         return False
@@ -217,6 +226,8 @@ def _keep_dir(
 
 
 def _file_problem(rel: str, info: os.stat_result, limits: ReadLimits) -> str | None:
+    if not _utf8(rel):
+        return NOT_UTF8
     if stat.S_ISLNK(info.st_mode):
         return "symbolic link (not followed)"
     if not stat.S_ISREG(info.st_mode):
@@ -227,6 +238,18 @@ def _file_problem(rel: str, info: os.stat_result, limits: ReadLimits) -> str | N
     if info.st_size > limits.max_file_bytes:
         return f"larger than the {amount(limits.max_file_bytes)} cap"
     return None
+
+
+NOT_UTF8 = "its name is not valid UTF-8 (a document is cited by its name: rename it to index it)"
+
+
+def _utf8(name: str) -> bool:
+    """False for a name holding bytes that are not UTF-8 (the surrogate escapes os.walk reads them as)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def amount(size: int) -> str:
