@@ -15,12 +15,14 @@ that is malformed, nested too deep or larger than `MAX_CATALOG_BYTES` is not reu
 whole corpus every time, so deleting the newest copy of a passage brings back an older one.
 
 Versions (supersession.py) are linked over the whole corpus every time too, from per-document facts (date,
-"replaces" claims, sketch) kept in `versions.json` and reused for files whose hash did not change. A date read
-from the text (an `Updated:` line, the title, the file name) becomes the chunks' date when the format gave none.
+"replaces" claims, sketch) kept in `versions.json` and reused for files whose hash did not change, as of the
+day of indexing (read once, in `index_paths`, or passed in). A date read from the text (an `Updated:` line,
+the title, the file name) becomes the chunks' date when the format gave none.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -29,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..config import supersede_folders
 from ..errors import InputError, RetrievalError
 from ..schema import Chunk
 from ..tokens import TokenOffsets, make_counter
@@ -132,9 +135,12 @@ def collect(
     progress: ProgressFn | None = None,
     avoid: Sequence[Path] = (),
     known: Mapping[str, tuple[str, Facts]] | None = None,
+    today: dt.date,
+    supersede_from: Sequence[str] = (),
 ) -> Collected:
     """Scan `paths`, reuse or (re)chunk each file, and return the new catalog and the corpus's chunks.
-    `known` holds the version facts of the previous run, reused for files whose hash did not change."""
+    `known` holds the version facts of the previous run, reused for files whose hash did not change; `today`
+    and `supersede_from` are the day of indexing and the folders that may supersede (supersession.link)."""
     scanned_ns = time.time_ns()
     limits = limits or ReadLimits()
     entries, skipped = _scan_all(paths, include, exclude, hidden, limits, avoid)
@@ -148,24 +154,28 @@ def collect(
             progress(done, len(entries), key)
     old = previous.files if previous else {}
     tally = Tally(len(entries), deleted=len(set(old) - set(records)), **run.counts)
-    versions = _versions(records.values(), known or {})
+    versions = _versions(records.values(), known or {}, today, supersede_from)
     chunks = _chunks(records.values(), versions.dates())
     kept = collapse_duplicates(chunks) if chunking.dedupe else chunks
     catalog = Catalog(scanned_ns, records)
     return Collected(catalog, tuple(kept), len(chunks) - len(kept), tally, (*skipped, *run.skipped), versions)
 
 
-def _versions(records: Iterable[FileRecord], known: Mapping[str, tuple[str, Facts]]) -> Table:
+def _versions(
+    records: Iterable[FileRecord], known: Mapping[str, tuple[str, Facts]], today: dt.date, supersede_from: Sequence[str]
+) -> Table:
     """Version facts of every document (a file whose hash did not change keeps its old facts), linked."""
     found: dict[str, tuple[str, Facts]] = {}
+    files: dict[str, str] = {}
     for record in records:
         for d in record.documents:
+            files[d.doc_id] = record.key
             old = known.get(d.doc_id)
             if old is not None and old[0] == record.sha256:
                 found[d.doc_id] = old
             else:
                 found[d.doc_id] = (record.sha256, facts(d.doc_id, d.title, d.date, "\n".join(d.chunks)))
-    return link(found)
+    return link(found, today, supersede_from=supersede_from, files=files)
 
 
 def _scan_all(
@@ -285,22 +295,27 @@ def index_paths(
     counter: TokenOffsets | None = None,
     ops: FileOps | None = None,
     extra_files: Callable[[Index], Mapping[str, bytes]] | None = None,
+    supersede_from: Sequence[str] | str = (),
+    today: dt.date | None = None,
 ) -> IndexReport:
     """Index folders and files into `out_dir`, re-reading only what changed since the last run there.
 
     `include`/`exclude` are globs on paths relative to each root (or bare names); hidden files and folders are
     skipped unless `hidden`. `progress(done, total, label)` is called after each file and for the index and
     save stages. `extra_files(index)` may add files to the generation before it is saved (dense vectors,
-    `dense.embed_hook`). Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
+    `dense.embed_hook`). `supersede_from` pins the folders whose documents may supersede others (the
+    `supersede_from` setting); `today` is the day of indexing (default: the clock's, in UTC), which decides what
+    lies in the future. Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
     when the index cannot be written; in every failure the previous index at `out_dir` stays as it was.
     """
     started = time.monotonic()
     out = checked_folder(out_dir)
     chunking = chunking or ChunkingSettings()
+    folders = supersede_folders(supersede_from)
     previous, why, known = _previous_catalog(out, chunking)
     got = collect(paths, previous, chunking=chunking, include=include, exclude=exclude, hidden=hidden,
                   limits=limits or ReadLimits(), counter=counter, progress=progress, avoid=(out,),
-                  known=known)  # fmt: skip
+                  known=known, today=today or dt.datetime.now(dt.UTC).date(), supersede_from=folders)  # fmt: skip
     if not got.chunks:
         raise InputError(
             f"nothing to index in {', '.join(map(str, paths))}: no .txt, .md, .html or .jsonl file with text "
