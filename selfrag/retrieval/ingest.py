@@ -279,6 +279,7 @@ class IndexReport:
     seconds: float
     links: int = 0  # older → newer links between versions of one document (supersession.py)
     notes: tuple[str, ...] = ()  # dates and supersession claims that were refused, and why
+    supersede_from: tuple[str, ...] = ()  # the folders whose documents may supersede ("": any)
 
 
 def index_paths(
@@ -333,7 +334,7 @@ def index_paths(
     return IndexReport(
         out, generation.name, index.document_count, len(index), got.duplicates, t.seen, t.read, t.reused,
         t.added, t.changed, t.deleted, got.skipped, why, time.monotonic() - started, len(got.versions.links),
-        got.versions.notes,
+        got.versions.notes, folders,
     )  # fmt: skip
 
 
