@@ -10,7 +10,15 @@ from typing import Any
 from ..memory.sessions import check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent, StepEvent
 from ..text import clean_for_terminal
-from .common import add_engine_options, engine_flags, print_step, read_question, render_footer, render_segment
+from .common import (
+    add_engine_options,
+    engine_flags,
+    print_step,
+    read_question,
+    render_footer,
+    render_segment,
+    warn_if_stale,
+)
 
 
 def register(commands: Any) -> None:
@@ -36,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
     rag = SelfRAG.from_index(args.index, config)
+    warn_if_stale(args.index, sys.stderr)
     session = rag.session(args.session) if args.session is not None else None  # a damaged one is refused here
     conversation, recalled = session.prepare(question) if session else ("", ())
     result = asyncio.run(_ask(rag, question, args, conversation))

@@ -24,7 +24,15 @@ from ..errors import ConfigError, FatalLLMError, SelfRagError
 from ..memory.sessions import ChatSession, check_name
 from ..result import DoneEvent, LeadEvent, Result, SegmentEvent
 from ..text import clean_for_terminal
-from .common import add_engine_options, engine_flags, print_step, render_footer, render_segment, render_sources
+from .common import (
+    add_engine_options,
+    engine_flags,
+    print_step,
+    render_footer,
+    render_segment,
+    render_sources,
+    warn_if_stale,
+)
 
 HELP = """commands:
   /help                 this help
@@ -229,6 +237,7 @@ def run(args: argparse.Namespace) -> int:
         check_name(args.session)
     config = load_config(engine_flags(args), config_file=args.config)
     rag = SelfRAG.from_index(args.index, config)
+    warn_if_stale(args.index, sys.stderr)  # said once, at start
     # the engine's config: `scorer` "auto" made concrete, as its rater was built (what /show and the footer say)
     session = Session(rag, rag.config, rag.session(args.session) if args.session is not None else None)
 

@@ -7,6 +7,8 @@ Checks run in order and the endpoint chain stops at its first failure (a server 
 no model to report):
 
     index         readable? chunks, documents, format          (only with --index)
+    files         do the indexed files still match the index? size and mtime, hashed where they differ; then
+                  one `changed` / `vanished` / `touched` warning per file (at most `LISTED` of each)
     versions      supersessions applied, which folders may supersede; then one `supersedes` line per link
                   (which document replaces which, and why) and one `version note` warning per refused date or
                   claim (a future date is an error in its document)
@@ -81,6 +83,38 @@ def check_index(path: Path) -> Check:
         f"{path}: {len(index)} chunks from {index.document_count} documents "
         f"(format {manifest.get('format')} v{manifest.get('format_version')}{created})",
     )
+
+
+LISTED = 50  # files named per kind of difference; the rest are counted
+
+
+def check_sources(path: Path) -> list[Check]:
+    """Do the indexed files still match the index (staleness.py, hashes where size or mtime differ)?"""
+    from ..retrieval.staleness import load_sources, stale
+
+    try:
+        sources = load_sources(path)
+    except SelfRagError as error:
+        return [Check("files", False, str(error), _REINDEX.format(path))]
+    if sources is None:
+        return [Check("files", True, "not recorded (an index built before files were recorded)", _REINDEX.format(path))]
+    found = stale(sources, hashes=True)
+    if not found and not found.touched:
+        return [Check("files", True, f"the {found.checked} indexed files are as they were indexed (size and mtime)")]
+    differ = len(found.changed) + len(found.vanished)
+    detail = f"{differ} of {found.checked} indexed files differ from the index ({len(found.changed)} changed, " + (
+        f"{len(found.vanished)} vanished); {len(found.touched)} touched with the same bytes"
+    )
+    checks = [Check("files", True, detail, f"update it: {sources.reindex_hint(path)}", warn=True)]
+    for kind, keys, what in (
+        ("changed", found.changed, "its bytes differ from the indexed ones: answers may quote the old text"),
+        ("vanished", found.vanished, "gone from disk: answers may still quote it"),
+        ("touched", found.touched, "a new mtime over the same bytes: no answer changes; ask warns until reindexed"),
+    ):
+        checks += [Check(kind, True, f"{key}: {what}", warn=True) for key in keys[:LISTED]]
+        if len(keys) > LISTED:
+            checks.append(Check(kind, True, f"... and {len(keys) - LISTED} more", warn=True))
+    return checks
 
 
 def check_versions(path: Path) -> list[Check]:

@@ -14,6 +14,9 @@ that is malformed, nested too deep or larger than `MAX_CATALOG_BYTES` is not reu
 (a rebuild from scratch) and the report says why. Duplicate collapse runs over the
 whole corpus every time, so deleting the newest copy of a passage brings back an older one.
 
+Each generation also records the indexed files' sizes, mtimes and hashes and the folders they were read from
+(`sources.json`), so `ask` and `doctor` can tell when files changed on disk since (staleness.py).
+
 Versions (supersession.py) are linked over the whole corpus every time too, from per-document facts (date,
 "replaces" claims, sketch) kept in `versions.json` and reused for files whose hash did not change, as of the
 day of indexing (read once, in `index_paths`, or passed in). A date read from the text (an `Updated:` line,
@@ -38,6 +41,7 @@ from ..tokens import TokenOffsets, make_counter
 from .chunking import ChunkingSettings, collapse_duplicates, split_text
 from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
 from .index import Index, IndexSettings
+from .staleness import SOURCES, Recorded, Sources, sources_of
 from .store import CURRENT, FileOps, checked_folder, open_current
 from .supersession import MAX_VERSIONS_BYTES, VERSIONS, Table, known_facts, link
 from .versions import Facts, facts
@@ -186,17 +190,33 @@ def _scan_all(
     limits: ReadLimits,
     avoid: Sequence[Path],
 ) -> tuple[list[tuple[str, str, FileEntry]], list[Skipped]]:
-    if not paths:
-        raise InputError("no path given; pass at least one folder or file to index")
-    prefixes = [""] if len(paths) == 1 else [Path(os.path.realpath(p)).name + "/" for p in paths]
-    if len(set(prefixes)) != len(prefixes):
-        raise InputError("two of the paths have the same folder name; index them into separate --out folders")
+    prefixes = _prefixes(paths)
     entries, skipped = [], []
     for prefix, path in zip(prefixes, paths, strict=True):
         found, missed = scan(path, include=include, exclude=exclude, hidden=hidden, limits=limits, avoid=avoid)
         entries += [(prefix + e.rel, prefix, e) for e in found]
         skipped += [Skipped(prefix + s.path, s.reason) for s in missed]
     return entries, skipped
+
+
+def _prefixes(paths: Sequence[str | Path]) -> list[str]:
+    """The key prefix of each path's files: none for a single path, else the path's folder name and a slash."""
+    if not paths:
+        raise InputError("no path given; pass at least one folder or file to index")
+    prefixes = [""] if len(paths) == 1 else [Path(os.path.realpath(p)).name + "/" for p in paths]
+    if len(set(prefixes)) != len(prefixes):
+        raise InputError("two of the paths have the same folder name; index them into separate --out folders")
+    return prefixes
+
+
+def _sources(paths: Sequence[str | Path], catalog: Catalog) -> Sources:
+    """The indexed files and the folder each path was read from, for the staleness check (staleness.py)."""
+    roots = {}
+    for prefix, path in zip(_prefixes(paths), paths, strict=True):
+        given = os.path.abspath(path)  # as given: a file's key is its name, whatever a link points to
+        roots[prefix] = given if os.path.isdir(given) else os.path.dirname(given)
+    files = [Recorded(r.key, r.size, r.mtime_ns, r.sha256) for r in catalog.files.values()]
+    return sources_of(roots, files, [os.path.abspath(p) for p in paths])
 
 
 class _Pass:
@@ -326,7 +346,7 @@ def index_paths(
         progress(0, 1, "building the BM25 index")
     index = Index.build(got.chunks, settings or IndexSettings(), chunking=chunking)
     extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes(),
-             VERSIONS: got.versions.to_bytes()}  # fmt: skip
+             VERSIONS: got.versions.to_bytes(), SOURCES: _sources(paths, got.catalog).to_bytes()}  # fmt: skip
     generation = index.save(out, extra=extra, ops=ops)
     if progress is not None:
         progress(1, 1, f"saved {generation.name}")
