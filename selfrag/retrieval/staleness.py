@@ -42,9 +42,14 @@ class Sources:
     files: tuple[Recorded, ...]
     indexed: tuple[str, ...] = ()  # the paths given to `selfrag index`, absolute (for the hint to run it again)
 
-    def path_of(self, key: str) -> Path:
-        prefix = max((p for p in self.roots if key.startswith(p)), key=len, default="")
-        return Path(self.roots.get(prefix, "")) / key[len(prefix) :]
+    def paths(self) -> list[tuple[Recorded, str]]:
+        """Each recorded file with its path on disk now (plain strings: one stat each is the whole cost)."""
+        prefixes = sorted(self.roots, key=len, reverse=True)
+        found = []
+        for recorded in self.files:
+            prefix = next((p for p in prefixes if recorded.key.startswith(p)), "")
+            found.append((recorded, os.path.join(self.roots.get(prefix, ""), recorded.key[len(prefix) :])))
+        return found
 
     def to_bytes(self) -> bytes:
         body = {
@@ -104,8 +109,7 @@ def stale(sources: Sources, *, hashes: bool = False) -> Staleness:
     """Which recorded files changed or vanished: one `os.stat` per file; with `hashes`, a file whose stat differs
     is read and hashed too (doctor), and one with the same bytes counts as touched, not changed."""
     changed, vanished, touched = [], [], []
-    for recorded in sources.files:
-        path = sources.path_of(recorded.key)
+    for recorded, path in sources.paths():
         try:
             info = os.stat(path)
         except OSError:
@@ -120,7 +124,7 @@ def stale(sources: Sources, *, hashes: bool = False) -> Staleness:
     return Staleness(tuple(changed), tuple(vanished), tuple(touched), len(sources.files))
 
 
-def _sha256(path: Path) -> str | None:
+def _sha256(path: str) -> str | None:
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:
