@@ -100,6 +100,7 @@ class Config:
     rerank: bool = False  # cheap lexical-overlap reranking of the BM25 hits
     freshness: float = 0.0  # 0 off; e.g. 0.05: a recency bonus for dated chunks that breaks near-ties
     supersession: bool = True  # a chunk of a superseded document yields to its newer version (when linked)
+    supersede_from: str = ""  # index time: comma list of folders whose documents may supersede others ("": any)
     query_variants: str = ""  # comma list of multi, hyde, decompose: LLM-written queries fused with the query
     variant_count: int = 3  # paraphrases (multi) and most sub-questions (decompose) per variant call
     dense: str = "auto"  # auto: use the index's dense vectors if it has them; on: require them; off: BM25 only
@@ -130,6 +131,7 @@ class Config:
         _check_choice("fusion", self.fusion, ("none", "rrf", "weighted"))
         _check_range("freshness", self.freshness, 0.0, 1.0)
         object.__setattr__(self, "query_variants", ",".join(variant_kinds(self.query_variants)))
+        object.__setattr__(self, "supersede_from", ",".join(supersede_folders(self.supersede_from)))
         _check_range("variant_count", self.variant_count, 1, 10)
         _check_choice("dense", self.dense, DENSE_MODES)
         if self.embedding_model is not None and not self.embedding_model.strip():
@@ -184,6 +186,25 @@ def variant_kinds(text: str) -> tuple[str, ...]:
             f"query_variants: unknown kind(s) {', '.join(unknown)}; use a comma list of {', '.join(VARIANT_KINDS)}"
         )
     return kinds
+
+
+def supersede_folders(value: object) -> tuple[str, ...]:
+    """The folders of `supersede_from` (a comma list, or a TOML list) as relative paths without a trailing
+    slash ("policies/, ./rules" -> ("policies", "rules")); an absolute path, `..` or an empty name is refused."""
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list | tuple) or not all(isinstance(p, str) for p in parts):
+        raise ConfigError(f"supersede_from must be a comma list of folders such as 'policies/', got {value!r}")
+    folders = []
+    for part in (p.strip() for p in parts):
+        if not part:
+            continue
+        names = [n for n in part.replace("\\", "/").split("/") if n not in ("", ".")]
+        if part.startswith(("/", "\\")) or ".." in names or not names or "\x00" in part:
+            raise ConfigError(
+                f"supersede_from: {part!r} is not a folder inside the indexed paths; give one such as 'policies/'"
+            )
+        folders.append("/".join(names))
+    return tuple(dict.fromkeys(folders))
 
 
 def _enum(kind: type, name: str, value: object) -> object:

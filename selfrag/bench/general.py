@@ -193,7 +193,7 @@ class Verdict:
 
 
 def yes_or_no(text: str | None) -> str | None:
-    """The answer "yes" or "no" where the text opens with that word on its own ("No, the Lite is not ..."); else None."""
+    """Yes or no where the text opens with that word alone ("No, the Lite is not ..."); else None."""
     match = _YES_NO.match(text or "")
     return match.group(1).lower() if match else None
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import fcntl
 import json
 import os
@@ -303,7 +304,7 @@ async def _run(
     elif system.config.supersession and any(chunk.date for chunk in dataset.corpus):  # as SelfRAG.from_index does
         from ..retrieval.supersession import corpus_versions
 
-        versions = corpus_versions(dataset.corpus)
+        versions = corpus_versions(dataset.corpus, dt.datetime.now(dt.UTC).date())  # the day it is indexed
         index = Retriever(index, versions=versions) if versions else index
     cache = RequestCache(options.cache_path) if options.cache_path else None
     chat = CachedChatModel(inner, cache, endpoint=endpoint_id)

@@ -22,6 +22,7 @@ from .common import (
     read_question,
     render_footer,
     render_segment,
+    warn_if_stale,
 )
 
 
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(engine_flags(args), config_file=args.config)
     check_scorer_weights(args, config, os.environ)  # honoured or refused, before the engine is built
     rag = SelfRAG.from_index(args.index, config)
+    warn_if_stale(args.index, sys.stderr)
     session = rag.session(args.session) if args.session is not None else None  # a damaged one is refused here
     with session.holding() if session else contextlib.nullcontext():  # locked before the answer is written
         conversation, recalled = session.prepare(question) if session else ("", ())

@@ -33,6 +33,7 @@ from .common import (
     render_footer,
     render_segment,
     render_sources,
+    warn_if_stale,
 )
 
 HELP = """commands:
@@ -250,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(engine_flags(args), config_file=args.config)
     check_scorer_weights(args, config, os.environ)  # honoured or refused, before the engine is built
     rag = SelfRAG.from_index(args.index, config)
+    warn_if_stale(args.index, sys.stderr)  # said once, at start
     # the engine's config: `scorer` "auto" made concrete, as its rater was built (what /show and the footer say)
     session = Session(rag, rag.config, rag.session(args.session) if args.session is not None else None)
 

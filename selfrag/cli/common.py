@@ -315,6 +315,26 @@ def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name, None) for name in ENGINE_FLAGS}
 
 
+def warn_if_stale(index: str, stream: TextIO) -> None:
+    """One line on `stream` when indexed files changed or vanished on disk since the index was built (one stat
+    per file, no read: staleness.py); nothing when they did not, or when the index predates the record."""
+    from ..errors import RetrievalError
+    from ..retrieval.staleness import load_sources, stale
+
+    try:
+        sources = load_sources(index)
+    except RetrievalError as error:
+        print(clean_for_terminal(f"selfrag: warning: cannot tell whether the index is current: {error}"), file=stream)
+        return
+    if sources is None:
+        return
+    found = stale(sources)
+    if found:
+        hint = sources.reindex_hint(index)
+        print(clean_for_terminal(f"selfrag: warning: the index is out of date: {found.summary()}; update it: {hint}"),
+              file=stream)  # fmt: skip
+
+
 def read_question(text: str, stdin: TextIO) -> str:
     """The question of an argument, or of stdin for `-`, repaired (`repair_text`): bytes that are not UTF-8
     become U+FFFD, controls go."""

@@ -7,6 +7,11 @@ Checks run in order and the endpoint chain stops at its first failure (a server 
 no model to report):
 
     index         readable? chunks, documents, format          (only with --index)
+    files         do the indexed files still match the index? size and mtime, hashed where they differ; then
+                  one `changed` / `vanished` / `touched` warning per file (at most `LISTED` of each)
+    versions      supersessions applied, which folders may supersede; then one `supersedes` line per link
+                  (which document replaces which, and why) and one `version note` warning per refused date or
+                  claim (a future date is an error in its document)
     config        which config file was read (or why the configuration is invalid)
     endpoint      where requests go (URL redacted) and where the key comes from
     reachable     the capability probe got answers (time, requests)
@@ -19,6 +24,7 @@ no model to report):
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +52,7 @@ class Check:
     ok: bool
     detail: str
     hint: str = ""  # what to do about it (set on failures, sometimes on warnings)
+    warn: bool = False  # ok, but worth a look (doctor prints "warn"; the exit status stays 0)
 
 
 class Ping(BaseModel):
@@ -76,6 +83,68 @@ def check_index(path: Path) -> Check:
         f"{path}: {len(index)} chunks from {index.document_count} documents "
         f"(format {manifest.get('format')} v{manifest.get('format_version')}{created})",
     )
+
+
+LISTED = 50  # files named per kind of difference; the rest are counted
+
+
+def check_sources(path: Path) -> list[Check]:
+    """Do the indexed files still match the index (staleness.py, hashes where size or mtime differ)?"""
+    from ..retrieval.staleness import load_sources, stale
+
+    try:
+        sources = load_sources(path)
+    except SelfRagError as error:
+        return [Check("files", False, str(error), _REINDEX.format(path))]
+    if sources is None:
+        return [Check("files", True, "not recorded (an index built before files were recorded)", _REINDEX.format(path))]
+    found = stale(sources, hashes=True)
+    if not found and not found.touched:
+        return [Check("files", True, f"the {found.checked} indexed files are as they were indexed (size and mtime)")]
+    differ = len(found.changed) + len(found.vanished)
+    detail = f"{differ} of {found.checked} indexed files differ from the index ({len(found.changed)} changed, " + (
+        f"{len(found.vanished)} vanished); {len(found.touched)} touched with the same bytes"
+    )
+    checks = [Check("files", True, detail, f"update it: {sources.reindex_hint(path)}", warn=True)]
+    for kind, keys, what in (
+        ("changed", found.changed, "its bytes differ from the indexed ones: answers may quote the old text"),
+        ("vanished", found.vanished, "gone from disk: answers may still quote it"),
+        ("touched", found.touched, "a new mtime over the same bytes: no answer changes; ask warns until reindexed"),
+    ):
+        checks += [Check(kind, True, f"{key}: {what}", warn=True) for key in keys[:LISTED]]
+        if len(keys) > LISTED:
+            checks.append(Check(kind, True, f"... and {len(keys) - LISTED} more", warn=True))
+    return checks
+
+
+def check_versions(path: Path) -> list[Check]:
+    """What the index's `versions.json` says: the supersessions applied (each with why) and the refused dates and
+    claims, one check each (supersession.py)."""
+    from ..retrieval.store import open_current
+    from ..retrieval.supersession import MAX_VERSIONS_BYTES, VERSIONS
+
+    try:
+        generation = open_current(path)
+        if VERSIONS not in generation.manifest["files"]:
+            return [Check("versions", True, "none recorded (an index built before versions)", _REINDEX.format(path))]
+        body = json.loads(generation.read(VERSIONS, limit=MAX_VERSIONS_BYTES))
+        links = [(str(a), str(b), str(why)) for a, b, why in body["links"]]
+        reasons = {(str(a), str(b)): str(r) for a, b, r in body.get("reasons", [])}
+        notes = [str(note) for note in body["notes"]]
+        folders = [str(f) for f in body.get("supersede_from", [])]
+    except (SelfRagError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+        return [Check("versions", False, f"{VERSIONS} cannot be read: {error}", _REINDEX.format(path))]
+    who = f"only documents under {', '.join(f + '/' for f in folders)}" if folders else "documents in any folder"
+    summary = f"{len(links)} supersession(s) applied, {len(notes)} refused date(s) or claim(s); {who} may supersede"
+    hint = "each refusal is a note below: fix the document, then run selfrag index again" if notes else ""
+    checks = [Check("versions", True, summary, hint, warn=bool(notes))]
+    for old, new, why in links:
+        checks.append(Check("supersedes", True, f"{new} replaces {old}: {reasons.get((old, new)) or why}"))
+    checks += [Check("version note", True, note, warn=True) for note in notes]
+    return checks
+
+
+_REINDEX = "run selfrag index PATH --out {} again"
 
 
 def check_config(explicit: str | None, environ: Mapping[str, str]) -> Check:

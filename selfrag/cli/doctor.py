@@ -1,5 +1,6 @@
-"""`selfrag doctor`: is the index readable, which endpoint and key source, is it reachable, which model,
-what it supports, and how long a tiny call takes. One line per check; exit 0 when all are ok, else 1."""
+"""`selfrag doctor`: is the index readable, do the indexed files still match it, which supersessions it applies
+and why, which endpoint and key source, is it reachable, which model, what it supports, and how long a tiny
+call takes. One line per check (ok, warn or FAIL); exit 0 when none failed, else 1."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def run(args: argparse.Namespace) -> int:
     from ..api import default_chat
     from ..errors import ConfigError, UsageError
     from ..settings import load_config
-    from .diagnose import Check, check_config, check_endpoint, check_index
+    from .diagnose import Check, check_config, check_endpoint, check_index, check_sources, check_versions
 
     checks = [check_index(Path(args.index))] if args.index else []
+    if checks and checks[0].ok:
+        checks += check_sources(Path(args.index)) + check_versions(Path(args.index))
     try:
         config = load_config(engine_flags(args), config_file=args.config)
     except (ConfigError, UsageError) as error:  # doctor reports a bad flag as its failed config check
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         checks.append(check_config(args.config, os.environ))
         checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
     for check in checks:
-        status = "ok  " if check.ok else "FAIL"
+        status = "FAIL" if not check.ok else "warn" if check.warn else "ok  "
         hint = f"  (hint: {escape_name(check.hint)})" if check.hint else ""  # one line per check, whatever a
         print(f"{status} {check.name:<12} {escape_name(check.detail)}{hint}", flush=True)  # path or name holds
     failed = [check.name for check in checks if not check.ok]

@@ -24,6 +24,13 @@ def register(commands: Any) -> None:
     index.add_argument("--chunk-overlap", type=int, help="overlap in tokens (tokens splitter)")
     index.add_argument("--hidden", action="store_true", help="also read hidden files and folders")
     index.add_argument("--unstemmed-view", action="store_true", help="also store unstemmed BM25 (for --fusion)")
+    index.add_argument(
+        "--supersede-from",
+        action="append",
+        metavar="FOLDER",
+        help="only documents in this folder may supersede others (repeatable; default: any folder; the "
+        "supersede_from setting)",
+    )
     index.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     dense = index.add_argument_group(
         "dense vectors (keys come from SELFRAG_API_KEY or OPENAI_API_KEY, never flags)",
@@ -34,7 +41,7 @@ def register(commands: Any) -> None:
     dense.add_argument("--embed", action="store_true", help="also store dense vectors of every chunk")
     dense.add_argument("--embedding-model", help="embedding model, e.g. text-embedding-3-small (needed with --embed)")
     add_endpoint_options(dense, ("base_url", "max_concurrency", "timeout", "send_openai_key"))
-    dense.add_argument("--config", help="TOML config file (endpoint and embedding_model)")
+    dense.add_argument("--config", help="TOML config file (endpoint, embedding_model and supersede_from)")
     index.set_defaults(run=run)
 
 
@@ -42,18 +49,22 @@ def run(args: argparse.Namespace) -> int:
     from ..retrieval.chunking import ChunkingSettings
     from ..retrieval.index import IndexSettings
     from ..retrieval.ingest import index_paths
+    from ..settings import load_config
 
     given = {"mode": args.splitter, "max_tokens": args.chunk_size, "overlap": args.chunk_overlap}
     chunking = ChunkingSettings(**{name: value for name, value in given.items() if value is not None})
     progress = None if args.quiet or not sys.stderr.isatty() else _progress
+    flags = {**engine_flags(args), "supersede_from": ",".join(args.supersede_from) if args.supersede_from else None}
+    config = load_config(flags, config_file=args.config)  # flags > SELFRAG_* > file, as for every command
     options: dict[str, Any] = {"include": args.include or (), "hidden": args.hidden}
+    options["supersede_from"] = config.supersede_from
     if args.unstemmed_view:
         options["settings"] = IndexSettings(unstemmed_view=True)
     if args.exclude:
         options["exclude"] = args.exclude
     reports: list[Any] = []
     if args.embed:
-        options["extra_files"], reports = _embedding_hook(args, progress)
+        options["extra_files"], reports = _embedding_hook(config, args, progress)
     elif args.embedding_model:
         raise UsageError("--embedding-model is only used with --embed")
     report = index_paths([Path(p) for p in args.paths], Path(args.out), chunking=chunking, progress=progress, **options)
@@ -67,14 +78,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedding_hook(args: argparse.Namespace, progress: Any) -> tuple[Any, list[Any]]:
+def _embedding_hook(config: Any, args: argparse.Namespace, progress: Any) -> tuple[Any, list[Any]]:
     """The index_paths hook that embeds the chunks on the configured endpoint (flags > environment > file)."""
     from ..config import resolve_endpoint
     from ..retrieval.dense import embed_hook
     from ..retrieval.embeddings import OpenAIEmbedder
-    from ..settings import load_config
 
-    config = load_config(engine_flags(args), config_file=args.config)
     if not config.embedding_model:
         raise ConfigError(
             "--embed needs an embedding model: pass --embedding-model NAME (or set SELFRAG_EMBEDDING_MODEL)"
@@ -99,6 +108,8 @@ def summary(report: Any) -> str:
         lines.append(f"  rebuilt from scratch: {report.full_rebuild}")
     if report.links:
         lines.append(f"  versions: {report.links} older → newer links (superseded documents yield to newer ones)")
+    if report.supersede_from:
+        lines.append(f"  only documents under {', '.join(f + '/' for f in report.supersede_from)} may supersede")
     for note in report.notes[:10]:
         lines.append(clean_for_terminal(f"  note: {note}"))
     if len(report.notes) > 10:

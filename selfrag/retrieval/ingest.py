@@ -14,13 +14,18 @@ that is malformed, nested too deep or larger than `MAX_CATALOG_BYTES` is not reu
 (a rebuild from scratch) and the report says why. Duplicate collapse runs over the
 whole corpus every time, so deleting the newest copy of a passage brings back an older one.
 
+Each generation also records the indexed files' sizes, mtimes and hashes and the folders they were read from
+(`sources.json`), so `ask` and `doctor` can tell when files changed on disk since (staleness.py).
+
 Versions (supersession.py) are linked over the whole corpus every time too, from per-document facts (date,
-"replaces" claims, sketch) kept in `versions.json` and reused for files whose hash did not change. A date read
-from the text (an `Updated:` line, the title, the file name) becomes the chunks' date when the format gave none.
+"replaces" claims, sketch) kept in `versions.json` and reused for files whose hash did not change, as of the
+day of indexing (read once, in `index_paths`, or passed in). A date read from the text (an `Updated:` line,
+the title, the file name) becomes the chunks' date when the format gave none.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -29,12 +34,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..config import supersede_folders
 from ..errors import InputError, RetrievalError
 from ..schema import Chunk
 from ..tokens import TokenOffsets, make_counter
 from .chunking import ChunkingSettings, collapse_duplicates, split_text
 from .corpus import FileEntry, FileRead, ReadLimits, Skipped, read_entry, scan
 from .index import Index, IndexSettings
+from .staleness import SOURCES, Recorded, Sources, sources_of
 from .store import CURRENT, FileOps, checked_folder, open_current
 from .supersession import MAX_VERSIONS_BYTES, VERSIONS, Table, known_facts, link
 from .versions import Facts, facts
@@ -132,9 +139,12 @@ def collect(
     progress: ProgressFn | None = None,
     avoid: Sequence[Path] = (),
     known: Mapping[str, tuple[str, Facts]] | None = None,
+    today: dt.date,
+    supersede_from: Sequence[str] = (),
 ) -> Collected:
     """Scan `paths`, reuse or (re)chunk each file, and return the new catalog and the corpus's chunks.
-    `known` holds the version facts of the previous run, reused for files whose hash did not change."""
+    `known` holds the version facts of the previous run, reused for files whose hash did not change; `today`
+    and `supersede_from` are the day of indexing and the folders that may supersede (supersession.link)."""
     scanned_ns = time.time_ns()
     limits = limits or ReadLimits()
     entries, skipped = _scan_all(paths, include, exclude, hidden, limits, avoid)
@@ -148,24 +158,28 @@ def collect(
             progress(done, len(entries), key)
     old = previous.files if previous else {}
     tally = Tally(len(entries), deleted=len(set(old) - set(records)), **run.counts)
-    versions = _versions(records.values(), known or {})
+    versions = _versions(records.values(), known or {}, today, supersede_from)
     chunks = _chunks(records.values(), versions.dates())
     kept = collapse_duplicates(chunks) if chunking.dedupe else chunks
     catalog = Catalog(scanned_ns, records)
     return Collected(catalog, tuple(kept), len(chunks) - len(kept), tally, (*skipped, *run.skipped), versions)
 
 
-def _versions(records: Iterable[FileRecord], known: Mapping[str, tuple[str, Facts]]) -> Table:
+def _versions(
+    records: Iterable[FileRecord], known: Mapping[str, tuple[str, Facts]], today: dt.date, supersede_from: Sequence[str]
+) -> Table:
     """Version facts of every document (a file whose hash did not change keeps its old facts), linked."""
     found: dict[str, tuple[str, Facts]] = {}
+    files: dict[str, str] = {}
     for record in records:
         for d in record.documents:
+            files[d.doc_id] = record.key
             old = known.get(d.doc_id)
             if old is not None and old[0] == record.sha256:
                 found[d.doc_id] = old
             else:
                 found[d.doc_id] = (record.sha256, facts(d.doc_id, d.title, d.date, "\n".join(d.chunks)))
-    return link(found)
+    return link(found, today, supersede_from=supersede_from, files=files)
 
 
 def _scan_all(
@@ -176,17 +190,33 @@ def _scan_all(
     limits: ReadLimits,
     avoid: Sequence[Path],
 ) -> tuple[list[tuple[str, str, FileEntry]], list[Skipped]]:
-    if not paths:
-        raise InputError("no path given; pass at least one folder or file to index")
-    prefixes = [""] if len(paths) == 1 else [Path(os.path.realpath(p)).name + "/" for p in paths]
-    if len(set(prefixes)) != len(prefixes):
-        raise InputError("two of the paths have the same folder name; index them into separate --out folders")
+    prefixes = _prefixes(paths)
     entries, skipped = [], []
     for prefix, path in zip(prefixes, paths, strict=True):
         found, missed = scan(path, include=include, exclude=exclude, hidden=hidden, limits=limits, avoid=avoid)
         entries += [(prefix + e.rel, prefix, e) for e in found]
         skipped += [Skipped(prefix + s.path, s.reason) for s in missed]
     return entries, skipped
+
+
+def _prefixes(paths: Sequence[str | Path]) -> list[str]:
+    """The key prefix of each path's files: none for a single path, else the path's folder name and a slash."""
+    if not paths:
+        raise InputError("no path given; pass at least one folder or file to index")
+    prefixes = [""] if len(paths) == 1 else [Path(os.path.realpath(p)).name + "/" for p in paths]
+    if len(set(prefixes)) != len(prefixes):
+        raise InputError("two of the paths have the same folder name; index them into separate --out folders")
+    return prefixes
+
+
+def _sources(paths: Sequence[str | Path], catalog: Catalog) -> Sources:
+    """The indexed files and the folder each path was read from, for the staleness check (staleness.py)."""
+    roots = {}
+    for prefix, path in zip(_prefixes(paths), paths, strict=True):
+        given = os.path.abspath(path)  # as given: a file's key is its name, whatever a link points to
+        roots[prefix] = given if os.path.isdir(given) else os.path.dirname(given)
+    files = [Recorded(r.key, r.size, r.mtime_ns, r.sha256) for r in catalog.files.values()]
+    return sources_of(roots, files, [os.path.abspath(p) for p in paths])
 
 
 class _Pass:
@@ -269,6 +299,7 @@ class IndexReport:
     seconds: float
     links: int = 0  # older → newer links between versions of one document (supersession.py)
     notes: tuple[str, ...] = ()  # dates and supersession claims that were refused, and why
+    supersede_from: tuple[str, ...] = ()  # the folders whose documents may supersede ("": any)
 
 
 def index_paths(
@@ -285,22 +316,27 @@ def index_paths(
     counter: TokenOffsets | None = None,
     ops: FileOps | None = None,
     extra_files: Callable[[Index], Mapping[str, bytes]] | None = None,
+    supersede_from: Sequence[str] | str = (),
+    today: dt.date | None = None,
 ) -> IndexReport:
     """Index folders and files into `out_dir`, re-reading only what changed since the last run there.
 
     `include`/`exclude` are globs on paths relative to each root (or bare names); hidden files and folders are
     skipped unless `hidden`. `progress(done, total, label)` is called after each file and for the index and
     save stages. `extra_files(index)` may add files to the generation before it is saved (dense vectors,
-    `dense.embed_hook`). Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
+    `dense.embed_hook`). `supersede_from` pins the folders whose documents may supersede others (the
+    `supersede_from` setting); `today` is the day of indexing (default: the clock's, in UTC), which decides what
+    lies in the future. Raises InputError for bad paths, malformed .jsonl or an empty corpus, RetrievalError
     when the index cannot be written; in every failure the previous index at `out_dir` stays as it was.
     """
     started = time.monotonic()
     out = checked_folder(out_dir)
     chunking = chunking or ChunkingSettings()
+    folders = supersede_folders(supersede_from)
     previous, why, known = _previous_catalog(out, chunking)
     got = collect(paths, previous, chunking=chunking, include=include, exclude=exclude, hidden=hidden,
                   limits=limits or ReadLimits(), counter=counter, progress=progress, avoid=(out,),
-                  known=known)  # fmt: skip
+                  known=known, today=today or dt.datetime.now(dt.UTC).date(), supersede_from=folders)  # fmt: skip
     if not got.chunks:
         raise InputError(
             f"nothing to index in {', '.join(map(str, paths))}: no .txt, .md, .html or .jsonl file with text "
@@ -310,7 +346,7 @@ def index_paths(
         progress(0, 1, "building the BM25 index")
     index = Index.build(got.chunks, settings or IndexSettings(), chunking=chunking)
     extra = {**(extra_files(index) if extra_files is not None else {}), CATALOG: got.catalog.to_bytes(),
-             VERSIONS: got.versions.to_bytes()}  # fmt: skip
+             VERSIONS: got.versions.to_bytes(), SOURCES: _sources(paths, got.catalog).to_bytes()}  # fmt: skip
     generation = index.save(out, extra=extra, ops=ops)
     if progress is not None:
         progress(1, 1, f"saved {generation.name}")
@@ -318,7 +354,7 @@ def index_paths(
     return IndexReport(
         out, generation.name, index.document_count, len(index), got.duplicates, t.seen, t.read, t.reused,
         t.added, t.changed, t.deleted, got.skipped, why, time.monotonic() - started, len(got.versions.links),
-        got.versions.notes,
+        got.versions.notes, folders,
     )  # fmt: skip
 
 

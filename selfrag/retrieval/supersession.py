@@ -5,18 +5,26 @@ Index time (`link`), over the facts of the whole corpus (versions.py), every run
 - Explicit links: "X replaces Y" links Y → X when Y can be found: a file name in the reference, else a document
   of the same topic or whose title shares the reference's words, dated inside the date it names ("of May
   2024", "the 2025 ..."); without a date in the reference, only older documents of the same topic qualify.
+  A claim is a document speaking about others, so it counts only when it could not be abused (each refusal a
+  note): Y has the same topic key as X (naming a file is not enough on its own); X is dated when Y is; X's date
+  is not in the future. A document whose claims would retire documents of two or more other topics is
+  reported and none of its claims is obeyed.
 - Topic links: two documents with the same topic key (title without dates and version words) whose words
   overlap (estimated Jaccard >= `SAME_TOPIC`) and whose dates are stated (front matter or metadata, an
   `Updated:` line), or any two dated near-duplicates (3-shingle Jaccard >= `NEAR_DUPLICATE`), are linked
   older → newer. A year in a title or file name does not make a topic link: "1998 FIFA World Cup" and "2002
   FIFA World Cup" are two events, not two versions. Undated documents are never linked by topic.
-- Bad input, each a note in the report and a safe choice: a date in the future (after today + 1 day) is not
-  used to order anything; two documents that each claim to replace the other lose both claims (their dates
-  decide); a claim that contradicts the dates (an older document "replacing" a newer one) is dropped; a cycle
-  of links is broken by dropping the links inside it.
+- Bad input, each a note in the report and a safe choice: a date in the future (after the day of indexing +
+  `FUTURE_TOLERANCE`) is an error in the document: it orders nothing and the document supersedes nothing; two
+  documents that each claim to replace the other lose both claims (their dates decide); a claim that
+  contradicts the dates (an older document "replacing" a newer one) is dropped; a cycle of links is broken by
+  dropping the links inside it.
+- Pinned folders (`supersede_from`, e.g. only `policies/`): when given, only a document in one of them may be
+  the newer side of any link; the links it refuses are notes.
 
 Stored as `versions.json` in the index generation (checksummed by its manifest): the facts of each document
-keyed by its file's sha256 (reused when the file did not change), the links, and the notes.
+keyed by its file's sha256 (reused when the file did not change), the links with why each applies (`reasons`,
+which `selfrag doctor` lists), the pinned folders, and the notes.
 
 Retrieval time (`Versions.prefer_current`): among the candidates, a chunk of a superseded document yields to
 the first chunk of a newer version of it: that chunk moves up to its place, and the superseded one follows.
@@ -28,7 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +59,7 @@ VERSIONS_FORMAT = 1
 SAME_TOPIC = 0.2  # word-set similarity two same-titled documents need to count as versions of each other
 NEAR_DUPLICATE = 0.6  # shingle similarity that makes two documents versions whatever their titles
 MAX_VERSIONS_BYTES = 256 * 2**20
+FUTURE_TOLERANCE = dt.timedelta(days=1)  # a date up to a day after the day of indexing is not "in the future"
 STATED = ("format", "line")  # date sources that say when a document was written, not what it is about
 
 
@@ -59,6 +68,7 @@ class Link:
     older: str
     newer: str
     why: str  # "claim" (one says so), "dates" (each claims the other), "topic" (same title) or "near-duplicate"
+    reason: str = field(default="", compare=False)  # why it applies, in words (doctor lists it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +79,7 @@ class Table:
     links: tuple[Link, ...]
     notes: tuple[str, ...]
     today: str
+    supersede_from: tuple[str, ...] = ()  # folders whose documents may supersede ("": any)
 
     def dates(self) -> dict[str, str]:
         """doc_id -> full date, for documents whose format gave none (chunks carry it for freshness)."""
@@ -88,6 +99,8 @@ class Table:
             "today": self.today,
             "facts": {doc: {"sha256": sha, **asdict(f)} for doc, (sha, f) in self.facts.items()},
             "links": [[link.older, link.newer, link.why] for link in self.links],
+            "reasons": [[link.older, link.newer, link.reason] for link in self.links],
+            "supersede_from": list(self.supersede_from),
             "notes": list(self.notes),
         }
         return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
@@ -116,48 +129,82 @@ def _facts(row: dict[str, Any]) -> Facts:
     return facts
 
 
-def link(facts: Mapping[str, tuple[str, Facts]], today: dt.date | None = None) -> Table:
-    """Link the versions of a corpus (see the module docstring); `today` decides what is in the future."""
-    day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
+def link(
+    facts: Mapping[str, tuple[str, Facts]],
+    today: dt.date,
+    *,
+    supersede_from: Sequence[str] = (),
+    files: Mapping[str, str] | None = None,
+) -> Table:
+    """Link the versions of a corpus (see the module docstring). `today` is the day of indexing, passed in: what
+    lies beyond it by more than `FUTURE_TOLERANCE` is in the future. `supersede_from` (folders, normalised by
+    `config.supersede_folders`) pins where a newer version may be, matched against each document's file
+    (`files`: doc_id -> file key, by default the doc_id)."""
+    day = today.isoformat()
     by_doc = {doc: f for doc, (_, f) in facts.items()}
     notes = [f"{doc}: {note}" for doc, f in sorted(by_doc.items()) for note in f.notes]
     future = {doc for doc, f in by_doc.items() if _in_future(f.date, day)}
-    notes += [f"{doc}: its date {by_doc[doc].date} is after today ({day}); not used to order versions"
-              for doc in sorted(future)]  # fmt: skip
+    notes += [f"{doc}: its date {by_doc[doc].date} is after the day of indexing ({day}), an error in the "
+              "document: it orders no versions and supersedes nothing" for doc in sorted(future)]  # fmt: skip
     dates = {doc: (None if doc in future else f.date) for doc, f in by_doc.items()}
-    claimed = _claimed(by_doc, dates, notes)
+    claimed = _claimed(by_doc, dates, future, notes)
     topical = _topical(by_doc, dates)
     explicit = {(link.older, link.newer) for link in claimed}
     links = claimed + [t for t in topical if (t.older, t.newer) not in explicit and (t.newer, t.older) not in explicit]
+    links = _pinned(links, tuple(supersede_from), files or {}, notes)
     links = _acyclic(links, notes)
-    return Table(dict(facts), tuple(sorted(links, key=lambda k: (k.older, k.newer))), tuple(notes), day)
+    ordered = tuple(sorted(links, key=lambda k: (k.older, k.newer)))
+    return Table(dict(facts), ordered, tuple(notes), day, tuple(supersede_from))
 
 
 def _in_future(date: str | None, today: str) -> bool:
     if not date:
         return False
-    return compare(date, (dt.date.fromisoformat(today) + dt.timedelta(days=1)).isoformat()) == 1
+    return compare(date, (dt.date.fromisoformat(today) + FUTURE_TOLERANCE).isoformat()) == 1
 
 
-def _claimed(by_doc: Mapping[str, Facts], dates: Mapping[str, str | None], notes: list[str]) -> list[Link]:
-    stems = {}
+def _claimed(
+    by_doc: Mapping[str, Facts], dates: Mapping[str, str | None], future: set[str], notes: list[str]
+) -> list[Link]:
+    """The links the documents' claims make, each claim checked by `_refused` and every refusal a note."""
+    stems: dict[str, list[str]] = {}
     for doc in by_doc:
         name = doc.rsplit("/", 1)[-1].lower()
         stems.setdefault(name, []).append(doc)
         stems.setdefault(name.rsplit(".", 1)[0], []).append(doc)
-    pairs: dict[tuple[str, str], str] = {}
+    pairs: dict[tuple[str, str], tuple[str, str]] = {}  # (older, newer) -> (claimant, the claim as written)
     for doc, f in sorted(by_doc.items()):
-        for claim in f.claims:
-            for other in _resolve(doc, claim.text, by_doc, dates, stems, older=claim.newer):
-                older, newer = (other, doc) if claim.newer else (doc, other)
-                pairs.setdefault((older, newer), doc)
+        found = [(c, other) for c in f.claims for other in _resolve(doc, c.text, by_doc, dates, stems, older=c.newer)]
+        if not found:
+            continue
+        if doc in future:
+            named = _names(o for _, o in found)
+            notes.append(f"{doc}: its claims about {named} are ignored: its date is in the future")
+            continue
+        retired = sorted({by_doc[o].topic for c, o in found if c.newer and not _same_topic(by_doc[o], f)})
+        if len(retired) > 1:
+            notes.append(
+                f"{doc}: would retire documents of {len(retired)} other topics ({_topics(retired)}) besides its own "
+                f"({_topics([f.topic])}); reported, not obeyed: none of its claims counts"
+            )
+            continue
+        for claim, other in found:
+            refusal = _refused(doc, other, claim, by_doc, dates)
+            if refusal:
+                notes.append(f"{doc}: says it {_verb(claim)} {other}, but {refusal}; the claim is ignored")
+                continue
+            older, newer = (other, doc) if claim.newer else (doc, other)
+            pairs.setdefault((older, newer), (doc, claim.text))
     links = []
-    for (older, newer), claimant in sorted(pairs.items()):
+    for (older, newer), (claimant, text) in sorted(pairs.items()):
+        dated = _dated(dates[older], dates[newer])
+        topic = _topics([by_doc[newer].topic])
         if (newer, older) in pairs:  # both say they are versions of one another: the dates say which is newer
             if older < newer:
                 notes.append(f"{older} and {newer} each claim to replace the other; their dates decide")
             if compare(dates[older], dates[newer]) == -1:
-                links.append(Link(older, newer, "dates"))
+                reason = f"each says it replaces the other; same topic {topic}; {dated}"
+                links.append(Link(older, newer, "dates", reason))
             continue
         if compare(dates[older], dates[newer]) == 1:
             notes.append(
@@ -165,8 +212,58 @@ def _claimed(by_doc: Mapping[str, Facts], dates: Mapping[str, str | None], notes
                 f"{dates[newer]}); the claim is ignored"
             )
             continue
-        links.append(Link(older, newer, "claim"))
+        said = "it replaces" if claimant == newer else "it is replaced by"
+        links.append(Link(older, newer, "claim", f"{claimant} says {said} {text!r}; same topic {topic}; {dated}"))
     return links
+
+
+def _refused(doc: str, other: str, claim: Claim, by_doc: Mapping[str, Facts], dates: Mapping[str, str | None]) -> str:
+    """Why `doc`'s claim about `other` cannot count ("" when it can): a claim speaks for its own topic only, and
+    an undated document cannot place itself against a dated one."""
+    if not _same_topic(by_doc[doc], by_doc[other]):
+        return f"{other} is about another topic ({_topics([by_doc[other].topic])}, not {_topics([by_doc[doc].topic])})"
+    if dates[doc] is None and dates[other] is not None:
+        return f"{doc} has no date and {other} is dated {dates[other]}"
+    return ""
+
+
+def _same_topic(a: Facts, b: Facts) -> bool:
+    return bool(a.topic) and a.topic == b.topic
+
+
+def _verb(claim: Claim) -> str:
+    return "replaces" if claim.newer else "is replaced by"
+
+
+def _names(docs: Iterable[str]) -> str:
+    return ", ".join(sorted(set(docs)))
+
+
+def _topics(topics: Iterable[str]) -> str:
+    return ", ".join(repr(t) if t else "no topic" for t in topics)
+
+
+def _dated(older: str | None, newer: str | None) -> str:
+    if older and newer:
+        return f"dated {older} -> {newer}"
+    return f"dated {newer}, the other undated" if newer else "both undated"
+
+
+def _pinned(links: list[Link], folders: tuple[str, ...], files: Mapping[str, str], notes: list[str]) -> list[Link]:
+    """The links whose newer document lies in one of `folders` (all of them when none is pinned)."""
+    if not folders:
+        return links
+    kept = []
+    for k in links:
+        where = files.get(k.newer, k.newer)
+        if any(where.startswith(folder + "/") for folder in folders):
+            kept.append(k)
+        else:
+            notes.append(
+                f"{k.newer} would supersede {k.older} ({k.why}), but only documents under "
+                f"{', '.join(f + '/' for f in folders)} may supersede; not applied"
+            )
+    return kept
 
 
 def _resolve(
@@ -228,10 +325,10 @@ def _topical(by_doc: Mapping[str, Facts], dates: Mapping[str, str | None]) -> li
     links = []
     for (a, b), why in sorted(pairs.items()):
         order = compare(dates[a], dates[b])
-        if order == -1:
-            links.append(Link(a, b, why))
-        elif order == 1:
-            links.append(Link(b, a, why))
+        if order in (-1, 1):
+            older, newer = (a, b) if order == -1 else (b, a)
+            alike = f"same topic {_topics([by_doc[a].topic])}, similar words" if why == "topic" else why + " texts"
+            links.append(Link(older, newer, why, f"{alike}; {_dated(dates[older], dates[newer])}"))
     return links
 
 
@@ -385,8 +482,9 @@ def describe_version(version: Version | None) -> str:
     return f"current{dated}; it replaces {', '.join(version.older)}"
 
 
-def corpus_versions(chunks: Iterable[Chunk], today: dt.date | None = None) -> Versions:
-    """The versions of an in-memory corpus (benchmarks build their index from chunks, not from files)."""
+def corpus_versions(chunks: Iterable[Chunk], today: dt.date) -> Versions:
+    """The versions of an in-memory corpus (benchmarks build their index from chunks, not from files); `today` is
+    the day the corpus is indexed."""
     texts: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         texts.setdefault(chunk.doc_id, []).append(chunk)

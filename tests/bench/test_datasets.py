@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import replace
 
@@ -122,7 +123,7 @@ def test_dated_stale_copies_are_older_than_their_gold_snippet_and_yield_to_it(tm
         doc = example.gold_chunks[0].split("#")[0]
         assert dates[doc] == ds.STALE_GOLD_DATE
         assert [dates[f"{doc}-stale{n}"] for n in (1, 2, 3)] == ["2025-01-01", "2024-01-01", "2023-01-01"]
-    versions = corpus_versions(grown.corpus)
+    versions = corpus_versions(grown.corpus, dt.date(2026, 11, 24))
     retriever = Retriever(Index.build(grown.corpus), versions=versions)
     plain = Index.build(grown.corpus)
     example = grown.examples[0]

@@ -48,6 +48,9 @@ def test_doctor_passes_every_check_against_a_reachable_endpoint(corpus_index, se
     lines = _lines(out)
     assert list(lines) == [
         "index",
+        "files",  # the indexed files are as they were indexed
+        "versions",
+        "supersedes",  # one line per supersession: the sample corpus's two revised policies
         "config",
         "endpoint",
         "reachable",

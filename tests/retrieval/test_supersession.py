@@ -145,8 +145,8 @@ def test_same_title_versions_and_near_duplicates_are_linked_by_date() -> None:
 def test_two_documents_claiming_to_replace_each_other_fall_back_to_their_dates() -> None:
     corpus = dict(
         [
-            doc("x.md", "This policy replaces y.md. " + BODY.format(fee="$1", hours=1), "Policy X", "2025-01-01"),
-            doc("y.md", "This policy replaces x.md. " + BODY.format(fee="$2", hours=2), "Policy Y", "2026-01-01"),
+            doc("x.md", "This policy replaces y.md. " + BODY.format(fee="$1", hours=1), "Bike policy", "2025-01-01"),
+            doc("y.md", "This policy replaces x.md. " + BODY.format(fee="$2", hours=2), "Bike policy", "2026-01-01"),
         ]
     )
     table = link(corpus, TODAY)
@@ -157,11 +157,11 @@ def test_two_documents_claiming_to_replace_each_other_fall_back_to_their_dates()
 def test_a_cycle_of_claims_supersedes_nobody_and_a_claim_against_the_dates_is_ignored() -> None:
     corpus = dict(
         [
-            doc("p.md", "This replaces q.md.", "P"),
-            doc("q.md", "This replaces r.md.", "Q"),
-            doc("r.md", "This replaces p.md.", "R"),
-            doc("old.md", "This document supersedes new.md.", "Old", "2020-01-01"),
-            doc("new.md", "Unrelated text about tyres.", "New", "2024-01-01"),
+            doc("p.md", "This replaces q.md.", "Rules"),
+            doc("q.md", "This replaces r.md.", "Rules"),
+            doc("r.md", "This replaces p.md.", "Rules"),
+            doc("old.md", "This document supersedes new.md.", "Tyres", "2020-01-01"),
+            doc("new.md", "Unrelated text about tyres.", "Tyres", "2024-01-01"),
         ]
     )
     table = link(corpus, TODAY)
@@ -179,7 +179,9 @@ def test_a_future_date_is_noted_and_orders_nothing() -> None:
     )
     table = link(corpus, TODAY)
     assert table.links == ()
-    assert any("typo.md: its date 2062-01-01 is after today" in n for n in table.notes)
+    assert any(
+        "typo.md: its date 2062-01-01 is after the day of indexing (2026-11-24), an error" in n for n in table.notes
+    )
     assert "typo.md" not in table.dates()
 
 
