@@ -98,6 +98,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
 Origin = typing.Callable[[str], str]  # a setting's name -> where its value came from, for a message
 KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}
 BOOL_AS_CHOICE = frozenset({"logprobs"})  # str settings that also read a TOML true/false (as on/off)
+LIST_AS_COMMAS = frozenset({"supersede_from"})  # str settings (comma lists) that also read a TOML list of strings
 
 
 def _convert(kind: Any, name: str, value: Any, source: str = "") -> Any:
@@ -129,6 +130,8 @@ def _check_kind(kind: Any, name: str, value: Any, source: str) -> None:
     """SettingTypeError unless `value` is of the declared `kind` (an int is a float; a bool is neither)."""
     if kind not in KIND_WORDS or (kind is str and name in BOOL_AS_CHOICE and isinstance(value, bool)):
         return  # an enum or a nested table: the dataclass checks it
+    if kind is str and name in LIST_AS_COMMAS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return
     allowed = {int: (int,), float: (int, float)}.get(kind)  # bool is an int to Python, never to a setting
     if not (type(value) in allowed if allowed else isinstance(value, kind)):
         raise _wrong_type(kind, name, str(value).lower() if isinstance(value, bool) else repr(value), source)
