@@ -77,6 +77,8 @@ class Config:
     # evidence on the embedded model (where the weights were fitted and measured to win), paper on an endpoint
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
     lead: bool = True  # a yes/no, choice or factoid question gets its short answer first (one more call)
+    decide: bool = True  # the documents may decide that short answer with no call (engine.compare, engine.values),
+    # checked against the kept sentences first (lead.refuted); off: the model's own short answer alone
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
     hops: bool = True  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote from a

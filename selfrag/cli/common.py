@@ -34,6 +34,7 @@ ENGINE_FLAGS = (
     "scorer_weights",
     "abstain_below",
     "lead",
+    "decide",
     "pooled",
     "hops",
     "ground",
@@ -77,6 +78,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--lead",
         action=argparse.BooleanOptionalAction,
         help="a yes/no, choice or factoid question gets its short answer first (default on; benchmarks: off)",
+    )
+    search.add_argument(
+        "--decide",
+        action=argparse.BooleanOptionalAction,
+        help="the documents may decide that short answer with no call (by dates, traits, a stated clause or a "
+        "value), checked against the kept sentences first; --no-decide keeps the short answer, from the model "
+        "alone (default on)",
     )
     search.add_argument(
         "--pooled",

@@ -69,7 +69,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             break
     best = beam.best(frontier)
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
-    standing = lead.standing(run.question, kind, read) if abstention else None  # the documents decide it alone
+    standing = lead.standing(run.question, kind, read) if abstention and run.config.decide else None  # decided alone
     abstention = None if standing else abstention
     if abstention is None and run.config.hops and run.deps.rater.from_documents:
         best, steps = _second_hop(best, written, steps, run)
@@ -88,10 +88,11 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     wall = time.monotonic() - started
     counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], source)
     reply, held = (short.reply, short.held) if short else (None, None)  # the call's own words, printed or not
+    clause, refused = (short.clause if said else None, short.refused) if short else (None, None)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
         abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
-        lead_held=held, lead_cites=cites,
+        lead_held=held, lead_cites=cites, lead_clause=clause, lead_refused=refused,
     )  # fmt: skip
     yield DoneEvent(result=result)
 

@@ -229,6 +229,8 @@ def build_result(
     lead_reply: str | None = None,
     lead_held: str | None = None,
     lead_cites: Sequence[Chunk] = (),
+    lead_clause: str | None = None,
+    lead_refused: str | None = None,
 ) -> Result:
     citations = Citations()
     shown = citations.marked(lead, lead_cites) if lead else None  # a lead standing alone cites what decided it
@@ -285,6 +287,8 @@ def build_result(
         final_path=[".".join(path[: i + 1]) for i in range(len(path))],
         lead_reply=lead_reply,
         lead_held=lead_held,
+        lead_clause=lead_clause,
+        lead_refused=lead_refused,
     )
     return Result(
         question=question,

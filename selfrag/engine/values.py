@@ -23,8 +23,9 @@ import re
 from collections.abc import Sequence
 
 from .compare import MONTH, YEAR, Decision, clauses
-from .evidence import NUMBER_WORDS, terms
+from .evidence import NUMBER_WORDS, denies, terms, words
 from .questions import VALUE_NAMES
+from .scope import DENIAL_REACH, reading
 
 _QUALIFIER = (
     r"(?:at least|at most|up to|about|around|roughly|approximately|over|under|within|more than|less than"
@@ -126,7 +127,9 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
         for clause in parts:
             if not asked <= terms(clause) | heading:
                 continue
-            found = {_said(m.group(0)) for m in rule.finditer(clause)} - {""}
+            if reading(asked, clause, question) != "said":
+                return None  # "is no longer $5", "only if ...": a value the clause states is not plainly the answer
+            found = {_said(m.group(0)) for m in rule.finditer(clause) if not _denied(clause, m.start())} - {""}
             found = {value for value in found if not _given(value, given)}
             found = _the_one_asked(found, asked, question, sort, clause)
             if found is None:
@@ -153,6 +156,11 @@ def _the_one_asked(found: set[str], asked: frozenset[str], question: str, sort: 
         ordered = sorted(found, key=clause.find)
         return {ordered[-1] if end.group(1) else ordered[0]}
     return None
+
+
+def _denied(clause: str, at: int) -> bool:
+    """A denial stands within `DENIAL_REACH` words before the value at `at` ("no longer $5", "not 30 days")."""
+    return any(denies(word) for word in words(clause[:at])[-DENIAL_REACH:])
 
 
 def _given(value: str, given: frozenset[str]) -> bool:
