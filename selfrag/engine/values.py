@@ -90,6 +90,9 @@ _CONTRACTED = re.compile(r"['’]s\b")  # "What's", "the co-op's"
 # a thing named, not a value: "Who answers a charge dispute?", "Which stations can charge e-bikes?"
 _NAMED = re.compile(r"^\W*(?:who|whom|whose|where|which(?!\s+(?:date|day|time|year|month)\b))\b", re.I)
 _ENDS = re.compile(r"\b(?:open|start|begin|leave)s?\b|\b(close|end|finish)(?:s|es)?\b", re.I)  # which of two times
+# a second main clause, with its own subject: "The price is $4 per hour ..., and the first trip requires a 20-minute
+# introduction session": the session's price is not stated
+_COORDINATED = re.compile(r",\s+(?:and|but|so)\s+(?=(?:the|a|an|every|each|all|its|their|this|these|you|it)\b)", re.I)
 ASKED_WORDS = 2  # "Damage charge cap?" asks only "damage": too little to pick the clause that states it
 
 
@@ -124,7 +127,7 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
     said: dict[str, tuple[str, set[int]]] = {}  # the value, lower-cased -> as first written, the texts stating it
     for n, (text, parts) in enumerate(zip(texts, clauses(texts), strict=True)):
         heading = terms(" ".join(_HEADING.findall(text)))
-        for clause in parts:
+        for clause in (own for part in parts for own in _COORDINATED.split(part)):
             if not asked <= terms(clause) | heading:
                 continue
             if reading(asked, clause, question) != "said":
