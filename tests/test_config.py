@@ -63,6 +63,8 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "abstain_below": 0.3,
         "lead": False,
         "decide": False,
+        "filters": True,
+        "preset": "paper",
         "pooled": True,
         "hops": False,
         "ground": False,

@@ -29,6 +29,7 @@ from ..schema import Beam, Candidate, Chunk, Critique, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
 from .calibration import PaperRater, Rater, answer_support
+from .policies import explain
 from .state import RunInfo, StepOutcome, StopReason
 
 
@@ -289,6 +290,7 @@ def build_result(
         lead_held=lead_held,
         lead_clause=lead_clause,
         lead_refused=lead_refused,
+        policies=explain(config, evidence=rater.from_documents),
     )
     return Result(
         question=question,
