@@ -51,7 +51,7 @@ from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
 from .context import Run
 from .evidence import sentences as sentences_of
 from .evidence import terms, words
-from .questions import options, pair
+from .questions import choice_options, options, pair
 from .replies import LeadReply
 from .scope import reading
 from .values import decide_value
@@ -148,7 +148,7 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
     if said.lower().startswith("not settled"):
         return UNSETTLED if kind == "choice" else None
     if kind == "choice":
-        return _chosen(said, options(question))
+        return _chosen(said, choice_options(question))
     if not said or len(said.split()) > MAX_LEAD_WORDS:
         return None
     said_terms = terms(said)
@@ -260,10 +260,10 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     """The option the short answer names, as the question writes it; None when it names neither or both."""
     if offered is None:
         return None
-    first, second = (terms(option) for option in offered)
-    named = terms(said)
+    first, second = (terms(option) or frozenset(words(option)) for option in offered)  # "before", "after"
+    named = terms(said) | frozenset(words(said))
     picks = [option for option, own in zip(offered, (first - second, second - first), strict=True) if own & named]
-    return f"{picks[0]}." if len(picks) == 1 else None
+    return f"{picks[0][:1].upper()}{picks[0][1:]}." if len(picks) == 1 else None  # "Kept." of "refunded or kept"
 
 
 async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
