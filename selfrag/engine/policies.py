@@ -6,7 +6,8 @@ after the search). A preset (`config.PRESETS`) sets them all at once; a switch s
     POLICIES    every policy, in the order they run
     in_force    the names of the policies that act on an answer under a config (some act only with the evidence
                 scorer, whose ratings they were fitted against)
-    explain     one line saying which preset and which policies are in force, and why (doctor, the trace)
+    explain     one line saying which preset, scorer (and weights file) and policies are in force (doctor, the
+                trace)
 """
 
 from __future__ import annotations
@@ -63,5 +64,5 @@ def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
 def explain(config: Config, *, evidence: bool) -> str:
     """Which preset, scorer and policies are in force, in one line."""
     policies = ", ".join(in_force(config, evidence=evidence)) or "none (the paper's algorithm only)"
-    scorer = "evidence" if evidence else "paper"
+    scorer = f"evidence (weights {config.scorer_weights or 'shipped'})" if evidence else "paper"
     return f"preset {config.preset}, scorer {scorer}; policies in force: {policies}"
