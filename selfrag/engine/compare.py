@@ -87,11 +87,11 @@ _EVENTS = {
     for family, words in {
         "birth": r"born|birth",
         "founding": r"found(?:ed|ing)?|establish(?:ed|ment)?|form(?:ed|ation)|creat(?:ed|ion)|incorporated",
-        "release": r"releas(?:ed|e)|publish(?:ed)?|publication|premier(?:ed|e)|debut(?:ed)?|aired|issued",
+        "release": r"releas(?:ed|e)|publish(?:ed)?|publication|premier(?:ed|e)|debut(?:ed)?|aired|issued"
+        r"|launch(?:ed)?|introduc(?:ed|tion)",
         "opening": r"open(?:ed|ing)|inaugurat(?:ed|ion)",
         "building": r"built|construct(?:ed|ion)|completed|erected",
         "design": r"design(?:ed)?|plann(?:ed)|propos(?:ed|al)",
-        "launch": r"launch(?:ed)?|introduc(?:ed|tion)",
         "closing": r"clos(?:ed|ure)|shut|demolish(?:ed)?|abolish(?:ed)?|dissolv(?:ed)",
         "election": r"elect(?:ed|ion)|appoint(?:ed|ment)|sworn",
     }.items()
@@ -261,7 +261,7 @@ def _said_of(asked: frozenset[str], own: Sequence[str], question: str) -> tuple[
         if not held:
             continue
         holding.append(sentence)
-        found = reading(held, _COMPOUND.sub(" ", sentence), question)
+        found = reading(held, sentence, question)
         if found == "unclear":
             return None
         if found == "said":
@@ -289,7 +289,7 @@ def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
             if not holding and asked <= _traits(sentence) and EXCEPTION.search(sentence):
                 holding = [sentence]  # "paid to all staff apart from managers": the exception says no
             for clause in holding:
-                found = reading(asked, _COMPOUND.sub(" ", clause), question, _COMPOUND.sub(" ", sentence))
+                found = reading(asked, clause, question, sentence)
                 if found == "unclear":
                     return None  # "accepted only if ...", "Neither ... nor ...": not read here
                 said[found == "denied"].add(n)
@@ -477,12 +477,18 @@ def _event_before(text: str, at: int) -> str | None:
     return max(named)[1] if named else None
 
 
-def _event_date(text: str, event: str | None, death: bool) -> Date | None:
+def _event_date(text: str, event: str | None, death: bool, names: tuple[str, str] = ("", "")) -> Date | None:
     """The text's date of the event asked: the first date named after that event ("designed in 1890 and opened in
     1932": 1932 for "open"); the text's first date when no event is asked or none is named before any date;
-    None when dates stand after other events only."""
+    None when dates stand after other events only. `names`: the option, whose own words name no event ("Born
+    Rich"), and the other option, where the text stops being about this one."""
     if event is None:
         return _first_date(text, death=death)
+    option, other = names
+    at = _phrase_at(text, other, after=_phrase_at(text, option) + len(option)) if other else -1
+    text = text[:at] if at > 0 else text  # "... founded in 1997" of the other option, in the same sentence
+    if option:
+        text = re.sub(re.escape(option), lambda m: " " * len(m.group(0)), text, flags=re.I)
     named = [(match, _event_before(text, match.start())) for match in _DATE.finditer(text)]
     for match, family in named:
         if family == event:
@@ -523,7 +529,7 @@ def _dated(
                 for k, part in enumerate(parts[n : n + 1 + FOLLOWING]):
                     if k and theirs and theirs <= terms(part):
                         break
-                    found = _event_date(part[start:] if k == 0 else part, event, death)
+                    found = _event_date(part[start:] if k == 0 else part, event, death, (option, other))
                     if found is not None:
                         return (found, part) if found != _NO_END else None
     return None
@@ -556,6 +562,11 @@ def _opens(option: str, sentence: str) -> bool:
 def _phrase(text: str) -> str:
     """Lower-cased words with single spaces around them, to find one name written inside a text."""
     return f" {' '.join(_WORDS.findall(text.lower()))} "
+
+
+def _phrase_at(text: str, name: str, after: int = 0) -> int:
+    """Where the name is written in the text from `after` on, case aside (-1: it is not)."""
+    return text.lower().find(name.lower(), max(after, 0)) if name else -1
 
 
 def _mention_end(option: str, sentence: str) -> int:

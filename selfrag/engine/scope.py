@@ -25,14 +25,17 @@ Reading = Literal["said", "denied", "unclear"]
 
 DENIAL_REACH = 3  # a denial this many words or fewer before an asked word denies it ("is not required")
 SCOPE_WORDS = 6  # an exception or a condition reaches this many words, up to its clause's end
-_COMPOUND = re.compile(r"(?<=\w)[-/](?!(?:language|speaking)\b)(?=\w)")  # "e-bikes": "e", "bikes"
+MARKER_REACH = 8  # an exception or a condition this many words or fewer from an asked word limits it
+# "e-bikes": "e", "bikes"; not "no-calorie" (no denial) or "English-language" (no people)
+_COMPOUND = re.compile(r"(?<=\w)(?<!\bno)(?<!\bnon)[-/](?!(?:language|speaking)\b)(?=\w)", re.I)
+_NUMBERED = re.compile(r"\bno\.\s*(?=\d)", re.I)  # "FCI No. 100" denies nothing
 EXCEPTION = re.compile(
     r"\b(?:except(?:ing)?(?:\s+for)?|apart\s+from|aside\s+from|other\s+than|excluding|save\s+for|but\s+not"
     r"|with\s+the\s+exception\s+of|not\s+including)\b",
     re.I,
 )
 _CONDITION = re.compile(
-    r"\b(?:unless|only\s+(?:after|if|when|with|once|before|until|during|on|for|in|by)|provided(?:\s+that)?"
+    r"\b(?:unless|only\s+(?:after|if|when|with|once|before|until|during|on|for|in|by)|provid(?:ed|ing)\s+that"
     r"|as\s+long\s+as|on\s+condition|subject\s+to|if|(?:does|do|did)\s+not\s+apply|(?:doesn|don|didn)['’]t\s+apply)\b",
     re.I,
 )
@@ -41,25 +44,50 @@ _SCOPE_END = re.compile(r"[,;:.!?()\n]|\s[-–—]\s")
 
 def reading(asked: Set[str], clause: str, question: str = "", sentence: str = "") -> Reading:
     """What the clause says of the asked words (stemmed, as `evidence.terms` reads them) it holds: "denied",
-    "unclear" or "said" (module docstring). Exceptions and conditions are read in its whole `sentence` (default:
-    the clause), negations in the clause; the `question`'s own conditions limit nothing."""
-    whole = sentence or clause
-    excepted = EXCEPTION.search(whole)
-    if excepted is not None:
-        return "denied" if _scope(whole, excepted.end()) & asked else "unclear"  # "all staff apart from managers"
-    own = terms(_COMPOUND.sub(" ", question)) | _FILLER
-    if any(not _scope(whole, found.end()) <= own for found in _CONDITION.finditer(whole)):
-        return "unclear"  # "only if you hold a receipt": a case the question does not ask of
-    said = words(_COMPOUND.sub(" ", clause))
-    hits = [at for at, word in enumerate(said) if terms(word) & asked]
+    "unclear" or "said" (module docstring). Exceptions and conditions within `MARKER_REACH` words of an asked word
+    are read in its whole `sentence` (default: the clause), negations in the clause; the `question`'s own
+    conditions limit nothing."""
+    whole = _plain(sentence or clause)
+    near = _hits(words(whole), asked)
+    limits = [(m, rule is EXCEPTION) for rule in (EXCEPTION, _CONDITION) for m in rule.finditer(whole)]
+    limits = [(m, excepting) for m, excepting in limits if _within(len(words(whole[: m.start()])), near)]
+    own = terms(_plain(question)) | _FILLER
+    for found, excepting in sorted(limits, key=lambda limit: limit[0].start()):
+        scoped = _scope(whole, found.end())
+        if excepting:
+            return "denied" if scoped & asked else "unclear"  # "all staff apart from managers"
+        if not scoped <= own:
+            return "unclear"  # "only if you hold a receipt": a case the question does not ask of
+    said = words(_plain(clause))
+    hits = _hits(said, asked)
     if not hits:
         return "said"
-    denied = _denied(said, hits) - _denied(words(_COMPOUND.sub(" ", question)), None)  # "not returned" asked
+    denied = _denied(said, hits) - _denied(words(_plain(question)), None)  # "not returned" asked
     if denied:
         return "denied"
-    if any(denies(said[at]) and not _qualifier(said, at) for at in range(hits[-1])) and not _denied(said, hits):
+    if any(_denial(said, at) for at in range(hits[-1])) and not _denied(said, hits):
         return "unclear"  # "Neither the Pro nor the Lite is waterproof": a denial too far before to read
     return "said"
+
+
+def _plain(text: str) -> str:
+    """The text as `reading` reads it: a compound's words apart, "No. 100" as a number."""
+    return _COMPOUND.sub(" ", _NUMBERED.sub("number ", text))
+
+
+def _hits(said: list[str], asked: Set[str]) -> list[int]:
+    return [at for at, word in enumerate(said) if terms(word) & asked]
+
+
+def _within(at: int, hits: list[int]) -> bool:
+    return any(abs(at - hit) <= MARKER_REACH for hit in hits)
+
+
+def _denial(said: list[str], at: int) -> bool:
+    """The word at `at` denies: a denial word, not an amount's qualifier ("no more than") nor a compound's part
+    ("no-calorie")."""
+    word = said[at]
+    return denies(word) and not _qualifier(said, at) and not word.startswith(("no-", "non-"))
 
 
 def _denied(said: list[str], hits: list[int] | None) -> frozenset[str]:
@@ -68,7 +96,7 @@ def _denied(said: list[str], hits: list[int] | None) -> frozenset[str]:
     return frozenset(
         stem
         for at in at_words
-        if any(denies(said[b]) and not _qualifier(said, b) for b in range(max(at - DENIAL_REACH, 0), at))
+        if any(_denial(said, b) for b in range(max(at - DENIAL_REACH, 0), at))
         for stem in terms(said[at])
     )
 

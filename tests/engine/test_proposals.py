@@ -76,6 +76,14 @@ def test_a_choice_by_dates_reads_the_date_of_the_event_asked():
     assert decide("Which was designed first, the Harbor Bridge or the Mill Tunnel?", offered, texts).option == (
         "Harbor Bridge"
     )
+    glued = ["Born Rich is a 2003 documentary film.", "Baraka is a 1992 film. Born Rich was screened in 2005."]
+    assert decide(
+        "Which documentary was released first, Baraka or Born Rich?", ("Baraka", "Born Rich"), glued
+    ).option == ("Baraka")  # "Born" of the option's own name is no birth
+    both = ["The General (1964–1998) was a periodical.XXL is a magazine founded in 1997."]
+    assert decide("Which magazine was founded first, The General or XXL?", ("The General", "XXL"), both).option == (
+        "The General"
+    )  # the date after the other option's name is the other's
     only_designed = ["The Harbor Bridge was designed in 1890.", "The Mill Tunnel was opened in 1925."]
     assert decide("Which opened first, the Harbor Bridge or the Mill Tunnel?", offered, only_designed) is None
 
@@ -98,6 +106,10 @@ def test_a_choice_by_dates_reads_the_date_of_the_event_asked():
         ("helmet returned", "A helmet not returned in a day costs $30.", "charge for helmet not returned?", "said"),
         ("ride hours", "You may ride for no more than 2 hours.", "", "said"),  # a qualifier, no denial
         ("safe pregnancy", "It is safe in pregnancy without a prescription.", "", "said"),
+        ("carbonated drinks", "Diet Pepsi is a no-calorie carbonated soft drink.", "", "said"),  # a compound
+        ("breed dog", "The Westphalian Dachsbracke (FCI No. 100) is a breed of dog.", "", "said"),  # a number
+        ("opera", "It is a chamber opera; its designer had provided designs for the opera house.", "", "said"),
+        ("opera", "It is an opera, first staged in London in 1954 and in Venice, if the sources agree.", "", "said"),
     ],
 )  # fmt: skip
 def test_the_scope_of_a_negation_an_exception_or_a_condition_is_read(asked, clause, question, read):
