@@ -5,7 +5,7 @@ its own clause contradicts is not printed (the model's own short answer stands).
 from __future__ import annotations
 
 import pytest
-from helpers import DIRECTORS, fused
+from helpers import DIRECTORS, fused, plain
 
 from selfrag import Chunk
 from selfrag.engine.compare import decide, decide_stated, decide_yes_no
@@ -150,3 +150,17 @@ def test_deciding_can_be_turned_off_without_turning_the_short_answer_off(engine)
     result = rag.answer(question)
     assert result.lead == "Aleksander Ford." and result.lead_from == "model"
     assert rag.chat.calls_to("answer_lead")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "?!?...",  # only punctuation
+        "Είναι το Vela Lite αδιάβροχο;",  # a script the rules do not know
+        "Are " + " and ".join(["the Vela Pro"] * 400) + " both waterproof?",  # a long pair of names
+    ],
+)
+def test_a_question_the_rules_cannot_read_gets_an_answer_not_a_traceback(engine, question):
+    written = {**script("The Vela Pro is waterproof to 50 metres.", "yes"), "generate_plain": plain("Nothing found.")}
+    result = engine(written, chunks=VELA, ndocs=2, lead=True).answer(question)
+    assert result.answer
