@@ -20,6 +20,13 @@ OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
 DENSE_MODES = ("auto", "on", "off")
 SCORERS = ("auto", "paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
+_ON = dict.fromkeys(("supersession", "filters", "ground", "extract", "hops", "lead", "decide"), True)
+# a preset: the scorer and every policy's switch (engine.policies); "paper" runs the paper's algorithm and nothing
+# else, "default" adds every policy, each safe with any model (a decided answer is checked before it is printed)
+PRESETS: dict[str, dict[str, object]] = {
+    "default": {"scorer": "auto", **_ON},
+    "paper": {"scorer": "paper", **dict.fromkeys(_ON, False)},
+}
 PROTOCOLS = ("auto", "chat", "reflection-tokens")  # how the endpoint's model talks (see llm/reflection_chat.py)
 PLACEHOLDER_KEY = "sk-no-key-needed"  # local servers want some key; this one is never a secret
 
@@ -73,17 +80,24 @@ class Config:
     critic: CriticMode = CriticMode.FUSED  # fused: one call writes and judges; separate: a second call judges
     gate_irrelevant: bool = False  # hard gate: drop candidates judged irrelevant
     gate_unsupported: bool = False  # hard gate: drop candidates with no support
-    scorer: str = "auto"  # paper: the model's labels alone; evidence: labels + evidence features, fitted; auto:
-    # evidence on the embedded model (where the weights were fitted and measured to win), paper on an endpoint
+    preset: str = "default"  # which policies are on (PRESETS): default (safe with any model) | paper (the
+    # paper's algorithm only); a switch set on its own (lead, decide, ground, ...) wins over the preset's
+    scorer: str | None = None  # paper: the model's labels alone; evidence: labels + evidence features, fitted;
+    # auto: evidence on the embedded model (where the weights were fitted and measured to win), paper on an
+    # endpoint; None: the preset's (default: auto; paper: paper)
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
-    lead: bool = True  # a yes/no, choice or factoid question gets its short answer first (one more call)
+    lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
+    decide: bool | None = None  # the documents may decide that short answer with no call (engine.compare,
+    # engine.values), checked against the kept sentences first (lead.refuted); off: the model's own short answer
+    filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
+    # draft, about the document, several at once: engine.critic.tidy)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
-    hops: bool = True  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote from a
-    # chunk the kept one's chunk names, added after the search (no call)
-    ground: bool = True  # evidence scorer: a sentence stating a number, date or name its chunk does not hold is
-    # replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
-    extract: bool = True  # evidence scorer: each chunk of several sentences also offers its own sentence that
+    hops: bool | None = None  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote
+    # from a chunk the kept one's chunk names, added after the search (no call)
+    ground: bool | None = None  # evidence scorer: a sentence stating a number, date or name its chunk does not
+    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
+    extract: bool | None = None  # evidence scorer: each chunk of several sentences also offers its own sentence that
     # shares most with the question, rated beside the model's (engine.critic.offered; no call)
     abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers
     # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
@@ -99,7 +113,7 @@ class Config:
     fusion: str = "none"  # none | rrf | weighted: fuse stemmed and unstemmed BM25 (index built with both)
     rerank: bool = False  # cheap lexical-overlap reranking of the BM25 hits
     freshness: float = 0.0  # 0 off; e.g. 0.05: a recency bonus for dated chunks that breaks near-ties
-    supersession: bool = True  # a chunk of a superseded document yields to its newer version (when linked)
+    supersession: bool | None = None  # a chunk of a superseded document yields to its newer version (when linked)
     supersede_from: str = ""  # index time: comma list of folders whose documents may supersede others ("": any)
     query_variants: str = ""  # comma list of multi, hyde, decompose: LLM-written queries fused with the query
     variant_count: int = 3  # paraphrases (multi) and most sub-questions (decompose) per variant call
@@ -109,6 +123,10 @@ class Config:
     critic_endpoint: EndpointConfig | None = None  # separate critic on another model (None: same endpoint)
 
     def __post_init__(self) -> None:
+        _check_choice("preset", self.preset, tuple(PRESETS))
+        for name, value in PRESETS[self.preset].items():  # None: the preset's; a value set on its own wins
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         object.__setattr__(self, "mode", _enum(Mode, "mode", self.mode))
         object.__setattr__(self, "critic", _enum(CriticMode, "critic", self.critic))
         _check_range("threshold", self.threshold, 0.0, 1.0)
@@ -138,11 +156,14 @@ class Config:
             raise ConfigError("embedding_model must be a model name, or unset to use the index's own")
 
     def with_values(self, **values: object) -> Config:
-        """A copy with some knobs changed (checked again); unknown names raise ConfigError."""
+        """A copy with some knobs changed (checked again); unknown names raise ConfigError. A new preset sets the
+        switches not given with it."""
         known = {f.name for f in fields(self)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        if "preset" in values:
+            values = {**dict.fromkeys(PRESETS.get(str(values["preset"]), {})), **values}
         return replace(self, **values)  # type: ignore[arg-type]
 
 

@@ -122,6 +122,9 @@ class Trace(_Out):
     final_path: list[str] = Field(default_factory=list)  # beam ids from the root to the returned beam
     lead_reply: str | None = None  # the short-answer call's reply as the model gave it, printed or not (no call: None)
     lead_held: str | None = None  # that reply as checked, not printed: its kind is more often wrong than right
+    lead_clause: str | None = None  # what a short answer the documents decided rests on (the rule: `lead_from`)
+    lead_refused: str | None = None  # a short answer a rule proposed and the check refused, the rule, and why
+    policies: str = ""  # which preset, scorer and policies were in force (engine.policies.explain)
 
 
 ABSTAIN_ANSWER = "The documents do not say."

@@ -64,6 +64,9 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "scorer_weights": "weights.json",
         "abstain_below": 0.3,
         "lead": False,
+        "decide": False,
+        "filters": True,
+        "preset": "paper",
         "pooled": True,
         "hops": False,
         "ground": False,
@@ -174,3 +177,15 @@ def test_the_auto_scorer_is_the_fitted_one_on_the_embedded_model_and_the_papers_
     assert given.config.scorer == "paper"
     with pytest.raises(ConfigError, match="scorer"):
         Config(scorer="oracle")
+
+
+def test_no_decide_turns_deciding_off_and_keeps_the_short_answer(capsys):
+    from selfrag.cli.common import engine_flags
+
+    args = build_parser().parse_args(["ask", "q", "--index", "i", "--no-decide"])
+    config = load_config(engine_flags(args), environ={})
+    assert config.decide is False and config.lead is True
+    assert load_config({}, environ={"SELFRAG_DECIDE": "0"}).decide is False
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["ask", "--help"])
+    assert "--no-decide" in capsys.readouterr().out

@@ -52,7 +52,7 @@ Ctrl-C cancels the answer being written."""
 # knobs /set cannot change: the engine's endpoints and rater are built once, when the chat starts; their flags
 FIXED_KNOBS = {
     "endpoint": "--base-url", "critic_endpoint": "--critic-base-url", "scorer": "--scorer",
-    "scorer_weights": "--scorer-weights",
+    "scorer_weights": "--scorer-weights", "preset": "--preset",  # a preset sets the scorer too
 }  # fmt: skip
 
 

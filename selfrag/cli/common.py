@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import PROTOCOLS, Config, resolve_endpoint, resolve_scorer
+from ..config import PRESETS, PROTOCOLS, Config, resolve_endpoint, resolve_scorer
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
@@ -34,14 +34,17 @@ ENGINE_FLAGS = (
     "use_seqscore",
     "gate_irrelevant",
     "gate_unsupported",
+    "preset",
     "scorer",
     "scorer_weights",
     "abstain_below",
     "lead",
+    "decide",
     "pooled",
     "hops",
     "ground",
     "extract",
+    "filters",
     "short_replies",
     "deadline",
     "max_llm_calls",
@@ -72,15 +75,29 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--gate-irrelevant", action="store_const", const=True, help="drop irrelevant candidates")
     search.add_argument("--gate-unsupported", action="store_const", const=True, help="drop unsupported candidates")
     search.add_argument(
+        "--preset",
+        choices=list(PRESETS),
+        help="which policies are on: default (every policy, each safe with any model) or paper (the paper's "
+        "algorithm only: the paper's scorer, no short answer, no decided answers, no filters, grounding, offered "
+        "sentences, second hop or supersession); a policy's own flag wins (default: default)",
+    )
+    search.add_argument(
         "--scorer",
         choices=["auto", "paper", "evidence"],
-        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted; auto (default): "
-        "evidence on the embedded model, paper on an endpoint",
+        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted; auto: evidence on "
+        "the embedded model, paper on an endpoint (default: the preset's, auto or paper)",
     )
     search.add_argument(
         "--lead",
         action=argparse.BooleanOptionalAction,
         help="a yes/no, choice or factoid question gets its short answer first (default on; benchmarks: off)",
+    )
+    search.add_argument(
+        "--decide",
+        action=argparse.BooleanOptionalAction,
+        help="the documents may decide that short answer with no call (by dates, traits, a stated clause or a "
+        "value), checked against the kept sentences first; --no-decide keeps the short answer, from the model "
+        "alone (default on)",
     )
     search.add_argument(
         "--pooled",
@@ -105,6 +122,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="with the evidence scorer, each retrieved chunk of several sentences also offers its own sentence "
         "that shares most with the question, rated beside the model's (no call; default on)",
+    )
+    search.add_argument(
+        "--filters",
+        action=argparse.BooleanOptionalAction,
+        help="decline sentences that restate the question, repeat the draft or speak of the document, and cut "
+        "several sentences to one (no call; default on)",
     )
     search.add_argument(
         "--short-replies",

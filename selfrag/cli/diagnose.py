@@ -154,6 +154,18 @@ def check_config(explicit: str | None, environ: Mapping[str, str]) -> Check:
     return Check("config", True, f"{used}; SELFRAG_* variables and flags override it")
 
 
+def check_policies(config: Config, environ: Mapping[str, str]) -> Check:
+    """Which preset, scorer and policies answers run with, and why the scorer is the one it is."""
+    from ..config import resolve_scorer
+    from ..engine.policies import explain
+
+    embedded = resolve_endpoint(config.endpoint, environ).nothing_configured
+    scorer = resolve_scorer(config, embedded=embedded).scorer
+    writer = "the embedded model" if embedded else "an endpoint"
+    why = f" (scorer auto: {writer})" if config.scorer == "auto" else ""
+    return Check("policies", True, explain(config, evidence=scorer == "evidence") + why)
+
+
 # -- endpoint ---------------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..config import PRESETS
 from ..text import escape_name
 from .common import CONFIG_HELP, add_endpoint_options, engine_flags
 
@@ -21,6 +22,7 @@ def register(commands: Any) -> None:
     )
     doctor.add_argument("--index", "-i", help="index folder to check (made by `selfrag index`)")
     add_endpoint_options(doctor, ("base_url", "model", "timeout", "logprobs", "send_openai_key"))
+    doctor.add_argument("--preset", choices=list(PRESETS), help="the preset to report (default: the configured one)")
     doctor.add_argument("--config", help=CONFIG_HELP)
     doctor.set_defaults(run=run)
 
@@ -29,7 +31,15 @@ def run(args: argparse.Namespace) -> int:
     from ..api import default_chat
     from ..errors import ConfigError, UsageError
     from ..settings import load_config
-    from .diagnose import Check, check_config, check_endpoint, check_index, check_sources, check_versions
+    from .diagnose import (
+        Check,
+        check_config,
+        check_endpoint,
+        check_index,
+        check_policies,
+        check_sources,
+        check_versions,
+    )
 
     checks = [check_index(Path(args.index))] if args.index else []
     if checks and checks[0].ok:
@@ -40,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         checks.append(Check("config", False, str(error), "fix the flag, SELFRAG_* variable or config file it names"))
     else:
         checks.append(check_config(args.config, os.environ))
+        checks.append(check_policies(config, os.environ))
         checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
     for check in checks:
         status = "FAIL" if not check.ok else "warn" if check.warn else "ok  "

@@ -22,8 +22,10 @@ question about one thing ("Is a helmet required?") by a clause holding every wor
                   a state missing, the words found in part)
     decide_stated "Yes" or "No" for a yes/no question about one thing, by "stated": every clause of the texts
                   that holds all the words the question asks says it ("Free loan helmets are kept ...": yes), or
-                  every one denies one of them ("... is not required by law": no); None when none holds them all,
-                  when clauses disagree, or for a question that denies, compares or asks for a date
+                  every one denies one of them ("... is not required by law": no; "paid to all staff apart from
+                  managers" of managers: no); None when none holds them all, when clauses disagree, where a
+                  clause's negation, exception or condition is unclear (`scope.reading`: "only if ...",
+                  "unless ..."), or for a question that denies, excepts, compares or asks for a date
     clauses       each text's clauses: sentences cut at "but", "except", "unless", "whereas", "while", a
                   semicolon and a list item's end (what `decide_stated` and `values.decide_value` read)
     read_from     which texts a decision about two names read: where each name opens a sentence, else where a
@@ -35,6 +37,11 @@ before its verb, as a stage name is ("James Dixon Swan (born 1956), better known
 HaluEval's 1,310 training yes/no and choice questions, each read with BM25's top 5 (`selfrag bench fit-lead
 --decided-on halueval`), the second kind decided 33 more, 25 of them right as the metric reads them.
 
+Every rule reads what a sentence says of the words it matched (`engine.scope`): a trait denied ("The Vela Lite
+is not waterproof") is not said, and a negation, exception or condition whose reach is unclear decides nothing.
+A choice by dates reads the date of the event asked ("opened in 1932", not "designed in 1890": `asked_event`).
+What a rule decides is a proposal: `lead.refuted` checks it against the kept sentences before it is printed.
+
 A small model answers these questions by a coin flip between the two names even when both documents state the
 dates; comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no
 model. Where this cannot decide, the model's short answer stands.
@@ -44,11 +51,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..result import LeadSource
-from .evidence import NUMBER_WORDS, denies, sentences, spaced, terms, words
+from .evidence import NUMBER_WORDS, sentences, spaced, terms
+from .scope import EXCEPTION, reading
 
 Order = Literal["earlier", "later"]
 Date = tuple[int, int, int]  # year, month (0: not given), day (0: not given)
@@ -73,6 +81,22 @@ _DATE = re.compile(
     rf"|(?<![$£€\d.,]){_YEAR}(?!\s*(?:%|percent|km|miles|metres|meters|feet|people|students|members|copies)\b))"
 )
 _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.I)
+# the kinds of event a question about time asks the date of ("Which opened first?"), and the words naming them
+_EVENTS = {
+    family: re.compile(rf"\b(?:{words})\b", re.I)
+    for family, words in {
+        "birth": r"born|birth",
+        "founding": r"found(?:ed|ing)?|establish(?:ed|ment)?|form(?:ed|ation)|creat(?:ed|ion)|incorporated",
+        "release": r"releas(?:ed|e)|publish(?:ed)?|publication|premier(?:ed|e)|debut(?:ed)?|aired|issued"
+        r"|launch(?:ed)?|introduc(?:ed|tion)",
+        "opening": r"open(?:ed|ing)|inaugurat(?:ed|ion)",
+        "building": r"built|construct(?:ed|ion)|completed|erected",
+        "design": r"design(?:ed)?|plann(?:ed)|propos(?:ed|al)",
+        "closing": r"clos(?:ed|ure)|shut|demolish(?:ed)?|abolish(?:ed)?|dissolv(?:ed)",
+        "election": r"elect(?:ed|ion)|appoint(?:ed|ment)|sworn",
+    }.items()
+}
+EVENT_REACH = 40  # characters before a date within which an event names it ("opened to traffic in 1932")
 _ASKS_DATE = re.compile(r"\b(?:what|which) (?:year|date|decade|century)\b|\bwhen\b|\bhow (?:old|long)\b", re.I)
 _YEAR_GLUED = re.compile(r"(\d{4})(?=\d{1,2}\s*[A-Z][a-z]{2}|[A-Z][a-z]{2})")  # "26 September 188926 May 1976"
 # "singer-songwriter", "writer/director": each word is said ("English-language novelists" names no people)
@@ -142,7 +166,6 @@ _YES_NO_WORDS = terms("are were is was do does did have has had both and each")
 _CLAUSE_END = re.compile(
     r"\s*(?:;|,?\s+\b(?:but|except|unless|whereas|while)\b|\n(?=\s*(?:[-*+•]\s|\d+[.)]\s|#|\n)))\s*", re.I
 )  # also a list item's or a paragraph's end: "- No riding on ..." is not the item before it
-DENIAL_REACH = 3  # a denial this many words or fewer before an asked word denies it ("is not required")
 ASKED_WORDS = 2  # "Is it open?" asks too little for a sentence holding "open" to decide it
 
 
@@ -168,11 +191,13 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The option the documents pick, as the question writes it, and what picked it; `read` the texts holding
-    the sentences that decided it, where the rule knows them (`decide_stated`; else `read_from` finds them)."""
+    the sentences that decided it, where the rule knows them (`decide_stated`; else `read_from` finds them);
+    `clause` the words it rests on, for the trace and the check before it is printed (`lead.refuted`)."""
 
     option: str
     by: LeadSource
     read: tuple[int, ...] = ()
+    clause: str = field(default="", compare=False)  # not what was decided: equal decisions may rest elsewhere
 
 
 def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Decision | None:
@@ -181,14 +206,14 @@ def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Dec
     order = asked_order(question, offered)
     if order is not None:
         picked = _by_dates(question, offered, _split(texts), order)
-        return Decision(picked, "dates") if picked else None
+        return Decision(picked[0], "dates", clause=picked[1]) if picked else None
     counted = asked_count(question, offered)
     if counted is not None:
         picked = _by_counts(counted, offered, _split(texts))
         return Decision(picked, "counts") if picked else None
     trait = asked_trait(question, offered)
-    picked = _by_trait(trait, offered, _split(texts)) if trait else None
-    return Decision(picked, "traits") if picked else None
+    picked = _by_trait(trait, offered, _split(texts), question) if trait else None
+    return Decision(picked[0], "traits", clause=picked[1]) if picked else None
 
 
 def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -> Decision | None:
@@ -215,10 +240,33 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
     asked = _traits(rest) - _ASKING - _YES_NO_WORDS - _traits(" ".join(named))
     if not asked or _DATE.search(rest) or _ASKS_DATE.search(rest):
         return None
-    held = sorted(len(asked & _traits(" ".join(sentences))) for sentences in own)
+    said = [_said_of(asked, sentences, question) for sentences in own]
+    if said[0] is None or said[1] is None:
+        return None  # a negation, an exception or a condition whose reach is unclear
+    held = sorted(len(words_said) for words_said, _ in said)
+    clause = " / ".join(part for _, part in said if part)
     if held == [len(asked), len(asked)]:
-        return Decision("Yes", "both")
-    return Decision("No", "one") if held == [0, len(asked)] else None
+        return Decision("Yes", "both", clause=clause)
+    return Decision("No", "one", clause=clause) if held == [0, len(asked)] else None
+
+
+def _said_of(asked: frozenset[str], own: Sequence[str], question: str) -> tuple[frozenset[str], str] | None:
+    """The asked words a name's own sentences say of it (not those they deny: "The Vela Lite is not waterproof"),
+    and the sentences that hold any; None where a sentence holding one limits it in a way not read here
+    (`scope.reading`: "unclear")."""
+    said: set[str] = set()
+    holding = []
+    for sentence in own:
+        held = asked & _traits(sentence)
+        if not held:
+            continue
+        holding.append(sentence)
+        found = reading(held, sentence, question)
+        if found == "unclear":
+            return None
+        if found == "said":
+            said |= held
+    return frozenset(said), " ".join(holding)
 
 
 def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
@@ -228,28 +276,28 @@ def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
     when clauses disagree, and for a question that itself denies, compares or asks for a date, or asks fewer
     than `ASKED_WORDS` words. A clause ends at "but", "except", "unless", "whereas", "while", a semicolon or a
     list item's end: "allowed on roads but banned from the trails" says nothing of e-bikes on the trails."""
-    if any(rule.search(question) for rule in (_NEGATED, _COMPARISON, _ALIKE, _ASKS_DATE)):
+    if any(rule.search(question) for rule in (_NEGATED, _COMPARISON, _ALIKE, _ASKS_DATE, EXCEPTION)):
         return None
     asked = frozenset(word for word in _traits(question) - _ASKING - _YES_NO_WORDS if word.isalnum())  # not "i'm"
     if len(asked) < ASKED_WORDS:
         return None
     said: dict[bool, set[int]] = {False: set(), True: set()}  # denied? -> texts holding such a clause
-    for n, parts in enumerate(clauses(texts)):
-        for clause in parts:
-            if asked <= _traits(clause):
-                said[_denies(asked, clause)].add(n)
+    read: dict[bool, list[str]] = {False: [], True: []}  # the clauses, for the trace
+    for n, parts in enumerate(_split(texts)):
+        for sentence in parts:
+            holding = [c for c in _CLAUSE_END.split(sentence) if asked <= _traits(c)]
+            if not holding and asked <= _traits(sentence) and EXCEPTION.search(sentence):
+                holding = [sentence]  # "paid to all staff apart from managers": the exception says no
+            for clause in holding:
+                found = reading(asked, clause, question, sentence)
+                if found == "unclear":
+                    return None  # "accepted only if ...", "Neither ... nor ...": not read here
+                said[found == "denied"].add(n)
+                read[found == "denied"].append(clause)
     if bool(said[False]) == bool(said[True]):
         return None
     denied = bool(said[True])
-    return Decision("No" if denied else "Yes", "stated", tuple(sorted(said[denied])))
-
-
-def _denies(asked: frozenset[str], clause: str) -> bool:
-    """A denial (`evidence.denies`: "not", "never", "no", "-n't", ...) within `DENIAL_REACH` words before a word
-    the question asks; a compound's words count apart, as `_traits` reads them ("not possible with e-bikes")."""
-    said = words(_COMPOUND.sub(" ", clause))
-    hits = [at for at, word in enumerate(said) if terms(word) & asked]
-    return any(denies(before) for at in hits for before in said[max(at - DENIAL_REACH, 0) : at])
+    return Decision("No" if denied else "Yes", "stated", tuple(sorted(said[denied])), " / ".join(read[denied]))
 
 
 def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:
@@ -356,18 +404,25 @@ def _traits(text: str) -> frozenset[str]:
     return terms(_COUNTRY.sub(lambda m: PEOPLE[int(str(m.lastgroup)[1:])], _COMPOUND.sub(" ", text)))
 
 
-def _by_trait(trait: frozenset[str], offered: tuple[str, str], split: Sequence[Sequence[str]]) -> str | None:
+def _by_trait(
+    trait: frozenset[str], offered: tuple[str, str], split: Sequence[Sequence[str]], question: str
+) -> tuple[str, str] | None:
+    """The option whose own sentences say more of the trait's words (not those they deny: "Calmex is not safe
+    during pregnancy"), and those sentences; None where a word is limited in a way not read here."""
     said = []
     for option, other in (offered, offered[::-1]):
         own = _own_sentences(option, other, split)
-        if own is None:
+        found = _said_of(trait, own, question) if own is not None else None
+        if found is None:
             return None
-        said.append(trait & _traits(" ".join(own)))
-    found = [len(said[0] - said[1]), len(said[1] - said[0])]  # words both say ("band") tell nothing apart
-    high, low = max(found), min(found)
+        said.append(found)
+    words_said = [said[0][0], said[1][0]]
+    found_only = [len(words_said[0] - words_said[1]), len(words_said[1] - words_said[0])]  # "band" tells nothing
+    high, low = max(found_only), min(found_only)
     if high == 0 or (low > 0 and high - low < TRAIT_MARGIN):
         return None
-    return offered[found.index(high)]
+    at = found_only.index(high)
+    return offered[at], said[at][1]
 
 
 def _own_sentences(option: str, other: str, split: Sequence[Sequence[str]]) -> list[str] | None:
@@ -386,18 +441,59 @@ def _own_sentences(option: str, other: str, split: Sequence[Sequence[str]]) -> l
     return None
 
 
-def _by_dates(question: str, offered: tuple[str, str], split: Sequence[Sequence[str]], order: Order) -> str | None:
+def _by_dates(
+    question: str, offered: tuple[str, str], split: Sequence[Sequence[str]], order: Order
+) -> tuple[str, str] | None:
+    """The option whose date of the event asked (`asked_event`) comes first or last, and the sentences holding
+    the two dates; None where a date is missing or the two are the same."""
     death = bool(_DEATH.search(question))
-    first = _date_of(offered[0], split, offered[1], death)
-    second = _date_of(offered[1], split, offered[0], death)
+    event = None if death else asked_event(question, offered)
+    first = _dated(offered[0], split, offered[1], death, event)
+    second = _dated(offered[1], split, offered[0], death, event)
     if first is None or second is None:
         return None
-    if first[1] == 0 or second[1] == 0:  # a year against a full date compares years only
-        first, second = (first[0], 0, 0), (second[0], 0, 0)
-    if first == second:
+    (one, said), (two, also) = first, second
+    if one[1] == 0 or two[1] == 0:  # a year against a full date compares years only
+        one, two = (one[0], 0, 0), (two[0], 0, 0)
+    if one == two:
         return None
-    earlier, later = (offered[0], offered[1]) if first < second else (offered[1], offered[0])
-    return earlier if order == "earlier" else later
+    earlier, later = (offered[0], offered[1]) if one < two else (offered[1], offered[0])
+    return (earlier if order == "earlier" else later), f"{said} / {also}"
+
+
+def asked_event(question: str, offered: tuple[str, str] = ("", "")) -> str | None:
+    """The kind of event whose date a question about time asks ("Which opened first, ...?" -> "open"), by
+    `_EVENTS`; None when it names none or several ("Who is older, A or B?")."""
+    rest = _without(question, offered) if all(offered) else question
+    found = {family for family, rule in _EVENTS.items() if rule.search(rest)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _event_before(text: str, at: int) -> str | None:
+    """The kind of event named in the `EVENT_REACH` characters before a date at `at` ("opened in 1932"), the
+    nearest one; None when none is."""
+    window = text[max(at - EVENT_REACH, 0) : at]
+    named = [(found.end(), family) for family, rule in _EVENTS.items() for found in rule.finditer(window)]
+    return max(named)[1] if named else None
+
+
+def _event_date(text: str, event: str | None, death: bool, names: tuple[str, str] = ("", "")) -> Date | None:
+    """The text's date of the event asked: the first date named after that event ("designed in 1890 and opened in
+    1932": 1932 for "open"); the text's first date when no event is asked or none is named before any date;
+    None when dates stand after other events only. `names`: the option, whose own words name no event ("Born
+    Rich"), and the other option, where the text stops being about this one."""
+    if event is None:
+        return _first_date(text, death=death)
+    option, other = names
+    at = _phrase_at(text, other, after=_phrase_at(text, option) + len(option)) if other else -1
+    text = text[:at] if at > 0 else text  # "... founded in 1997" of the other option, in the same sentence
+    if option:
+        text = re.sub(re.escape(option), lambda m: " " * len(m.group(0)), text, flags=re.I)
+    named = [(match, _event_before(text, match.start())) for match in _DATE.finditer(text)]
+    for match, family in named:
+        if family == event:
+            return _date(match)
+    return None if any(family for _, family in named) else _first_date(text, death=death)
 
 
 def clauses(texts: Sequence[str]) -> list[list[str]]:
@@ -412,6 +508,15 @@ def _split(texts: Sequence[str]) -> list[list[str]]:
 
 
 def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: bool) -> Date | None:
+    dated = _dated(option, split, other, death, None)
+    return dated[0] if dated else None
+
+
+def _dated(
+    option: str, split: Sequence[Sequence[str]], other: str, death: bool, event: str | None
+) -> tuple[Date, str] | None:
+    """The option's date (`date_after`) of the event asked, when one is (`_event_date`), and the sentence
+    holding it."""
     theirs = terms(other) - terms(option)
     if not terms(option):
         return None
@@ -424,9 +529,9 @@ def _date_of(option: str, split: Sequence[Sequence[str]], other: str, death: boo
                 for k, part in enumerate(parts[n : n + 1 + FOLLOWING]):
                     if k and theirs and theirs <= terms(part):
                         break
-                    found = _first_date(part[start:] if k == 0 else part, death=death)
+                    found = _event_date(part[start:] if k == 0 else part, event, death, (option, other))
                     if found is not None:
-                        return found if found != _NO_END else None
+                        return (found, part) if found != _NO_END else None
     return None
 
 
@@ -457,6 +562,11 @@ def _opens(option: str, sentence: str) -> bool:
 def _phrase(text: str) -> str:
     """Lower-cased words with single spaces around them, to find one name written inside a text."""
     return f" {' '.join(_WORDS.findall(text.lower()))} "
+
+
+def _phrase_at(text: str, name: str, after: int = 0) -> int:
+    """Where the name is written in the text from `after` on, case aside (-1: it is not)."""
+    return text.lower().find(name.lower(), max(after, 0)) if name else -1
 
 
 def _mention_end(option: str, sentence: str) -> int:

@@ -2,21 +2,23 @@
 
 Each step: every live beam decides (②), fetches chunks (②), writes one candidate per chunk with its critique
 (③ ④, all beams' candidates in flight at once), and the best `beam_width` drafts survive (⑤). The loop stops when
-every kept beam is final or has `max_depth` sentences, or a budget or the deadline runs out; then it returns
-the best beam's answer. Sentences that every kept beam shares are streamed as soon as they are settled.
+every kept beam is final or has `max_depth` sentences, or a budget or the deadline runs out; then the finishing
+policies (`FINISHING`, in order: an answer the documents decide instead of an abstention, the second hop, the
+short answer) hand on the best beam's answer. Sentences that every kept beam shares are streamed as soon as they
+are settled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from ..errors import BudgetError, LLMError
 from ..labels import Mode
-from ..result import DoneEvent, Event, LeadEvent, StepEvent, TraceStep
+from ..result import Abstention, DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
 from . import beam, critic, generator, hops, lead, questions, report, retriever
 from .context import Run
@@ -67,17 +69,13 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if beam.is_finished(frontier, run.config.max_depth):
             stop = StopReason.FINAL if all(b.final for b in frontier) else StopReason.MAX_DEPTH
             break
-    best = beam.best(frontier)
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
-    standing = lead.standing(run.question, kind, read) if abstention else None  # the documents decide it alone
-    abstention = None if standing else abstention
-    if abstention is None and run.config.hops and run.deps.rater.from_documents:
-        best, steps = _second_hop(best, written, steps, run)
-    if not best.segments and abstention is None and standing is None:
-        _nothing_written(stop, run, failure)
-    short = standing or (await _lead(best, run, kind, deadline) if kind and abstention is None else None)
+    searched = Searched(stop, failure, tuple(read), tuple(written), kind, deadline)
+    done = Finished(beam.best(frontier), steps, abstention)
+    for finishing in FINISHING:  # after the paper's loop, the finishing policies, in order
+        done = await finishing(done, searched, run)
+    best, steps, abstention, short = done.best, done.steps, done.abstention, done.short
     said, source = (short.text, short.source) if short and short.text else (None, None)
-    best = lead.without_opening_answers(best, said)  # no "Yes, ..." under "Yes." or "The documents don't settle it."
     cites = short.cites if short else ()  # a lead that stands alone cites what decided it
     if said:
         yield LeadEvent(text=citations.marked(said, cites))
@@ -88,12 +86,81 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     wall = time.monotonic() - started
     counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], source)
     reply, held = (short.reply, short.held) if short else (None, None)  # the call's own words, printed or not
+    clause, refused = (short.clause if said else None, short.refused) if short else (None, None)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
         abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
-        lead_held=held, lead_cites=cites,
+        lead_held=held, lead_cites=cites, lead_clause=clause, lead_refused=refused,
     )  # fmt: skip
     yield DoneEvent(result=result)
+
+
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """What the paper's loop leaves to the finishing policies: why it stopped, the first failure, the chunks its
+    last step read (when every candidate was declined), every candidate written, the question's kind (None: no
+    short answer) and the deadline."""
+
+    stop: StopReason
+    failure: str | None
+    read: tuple[Chunk, ...]
+    written: tuple[Candidate, ...]
+    kind: str | None
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The answer as each finishing policy hands it on: the best beam, the trace's steps, the abstention (None:
+    an answer) and the short answer."""
+
+    best: Beam
+    steps: list[TraceStep]
+    abstention: Abstention | None
+    short: lead.Lead | None = None
+
+
+async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
+    """decide: where every sentence was declined, what the documents decide answers instead of an abstention."""
+    if done.abstention is None or not run.config.decide:
+        return done
+    standing = lead.standing(run.question, searched.kind, searched.read)
+    return replace(done, abstention=None, short=standing) if standing else done
+
+
+async def _hop(done: Finished, searched: Searched, run: Run) -> Finished:
+    """hops: the answer's second hop (evidence scorer)."""
+    if done.abstention is not None or not run.config.hops or not run.deps.rater.from_documents:
+        return done
+    best, steps = _second_hop(done.best, list(searched.written), done.steps, run)
+    return replace(done, best=best, steps=steps)
+
+
+async def _written(done: Finished, searched: Searched, run: Run) -> Finished:
+    """No policy: an answer with no sentence, no abstention and no standing short answer is an error."""
+    if not done.best.segments and done.abstention is None and done.short is None:
+        _nothing_written(searched.stop, run, searched.failure)
+    return done
+
+
+async def _short_answer(done: Finished, searched: Searched, run: Run) -> Finished:
+    """lead (and decide, inside it): the short answer of a yes/no, choice or factoid question."""
+    if done.short is not None or not searched.kind or done.abstention is not None:
+        return done
+    return replace(done, short=await _lead(done.best, run, searched.kind, searched.deadline))
+
+
+async def _said_once(done: Finished, searched: Searched, run: Run) -> Finished:
+    """lead: no sentence opens with a yes or no of its own under "Yes.", "No." or "The documents don't settle
+    it."."""
+    said = done.short.text if done.short else None
+    return replace(done, best=lead.without_opening_answers(done.best, said))
+
+
+# the finishing policies, in the order they run after the paper's loop (engine.policies)
+FINISHING: tuple[Callable[[Finished, Searched, Run], Awaitable[Finished]], ...] = (
+    _standing, _hop, _written, _short_answer, _said_once,
+)  # fmt: skip
 
 
 async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:

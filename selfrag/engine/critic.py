@@ -67,7 +67,8 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
         candidates = [judged.get(id(c), c) for c in candidates]
     ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
     verdicts = run.deps.rater.trusts("yes_no")  # the model's own yes or no may stand as a sentence
-    tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts) for c in candidates]
+    filters = bool(run.config.filters)
+    tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts, filters=filters) for c in candidates]
     if ground and run.config.extract:
         tidied += offered(tidied, run.question)
     candidates = rate([sourced(c, run.question) for c in tidied], run)
@@ -109,7 +110,7 @@ DECLINED = frozenset(
 )
 
 
-def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool) -> Candidate:
+def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, filters: bool = True) -> Candidate:
     """A sentence written from a superseded document whose current version is also in hand is declined (it
     yields to that version), and so is one that restates the question, repeats the draft or speaks of the
     document instead of the world; a report's frame is taken off what it reports ("The document states that
@@ -119,18 +120,20 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool) -
     `ground`, a sentence that states what its documents do not is put right from them (`_grounded`), and, where
     the model's `verdicts` are not taken, a bare "Yes." or "No, they are not." to a yes/no question is declined
     (`unstated`: it is the model's own verdict, stated on no document's word; the short answer says what the
-    documents decide)."""
+    documents decide). Without `filters` (`Config.filters` off) no sentence is declined or cut as degenerate."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
         return replace(candidate, gated=True, flag="superseded")
+    if not filters and not ground:
+        return candidate
     draft = [segment.text for segment in candidate.parent.segments]
     text, topic = unframed(candidate.text)
     candidate = replace(candidate, text=text)
     whole = candidate.critique.estimator.startswith("reflection")  # a Self-RAG checkpoint's segment: the paper's unit
     chunk_text = candidate.chunk.text if candidate.chunk else None
     ids = tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
-    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole, ids=ids)
+    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole, ids=ids) if filters else None
     if flaw == "several_sentences":
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)

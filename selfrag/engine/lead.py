@@ -18,6 +18,9 @@ the names it weighs) is read in `engine.questions`.
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
+    refuted         why a decided short answer is not printed: a kept sentence opens with the other yes or no, or
+                    a kept sentence or the clause it rests on denies what it says; the model's own short answer
+                    then stands (`Config.decide` off: no rule decides at all)
     without_opening_answers
                     the sentences under "Yes.", "No." or "The documents don't settle it.": none opens with a yes
                     or no of its own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
@@ -46,14 +49,18 @@ from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
 from .context import Run
+from .evidence import sentences as sentences_of
 from .evidence import terms, words
-from .questions import options, pair
+from .questions import choice_options, options, pair
 from .replies import LeadReply
+from .scope import reading
 from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
 _VERDICTS = ("Yes.", "No.", UNSETTLED)  # the leads that say what a sentence's own opening yes or no would
 MAX_LEAD_WORDS = 12
+_ASKING = terms("is are was were do does did has have had can could will would should may might which who whom whose "
+                "what both each one also")  # fmt: skip
 # a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
 # knows ...", "No bikes may ..." (a word of the sentence), "Yes-man" or "No-fault" (a compound), nor '"Yes," she
 # said' (someone's words)
@@ -74,6 +81,8 @@ class Lead:
     reply: str | None = None
     cites: tuple[Chunk, ...] = ()
     held: str | None = None
+    clause: str | None = None  # what a decided lead rests on
+    refused: str | None = None  # a decision the check refused (`refuted`), its rule, and why
 
 
 def documents_decide(
@@ -101,10 +110,10 @@ def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead |
     the model's short answer is at chance on yes/no."""
     texts = current_texts(chunks)
     decision = documents_decide(question, kind, texts)
-    if decision is None:
+    if decision is None or refuted(question, kind, decision, []):
         return None
     read = decision.read or _read_from(question, kind, texts)
-    return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read))
+    return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read), clause=decision.clause)
 
 
 def _read_from(question: str, kind: str | None, texts: Sequence[str]) -> tuple[int, ...]:
@@ -139,7 +148,7 @@ def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -
     if said.lower().startswith("not settled"):
         return UNSETTLED if kind == "choice" else None
     if kind == "choice":
-        return _chosen(said, options(question))
+        return _chosen(said, choice_options(question))
     if not said or len(said.split()) > MAX_LEAD_WORDS:
         return None
     said_terms = terms(said)
@@ -174,6 +183,30 @@ def contradicted(lead: str, sentences: Sequence[str]) -> bool:
     if said not in ("yes", "no"):
         return False
     return any(opening_answer(sentence) == ("no" if said == "yes" else "yes") for sentence in sentences)
+
+
+def refuted(question: str, kind: str | None, decision: Decision, sentences: Sequence[str]) -> str | None:
+    """Why a decided short answer may not be printed, or None: a kept sentence opens with the other yes or no
+    (`contradicted`), or a kept sentence or the clause the decision rests on denies what the answer says (a "Yes."
+    or a chosen option over "The Vela Lite is not waterproof": `scope.reading`). A decision is a proposal; the
+    model's own short answer stands where it is refused."""
+    said = f"{decision.option}."
+    stating = [s for s in sentences if terms(s) - {"yes", "no"}]  # a bare "Yes." rests on no clause
+    against = next((s for s in stating if contradicted(said, [s])), None)
+    if against is not None:
+        return f"a kept sentence opens against it: {against!r}"
+    if decision.option == "No" or kind not in ("yes_no", "choice"):
+        return None  # a "No." is not refuted by a sentence stating the words asked of one thing or name
+    asked = terms(question) - _ASKING
+    chosen = terms(decision.option) if kind == "choice" else frozenset()
+    for text in (decision.clause, *sentences):
+        for part in sentences_of(text):
+            held = terms(part)
+            if chosen - held or len(asked & held) * 2 < len(asked):
+                continue  # about another option, or too little of what the question asks
+            if reading(asked - chosen, part, question) == "denied":
+                return f"it is denied in {part!r}"
+    return None
 
 
 def without_opening_answers(best: Beam, lead: str | None) -> Beam:
@@ -227,10 +260,10 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     """The option the short answer names, as the question writes it; None when it names neither or both."""
     if offered is None:
         return None
-    first, second = (terms(option) for option in offered)
-    named = terms(said)
+    first, second = (terms(option) or frozenset(words(option)) for option in offered)  # "before", "after"
+    named = terms(said) | frozenset(words(said))
     picks = [option for option, own in zip(offered, (first - second, second - first), strict=True) if own & named]
-    return f"{picks[0]}." if len(picks) == 1 else None
+    return f"{picks[0][:1].upper()}{picks[0][1:]}." if len(picks) == 1 else None  # "Kept." of "refunded or kept"
 
 
 async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
@@ -247,9 +280,23 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
 
 async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
-    decision = documents_decide(run.question, kind, current_texts(chunks), [s.text for s in best.segments])
-    if decision is not None:  # cites the clause that decided it where the rule knows it (`compare.decide_stated`)
-        return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in decision.read))
+    written = [s.text for s in best.segments]
+    decision = documents_decide(run.question, kind, current_texts(chunks), written) if run.config.decide else None
+    why = refuted(run.question, kind, decision, written) if decision is not None else None
+    if decision is not None and why is None:  # cites the clause that decided it where the rule knows it
+        cites = tuple(chunks[n] for n in decision.read)
+        return Lead(f"{decision.option}.", decision.by, cites=cites, clause=decision.clause or None)
+    refused = f"{decision.option}. by {decision.by}: {why}" if decision is not None else None
+    lead = await _asked_lead(run, best, kind, chunks)
+    if refused is None:
+        return lead
+    if lead is None or (lead.text is None and kind == "choice"):  # the rule's pick was refused, the model's is none
+        return Lead(UNSETTLED, "model", lead.reply if lead else None, refused=refused)
+    return replace(lead, refused=refused)
+
+
+async def _asked_lead(run: Run, best: Beam, kind: str, chunks: list[Chunk]) -> Lead | None:
+    """The model's own short answer, asked in one call and checked (`lead_text`); None when the call failed."""
     try:
         parsed = await run.ask(
             "answer_lead",

@@ -1,10 +1,13 @@
 """What a question asks, read off its words with no model: its kind, and the two names it weighs.
 
-    question_kind   yes_no ("Is ...?", "Does ...?", "If ..., can I ...?") | choice ("Which is older, A or B?") |
+    question_kind   yes_no ("Is ...?", "Does ...?", "If ..., can I ...?") | choice ("Which is older, A or B?",
+                    "before or after meals?") |
                     factoid ("Who ...?", "How many ...?", "What label ...?", "What was the population of X?", a
                     value asked by its name: "What's the phone number?", "Day pass price?", "day pass price") |
-                    None (an explanation: why, how, explain, "What is the refund policy?")
+                    None (an explanation or a list: why, how, explain, "What is the refund policy?", "What are
+                    the side effects of X?", "What changed in ...?", "Under what circumstances ...?")
     options         the two names a choice question offers
+    choice_options  the two options, names or two words in lower case ("before or after meals?")
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
     follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
                     helmet required?"), which the search adds to its query
@@ -69,6 +72,23 @@ _EXPLAIN = re.compile(rf"^\s*(?:why|(?!{_AMOUNT}\b)how|explain|describe)\b", re.
 _CHOICE = re.compile(
     r"(?:^|,)\s*([^,?]+?)\s+or\s+([^,?]+?)\s*(?:\?|,|$)|^\s*between\s+([^,?]+?)\s+and\s+([^,?]+?),", re.I
 )
+# a list or an explanation asked with a factoid's words: "What are the side effects of X?", "What changed in the
+# fees?", "Under what circumstances can I ...?"
+_NOT_FACTOID = re.compile(
+    r"^\s*(?:under|in|on)\s+what\s+(?:circumstances|conditions|cases|situations|grounds|terms)\b"
+    r"|^\s*what\s+(?:has\s+|have\s+)?(?:changed|changes|happened|happens|went\s+wrong|goes\s+wrong)\b"
+    r"|^\s*what\s+(?:are|were)\s+(?:the\s+|some\s+|all\s+)?(?:main\s+|possible\s+|common\s+|known\s+|key\s+)?"
+    r"(?:side\s+effects|effects|symptoms|steps|rules|requirements|benefits|risks|advantages|disadvantages|differences"
+    r"|changes|conditions|reasons|ways|options|types|kinds|features|duties|responsibilities|causes|consequences"
+    r"|exceptions)\b"
+    r"|^\s*(?:list|enumerate)\b",
+    re.I,
+)
+# two options in lower case: "before or after meals?", "refunded or kept?" (not "whether or not", "more or less")
+_PLAIN_OPTIONS = re.compile(
+    r"\b(?!(?:whether|either|more|sooner|and)\b)([a-z][\w'’-]*)\s+or\s+(?!(?:not|so|else|other|less|later|more)\b)"
+    r"([a-z][\w'’-]*)\b"
+)
 _SMALL = r"of|the|and|de|la|le|von|van|den|der|du|del|da|di|dos|das|v\.|vs\.|for|to"  # inside names
 
 
@@ -95,8 +115,10 @@ def question_kind(question: str) -> str | None:
         return "yes_no"
     if (asked := unwrapped(question)) != question:
         return question_kind(asked)
-    if options(question) is not None:
+    if choice_options(question) is not None:
         return "choice"
+    if _NOT_FACTOID.match(question) or _NOT_FACTOID.match(_TOLD.split(question.strip())[-1]):
+        return None  # a list or an explanation: no short answer
     if _FACTOID.search(question) and not _EXPLAIN.match(question):
         return "factoid"
     if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
@@ -121,6 +143,16 @@ def options(question: str) -> tuple[str, str] | None:
         if before and after and len(right[: after.start()].split()) <= 3:  # "the Cotula", "the birth of Robert Young"
             return before, _title_goes_on(after.group(0), question[match.end(2) :])
     return None
+
+
+def choice_options(question: str) -> tuple[str, str] | None:
+    """The two options a choice question offers: two names (`options`), else two words in lower case joined by
+    "or" ("Should I take it before or after meals?" -> ("before", "after")); None when it offers none."""
+    named = options(question)
+    if named is not None:
+        return named
+    plain = _PLAIN_OPTIONS.search(question)
+    return (plain.group(1), plain.group(2)) if plain else None
 
 
 def _title_goes_on(option: str, rest: str) -> str:

@@ -29,6 +29,7 @@ from ..schema import Beam, Candidate, Chunk, Critique, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
 from .calibration import PaperRater, Rater, answer_support
+from .policies import explain
 from .state import RunInfo, StepOutcome, StopReason
 
 
@@ -229,6 +230,8 @@ def build_result(
     lead_reply: str | None = None,
     lead_held: str | None = None,
     lead_cites: Sequence[Chunk] = (),
+    lead_clause: str | None = None,
+    lead_refused: str | None = None,
 ) -> Result:
     citations = Citations()
     shown = citations.marked(lead, lead_cites) if lead else None  # a lead standing alone cites what decided it
@@ -285,6 +288,9 @@ def build_result(
         final_path=[".".join(path[: i + 1]) for i in range(len(path))],
         lead_reply=lead_reply,
         lead_held=lead_held,
+        lead_clause=lead_clause,
+        lead_refused=lead_refused,
+        policies=explain(config, evidence=rater.from_documents),
     )
     return Result(
         question=question,

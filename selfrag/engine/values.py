@@ -23,8 +23,9 @@ import re
 from collections.abc import Sequence
 
 from .compare import MONTH, YEAR, Decision, clauses
-from .evidence import NUMBER_WORDS, terms
+from .evidence import NUMBER_WORDS, denies, terms, words
 from .questions import VALUE_NAMES
+from .scope import DENIAL_REACH, reading
 
 _QUALIFIER = (
     r"(?:at least|at most|up to|about|around|roughly|approximately|over|under|within|more than|less than"
@@ -89,6 +90,9 @@ _CONTRACTED = re.compile(r"['’]s\b")  # "What's", "the co-op's"
 # a thing named, not a value: "Who answers a charge dispute?", "Which stations can charge e-bikes?"
 _NAMED = re.compile(r"^\W*(?:who|whom|whose|where|which(?!\s+(?:date|day|time|year|month)\b))\b", re.I)
 _ENDS = re.compile(r"\b(?:open|start|begin|leave)s?\b|\b(close|end|finish)(?:s|es)?\b", re.I)  # which of two times
+# a second main clause, with its own subject: "The price is $4 per hour ..., and the first trip requires a 20-minute
+# introduction session": the session's price is not stated
+_COORDINATED = re.compile(r",\s+(?:and|but|so)\s+(?=(?:the|a|an|every|each|all|its|their|this|these|you|it)\b)", re.I)
 ASKED_WORDS = 2  # "Damage charge cap?" asks only "damage": too little to pick the clause that states it
 
 
@@ -123,10 +127,12 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
     said: dict[str, tuple[str, set[int]]] = {}  # the value, lower-cased -> as first written, the texts stating it
     for n, (text, parts) in enumerate(zip(texts, clauses(texts), strict=True)):
         heading = terms(" ".join(_HEADING.findall(text)))
-        for clause in parts:
+        for clause in (own for part in parts for own in _COORDINATED.split(part)):
             if not asked <= terms(clause) | heading:
                 continue
-            found = {_said(m.group(0)) for m in rule.finditer(clause)} - {""}
+            if reading(asked, clause, question) != "said":
+                return None  # "is no longer $5", "only if ...": a value the clause states is not plainly the answer
+            found = {_said(m.group(0)) for m in rule.finditer(clause) if not _denied(clause, m.start())} - {""}
             found = {value for value in found if not _given(value, given)}
             found = _the_one_asked(found, asked, question, sort, clause)
             if found is None:
@@ -153,6 +159,11 @@ def _the_one_asked(found: set[str], asked: frozenset[str], question: str, sort: 
         ordered = sorted(found, key=clause.find)
         return {ordered[-1] if end.group(1) else ordered[0]}
     return None
+
+
+def _denied(clause: str, at: int) -> bool:
+    """A denial stands within `DENIAL_REACH` words before the value at `at` ("no longer $5", "not 30 days")."""
+    return any(denies(word) for word in words(clause[:at])[-DENIAL_REACH:])
 
 
 def _given(value: str, given: frozenset[str]) -> bool:

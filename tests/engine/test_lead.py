@@ -49,7 +49,16 @@ def lead_script(sentence: str, lead: str) -> dict:
         ("Which band was formed first, The Exies or Circus Diablo?", "choice"),
         ("Between Iain Banks and Irwin Shaw, which writer had a more diverse career?", "choice"),
         ("Was Summit or Crosstrack created first?", "choice"),
-        ("Should I pick red or blue wine?", None),  # an "or" between common words offers no names
+        ("Should I pick red or blue wine?", "choice"),  # options in lower case are options too
+        ("Should I take Calmex before or after meals?", "choice"),
+        ("Is the deposit refunded or kept?", "choice"),
+        ("Is the bike more or less than 20 kg?", None),  # "more or less" offers nothing
+        # a list or an explanation asked with a factoid's words gets no short answer
+        ("What are the side effects of Calmex?", None),
+        ("What changed in the 2026 fees?", None),
+        ("Under what circumstances can I get a refund?", None),
+        ("I'm pregnant. What are the risks of Calmex?", None),
+        ("What are the opening hours of the Depot?", "factoid"),  # a value, though plural
         ("Both films were released by what label?", "factoid"),
         ("What show does the retired player host?", "factoid"),
         ("Kate Ramsay is a character created by who?", "factoid"),
@@ -234,6 +243,18 @@ CHOICE = "What author was more popular, Richard Wright or Richard Bach?"
 )
 def test_a_choice_leads_with_one_of_its_two_options_or_none(answer, lead):
     assert lead_text("choice", answer, [], CHOICE) == lead
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "lead"),
+    [
+        ("Is the deposit refunded or kept?", "It is kept", "Kept."),
+        ("Should I take Calmex before or after meals?", "after meals", "After."),
+        ("Should I take Calmex before or after meals?", "either", None),
+    ],
+)
+def test_a_choice_between_options_in_lower_case_leads_with_one_of_them(question, answer, lead):
+    assert lead_text("choice", answer, [], question) == lead
 
 
 def test_the_lead_reads_the_cited_chunks_first_then_the_rest_of_the_last_retrieval():

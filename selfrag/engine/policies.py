@@ -1,0 +1,68 @@
+"""The layers that can change an answer beyond the paper's algorithm, as named policies: each has its own switch
+in `Config` (of the same name), says what it reads and what it may change, and runs at one hook of the loop
+(`retrieval`: which chunks are read; `candidates`: which sentences are offered and kept; `finish`: the answer
+after the search). A preset (`config.PRESETS`) sets them all at once; a switch set on its own wins.
+
+    POLICIES    every policy, in the order they run
+    in_force    the names of the policies that act on an answer under a config (some act only with the evidence
+                scorer, whose ratings they were fitted against)
+    explain     one line saying which preset, scorer (and weights file) and policies are in force (doctor, the
+                trace)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..config import Config
+
+Hook = Literal["retrieval", "candidates", "finish"]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One answer-changing layer: its name (its `Config` switch), where it runs, what it reads and may change,
+    and whether it acts only with the evidence scorer."""
+
+    name: str
+    hook: Hook
+    reads: str
+    changes: str
+    evidence_only: bool = False
+
+
+POLICIES: tuple[Policy, ...] = (
+    Policy("supersession", "retrieval", "document versions", "a superseded chunk yields to its newer version"),
+    Policy(
+        "filters", "candidates", "the sentence, the draft, the question",
+        "declines a sentence restating the question, repeating the draft, about the document, or with no amount "
+        "asked; cuts several sentences to one",
+    ),
+    Policy(
+        "ground", "candidates", "the sentence and its chunk",
+        "a number, date or name the chunk does not hold: the chunk's sentence instead, or declined", True,
+    ),
+    Policy("extract", "candidates", "each chunk", "offers the chunk's own sentence beside the model's", True),
+    Policy("hops", "finish", "the sentences written", "adds the sentence of the chunk the kept one names", True),
+    Policy("lead", "finish", "the question, the documents read", "prints a short answer first (one more call)"),
+    Policy(
+        "decide", "finish", "the clauses of the documents read",
+        "proposes the short answer with no call, checked against the kept sentences (lead.refuted)",
+    ),
+)  # fmt: skip
+NAMES = tuple(policy.name for policy in POLICIES)
+
+
+def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
+    """The policies that act on an answer: switched on, and (for those fitted on its ratings) under the evidence
+    scorer (`evidence`); deciding only under the short answer."""
+    on = [p.name for p in POLICIES if getattr(config, p.name) and (evidence or not p.evidence_only)]
+    return tuple(name for name in on if name != "decide" or "lead" in on)
+
+
+def explain(config: Config, *, evidence: bool) -> str:
+    """Which preset, scorer and policies are in force, in one line."""
+    policies = ", ".join(in_force(config, evidence=evidence)) or "none (the paper's algorithm only)"
+    scorer = f"evidence (weights {config.scorer_weights or 'shipped'})" if evidence else "paper"
+    return f"preset {config.preset}, scorer {scorer}; policies in force: {policies}"
