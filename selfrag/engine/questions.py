@@ -84,10 +84,12 @@ _NOT_FACTOID = re.compile(
     r"|^\s*(?:list|enumerate)\b",
     re.I,
 )
-# two options in lower case: "before or after meals?", "refunded or kept?" (not "whether or not", "more or less")
+# two options in lower case that close the question: "before or after meals?", "refunded or kept?" (not "whether
+# or not", "more or less", nor words joined inside what a list question asks: "Which flags or settings were removed
+# in 2.0?")
 _PLAIN_OPTIONS = re.compile(
     r"\b(?!(?:whether|either|more|sooner|and)\b)([a-z][\w'’-]*)\s+or\s+(?!(?:not|so|else|other|less|later|more)\b)"
-    r"([a-z][\w'’-]*)\b"
+    r"([a-z][\w'’-]*)(?:\s+[\w'’-]+){0,2}\s*[?.!]?\s*$"
 )
 _SMALL = r"of|the|and|de|la|le|von|van|den|der|du|del|da|di|dos|das|v\.|vs\.|for|to"  # inside names
 

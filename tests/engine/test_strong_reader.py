@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import document_of, fused
+from helpers import document_of, fused, plain
 
 from selfrag import Config
 from selfrag.api import SelfRAG
@@ -91,6 +91,7 @@ def strong_reader(case: Case) -> ScriptedChatModel:
     script = {
         "retrieve_decide": {"retrieve": "yes", "query": case.question},
         "generate_fused": write,
+        "generate_plain": plain("The documents I was shown do not say.", utility=1),  # nothing was found
         "answer_lead": {"answer": lead},
     }
     return ScriptedChatModel(script)
