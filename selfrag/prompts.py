@@ -5,7 +5,7 @@ less), `response_model` (the name of one of the reply models the book was given)
 Rendering uses `string.Template` with `substitute`, so a missing value is an error, never an empty string; a
 literal dollar sign is `$$`.
 
-The engine's prompts live in `selfrag/engine/prompts/` and its reply models in `selfrag.engine.replies`: a
+The engine's prompts live in `selfrag/engine/prompts/` and its reply models in `selfrag.llm.replies`: a
 `PromptBook()` loads those. The benchmarks' book adds their own folder and reply models (`selfrag.bench`).
 The folder is package data, so the same path works from a wheel, an editable install and a checkout.
 """
@@ -20,9 +20,9 @@ from string import Template
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .engine.replies import REPLY_MODELS
 from .errors import ConfigError
 from .llm.base import Message
+from .llm.replies import REPLY_MODELS
 
 ReplyModels = Mapping[str, type[BaseModel]]  # response_model name -> the pydantic model of the reply
 

@@ -286,8 +286,8 @@ async def test_a_server_that_refuses_logprobs_is_probed_again_without_them_and_n
     from httpmock import BASE, openai_client
 
     from selfrag.config import ResolvedEndpoint
-    from selfrag.engine.replies import DecideReply
     from selfrag.llm.base import ChatRequest
+    from selfrag.llm.replies import DecideReply
     from selfrag.schema import Meter
 
     sent = []

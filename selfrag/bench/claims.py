@@ -38,10 +38,10 @@ from typing import Any
 from ..engine.beam import Weights, s_rel, s_sup, s_use, score
 from ..engine.calibration import Rated, Rater, answer_support
 from ..engine.context import Run, run_all
-from ..engine.replies import check_quote, plan_from
 from ..errors import FatalLLMError, LLMError
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..llm.logprobs import label_distribution
+from ..llm.replies import check_quote, plan_from
 from ..llm.structured import Parsed
 from ..schema import Chunk, Critique, Hit, Meter
 from .datasets import CLAIM_LABELS, Example

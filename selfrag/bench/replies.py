@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..engine.replies import RelevanceLabel, Reply, SupportLabel, UtilityLabel
+from ..llm.replies import RelevanceLabel, Reply, SupportLabel, UtilityLabel
 
 ClaimLabel = Literal["supports", "refutes", "nei"]
 

@@ -31,10 +31,10 @@ from ..config import Config, config_dict
 from ..engine.calibration import PaperRater, Rater
 from ..engine.context import Deps, Run
 from ..engine.critic import defaulted_critique
-from ..engine.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
 from ..errors import ConfigError, FatalLLMError, LLMError
 from ..labels import CriticMode, Mode
 from ..llm.base import ChatModel
+from ..llm.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
 from ..prompts import PromptBook, prompts_dir
 from ..retrieval import as_searcher
 from ..schema import Chunk, Critique, Meter

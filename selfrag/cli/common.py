@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from ..config import PROTOCOLS
+from ..config import LOGPROBS_MODES, PROTOCOLS
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
-from ..llm.costs import LOGPROBS_MODES
 from ..result import Result, SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, inert_markdown
 

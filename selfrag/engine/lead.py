@@ -42,13 +42,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
+from ..llm.replies import LeadReply
 from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
 from .context import Run
 from .evidence import terms, words
 from .questions import options, pair
-from .replies import LeadReply
 from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
