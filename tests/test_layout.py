@@ -81,6 +81,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("llm", ("selfrag.llm", "selfrag.prompts")),
     ("retrieval", ("selfrag.retrieval",)),
     ("engine", ("selfrag.engine",)),
+    ("fit", ("selfrag.fit",)),
     ("api", ("selfrag", "selfrag.api", "selfrag.memory", "selfrag.testing")),
     ("bench", ("selfrag.bench",)),
     ("cli", ("selfrag.cli", "selfrag.__main__")),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..config import Config, config_dict
 from ..engine.calibration import PaperRater, Rater
@@ -183,6 +183,18 @@ class Outcome:
         return asdict(self)
 
 
+class ClaimRater(Rater, Protocol):
+    """A rater the claim benchmarks and critic agreement can use: the engine's members, and `verdict_cut`, the
+    P(supported) at or above which a given statement is judged supported (critic agreement), and `refutes`,
+    P(a text that settles a claim refutes it), or None where the rater has no such head (the writer's verdict
+    stands). The engine calls neither."""
+
+    @property
+    def verdict_cut(self) -> float: ...
+
+    def refutes(self, claim: str, text: str) -> float | None: ...
+
+
 @dataclass
 class Context:
     """What every system shares for one question."""
@@ -193,7 +205,7 @@ class Context:
     prompts: PromptBook
     chat: ChatModel  # a per-question view of the (cached) endpoint
     critic_chat: ChatModel | None = None
-    rater: Rater = field(default_factory=PaperRater)  # the system's scorer, its weights read once per run
+    rater: ClaimRater = field(default_factory=PaperRater)  # the system's scorer, its weights read once per run
 
     def run(self, system: System, question: str, meter: Meter) -> Run:
         deps = Deps(self.chat, as_searcher(self.index), self.prompts, self.critic_chat, self.rater)
