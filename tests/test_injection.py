@@ -37,7 +37,10 @@ def test_each_call_sees_one_chunk_inside_one_unforgeable_block(engine):
         chunks=[ATTACK, HONEST],
     )
     rag.answer(Q)
-    for call in rag.chat.calls_to("generate_fused"):
+    calls = rag.chat.calls_to("generate_fused")
+    shown = {doc for call in calls for doc in ("evil.md", "policy.md") if doc in document_of(call)}
+    assert shown == {"evil.md", "policy.md"}  # both chunks were written from, so the loop below checked each
+    for call in calls:
         block = document_of(call)
         nonce = re.search(r'nonce="([0-9a-f]{16})"', block).group(1)
         assert block.count(f'</document nonce="{nonce}">') == 1 and block.endswith(f'</document nonce="{nonce}">')
