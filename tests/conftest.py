@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from helpers import CHUNKS
 from selfrag import Chunk, Config
 from selfrag.api import SelfRAG
 from selfrag.testing import ListRetriever, ScriptedChatModel
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 SMALL_CORPUS = {
     "refunds.md": "Refunds are accepted within 30 days of purchase. A receipt is required.",
@@ -31,6 +34,22 @@ def index_dir(tmp_path):
     out = tmp_path / "index"
     assert main(["index", str(corpus), "--out", str(out), "--quiet"]) == 0
     return out
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No endpoint or key from the developer's shell; no config file from their home."""
+    for name in list(os.environ):
+        if name.startswith(("SELFRAG_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    """The loopback fake OpenAI-compatible endpoint (chat only)."""
+    with FakeOpenAIServer() as srv:
+        yield srv
 
 
 @pytest.fixture
