@@ -71,7 +71,9 @@ def engine() -> Iterator[Callable[..., SelfRAG]]:
         **knobs: Any,
     ) -> SelfRAG:
         chat = ScriptedChatModel(script, logprobs=logprobs, latency=latency)
-        config = Config(**{"nonce_seed": "test", "lead": False, **knobs})  # the lead call has its own tests
+        config = Config(
+            **{"nonce_seed": "test", **knobs}
+        )  # the product's defaults; a test that means lead=False says so
         rag = SelfRAG(ListRetriever(chunks or CHUNKS), config, chat=chat, critic_chat=critic_chat, environ={})
         made.append(rag)
         return rag
