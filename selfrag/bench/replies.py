@@ -1,4 +1,4 @@
-"""Pydantic models of what the model must reply to the benchmark's own prompts (selfrag/bench/prompts/).
+"""Pydantic models of what the model must reply to the benchmark's own prompts (prompts/bench/).
 The engine never uses these; the benchmark's prompt book is given them beside the engine's reply models."""
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ from ..schema import Chunk, Critique, Meter
 from .datasets import Dataset, Example
 from .replies import BENCH_REPLY_MODELS
 
-BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
 KINDS = ("no-retrieval", "rag", "selfrag", "critic")
 LABELS = {"supports": "SUPPORT", "refutes": "CONTRADICT", "nei": "NEI"}  # prompt label -> dataset label
 BENCH_DEFAULTS: dict[str, Any] = {
@@ -65,10 +64,11 @@ LATER_KNOBS: dict[str, Any] = {
 
 
 class BenchPrompts(PromptBook):
-    """The engine's prompts plus the benchmark's own (selfrag/bench/prompts), with both sets of reply models."""
+    """The engine's prompts plus the benchmark's own (prompts/bench/), with both sets of reply models."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        super().__init__(folder or prompts_dir(), BENCH_PROMPTS, models={**REPLY_MODELS, **BENCH_REPLY_MODELS})
+        bench = prompts_dir() / "bench"
+        super().__init__(folder or prompts_dir(), bench, models={**REPLY_MODELS, **BENCH_REPLY_MODELS})
 
 
 @dataclass(frozen=True, slots=True)
