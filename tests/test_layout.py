@@ -1,5 +1,6 @@
-"""The package layout stays readable: few modules at the top of selfrag/, and no import cycles between modules
-(imports inside functions count; imports only for type checking do not)."""
+"""The package layout stays readable: few modules at the top of selfrag/, no import cycles between modules, the
+layers in order (LAYERS) and no private name imported from another module (imports inside functions count;
+imports only for type checking do not)."""
 
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ def test_the_import_graph_has_no_cycles():
             visit(name, [])
 
 
-# The layers, lowest first: a module may import from its own layer and the layers above it in this table, never
-# from a layer below it. A module not named here fails the test, so a new package is placed on purpose.
+# The layers, lowest first: a module may import from its own row and the rows before it, never from a later row.
+# A row names modules and packages (a package holds its submodules; `selfrag` is the package's own __init__ alone),
+# and a module no row names fails the test, so a new module or package is placed on purpose.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "core",
@@ -89,11 +91,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def _layer(module: str) -> int:
-    """The row of LAYERS whose longest prefix names `module`."""
+    """The row of LAYERS whose longest name holds `module`."""
     best, rank = -1, -1
     for row, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+            holds = module == prefix or (prefix != "selfrag" and module.startswith(prefix + "."))
+            if holds and len(prefix) > best:
                 best, rank = len(prefix), row
     assert rank >= 0, f"{module} is in no layer: add it to LAYERS in tests/test_layout.py"
     return rank
