@@ -1,5 +1,5 @@
 """Which abstention rule holds beyond the answers it was fitted on: the cut on P(relevant)·P(supported) against the
-cut on the answers head (`engine.calibration.fit_answers_head`), both fitted by `selfrag critic cut`'s rule.
+cut on the answers head (`fit.critic.fit_answers_head`), both fitted by `selfrag critic cut`'s rule.
 
     python benchmarks/answers_head.py FIT.jsonl HELD.jsonl     fit on FIT, count on HELD (judged candidates)
     python benchmarks/answers_head.py FIT.jsonl --folds 5      cross-validation by question on FIT alone
@@ -21,17 +21,9 @@ from pathlib import Path
 
 from selfrag.bench.metrics import auroc
 from selfrag.cli.critic import read_judgments
-from selfrag.engine.calibration import (
-    KEEP,
-    KEEP_CONFIDENCE,
-    MIN_UNANSWERABLE,
-    CriticModel,
-    JudgedRow,
-    answers_under,
-    fit_abstain_cut,
-    load_critic_model,
-)
+from selfrag.engine.calibration import CriticModel, load_critic_model
 from selfrag.errors import SelfRagError
+from selfrag.fit.critic import KEEP, KEEP_CONFIDENCE, MIN_UNANSWERABLE, JudgedRow, answers_under, fit_abstain_cut
 
 
 def rules(model: CriticModel, rows: list[JudgedRow], confidence: float) -> dict[str, CriticModel]:

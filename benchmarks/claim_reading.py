@@ -41,8 +41,8 @@ from _cli import print_table  # noqa: E402
 
 from selfrag.bench.datasets import load  # noqa: E402
 from selfrag.bench.metrics import auroc, balanced_accuracy  # noqa: E402
-from selfrag.engine.calibration import balanced_threshold, fit_logistic  # noqa: E402
 from selfrag.engine.evidence import features, polarity, vector  # noqa: E402
+from selfrag.fit.critic import balanced_threshold, fit_logistic  # noqa: E402
 
 FOLDS = 5
 

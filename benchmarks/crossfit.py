@@ -30,8 +30,9 @@ from selfrag.bench.judgments import rows_from_records
 from selfrag.bench.runner import EXIT_FAILURES, EXIT_OK
 from selfrag.bench.samples import read_samples
 from selfrag.bench.score import calibration_table, score_run
-from selfrag.engine.calibration import fit_map, load_critic_model
+from selfrag.engine.calibration import load_critic_model
 from selfrag.errors import InputError
+from selfrag.fit.critic import fit_map
 
 
 def folds_of(ids: list[str], folds: int, seed: int) -> dict[str, int]:

@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .labels import CriticMode, Mode
-from .llm.costs import LOGPROBS_MODES
 
 OPENAI_HOSTS = ("api.openai.com",)
 VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may write (see engine/retriever.py)
 DENSE_MODES = ("auto", "on", "off")
+LOGPROBS_MODES = ("auto", "on", "off")  # whether the engine asks for logprobs (see llm/costs.py)
 SCORERS = ("auto", "paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
 _ON = dict.fromkeys(("supersession", "filters", "ground", "extract", "hops", "lead", "decide"), True)
 # a preset: the scorer and every policy's switch (engine.policies); "paper" runs the paper's algorithm and nothing
@@ -103,7 +103,7 @@ class Config:
     # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
     # weights' own threshold with the evidence scorer, never with the paper's
     reasks: int = 1  # corrective re-asks after an invalid structured reply
-    short_replies: bool = False  # the reply schema caps free-text fields (engine.replies.SHORT_REPLY_CHARS)
+    short_replies: bool = False  # the reply schema caps free-text fields (llm.replies.SHORT_REPLY_CHARS)
     max_chunk_chars: int = 2000  # longest chunk text put in one prompt
     max_llm_calls: int = 400  # per-answer budget of HTTP requests
     max_total_tokens: int = 400_000  # per-answer budget of prompt + completion tokens

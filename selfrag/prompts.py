@@ -5,9 +5,11 @@ less), `response_model` (the name of one of the reply models the book was given)
 Rendering uses `string.Template` with `substitute`, so a missing value is an error, never an empty string; a
 literal dollar sign is `$$`.
 
-The engine's prompts live in `selfrag/engine/prompts/` and its reply models in `selfrag.engine.replies`: a
-`PromptBook()` loads those. The benchmarks' book adds their own folder and reply models (`selfrag.bench`).
-The folder is package data, so the same path works from a wheel, an editable install and a checkout.
+The prompt files live in `prompts/` at the repository's root, their one home: the engine's at its top, the
+benchmarks' in `prompts/bench/`. The engine's reply models are in `selfrag.llm.replies`: a `PromptBook()` loads
+those. The benchmarks' book adds their own folder and reply models (`selfrag.bench`). The wheel carries the
+folder as `selfrag/data/prompts/` (hatchling's force-include); `prompts_dir()` finds it there, else in the
+checkout the package was imported from (an editable install or a source tree).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from string import Template
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .engine.replies import REPLY_MODELS
 from .errors import ConfigError
 from .llm.base import Message
+from .llm.replies import REPLY_MODELS
 
 ReplyModels = Mapping[str, type[BaseModel]]  # response_model name -> the pydantic model of the reply
 
@@ -62,11 +64,14 @@ class Prompt:
 
 
 def prompts_dir() -> Path:
-    """The engine's prompt folder (package data: the same in a wheel, an editable install and a checkout)."""
-    folder = Path(__file__).resolve().parent / "engine" / "prompts"
-    if not folder.is_dir():
-        raise ConfigError("the prompts folder is missing from this installation: reinstall selfrag")
-    return folder
+    """The prompt folder: the wheel's copy (`selfrag/data/prompts`), else `prompts/` of the source checkout this
+    package was imported from (a checkout has its pyproject.toml beside the package)."""
+    package = Path(__file__).resolve().parent
+    checkout = package.parent
+    for folder in (package / "data" / "prompts", checkout / "prompts"):
+        if folder.is_dir() and (folder is not checkout / "prompts" or (checkout / "pyproject.toml").is_file()):
+            return folder
+    raise ConfigError("the prompts folder is missing from this installation: reinstall selfrag")
 
 
 def load_prompt(path: Path, models: ReplyModels = REPLY_MODELS) -> Prompt:

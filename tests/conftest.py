@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from helpers import CHUNKS
 from selfrag import Chunk, Config
 from selfrag.api import SelfRAG
 from selfrag.testing import ListRetriever, ScriptedChatModel
+from selfrag.testing.fake_server import FakeOpenAIServer
 
 SMALL_CORPUS = {
     "refunds.md": "Refunds are accepted within 30 days of purchase. A receipt is required.",
@@ -34,6 +37,22 @@ def index_dir(tmp_path):
 
 
 @pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No endpoint or key from the developer's shell; no config file from their home."""
+    for name in list(os.environ):
+        if name.startswith(("SELFRAG_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    """The loopback fake OpenAI-compatible endpoint (chat only)."""
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
 def chunks() -> list[Chunk]:
     return list(CHUNKS)
 
@@ -52,7 +71,9 @@ def engine() -> Iterator[Callable[..., SelfRAG]]:
         **knobs: Any,
     ) -> SelfRAG:
         chat = ScriptedChatModel(script, logprobs=logprobs, latency=latency)
-        config = Config(**{"nonce_seed": "test", "lead": False, **knobs})  # the lead call has its own tests
+        config = Config(
+            **{"nonce_seed": "test", **knobs}
+        )  # the product's defaults; a test that means lead=False says so
         rag = SelfRAG(ListRetriever(chunks or CHUNKS), config, chat=chat, critic_chat=critic_chat, environ={})
         made.append(rag)
         return rag

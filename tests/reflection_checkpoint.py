@@ -27,7 +27,7 @@ def p(token: str, prob: float = 1.0, top: Mapping[str, float] | None = None) -> 
     return token, prob, dict(top or {})
 
 
-def words(sentence: str, prob: float = 0.9) -> list[Piece]:
+def word_pieces(sentence: str, prob: float = 0.9) -> list[Piece]:
     """A sentence as word tokens (each with a leading space but the first), all with probability `prob`."""
     parts = sentence.split(" ")
     return [p(("" if i == 0 else " ") + w, prob) for i, w in enumerate(parts)]
@@ -35,7 +35,7 @@ def words(sentence: str, prob: float = 0.9) -> list[Piece]:
 
 def segment(sentence: str, rel=REL, sup=SUP, use=USE, *, first: str = "[Relevant]", end: Sequence[Piece] = ()):
     """`[Relevant]sentence[Fully supported][Utility:5]` with the given top-k at each reflection position."""
-    pieces = [p(first, rel.get(first, 0.9), rel), *words(sentence)]
+    pieces = [p(first, rel.get(first, 0.9), rel), *word_pieces(sentence)]
     if sup is not None:
         pieces.append(p(max(sup, key=sup.__getitem__), max(sup.values()), sup))
     if use is not None:
@@ -47,7 +47,7 @@ def segment(sentence: str, rel=REL, sup=SUP, use=USE, *, first: str = "[Relevant
 class Checkpoint:
     by_passage: Mapping[str, list[Piece]]
     decide: list[Piece] = field(default_factory=lambda: [p("[Retrieval]", 0.7, RET)])
-    plain: list[Piece] = field(default_factory=lambda: [*words("I do not know."), p("[Utility:2]", 0.9)])
+    plain: list[Piece] = field(default_factory=lambda: [*word_pieces("I do not know."), p("[Utility:2]", 0.9)])
     logprobs: bool = True
     top: int | None = None  # at most this many alternatives per position, whatever was asked
     prompts: list[str] = field(default_factory=list)

@@ -15,20 +15,8 @@ import pytest
 from bench.fixtures import write_hotpot
 
 from selfrag.cli import main
-from selfrag.testing.fake_server import FakeOpenAIServer
 
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch, tmp_path):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFRAG_API_KEY", "SELFRAG_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+pytestmark = pytest.mark.usefixtures("clean_env")  # conftest.clean_env
 
 
 def test_ask_prints_a_cited_answer_and_a_sources_footer(index_dir, server, capsys):

@@ -75,7 +75,7 @@ def test_the_api_sends_only_the_most_recent_4000_characters_of_a_conversation(en
     history = "User: OLDEST question\nAssistant: the first answer\n" + talk(12, 450).render(max_chars=10**9)
     history += "\nUser: NEWEST question\nAssistant: the latest answer"
     assert len(history) > 10_000
-    rag = engine(NO_RETRIEVAL)
+    rag = engine(NO_RETRIEVAL, lead=False)
     assert rag.answer(Q, conversation=history).answer == "Thirty days."
     (decide,) = rag.chat.calls_to("retrieve_decide")
     prompt = "\n".join(m.content for m in decide.messages)
@@ -159,9 +159,11 @@ def test_a_follow_up_searches_with_the_question_it_goes_on_from(engine) -> None:
         "generate_plain": plain("As long as you like."),
     }
     history = "User: What does the warranty cover?\nAssistant: Manufacturing defects [1]."
-    followed = engine(script, ndocs=1).answer("For how long?", conversation=history)
+    followed = engine(script, ndocs=1, lead=False).answer("For how long?", conversation=history)
     (beam,) = followed.trace.steps[0].beams
     assert beam.chunks == ["warranty.md#0"] and "follow-up" in (beam.retrieval_note or "")
     assert followed.answer == "For two years [1]."
-    alone = engine(script, ndocs=1).answer("For how long?")  # no conversation: the bare question finds nothing
+    alone = engine(script, ndocs=1, lead=False).answer(
+        "For how long?"
+    )  # no conversation: the bare question finds nothing
     assert alone.trace.steps[0].beams[0].chunks == [] and alone.trace.steps[0].beams[0].retrieval_note is None

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from factories import write_jsonl
 
 import selfrag
 from selfrag.cli import main
@@ -22,17 +23,12 @@ def row(n: int, good: bool, **extra) -> dict:
             "relevant": good, "supported": good, "rank": n % 5, "correct": good, **extra}  # fmt: skip
 
 
-def write(path: Path, rows: list) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
-    return path
-
-
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_fit_writes_weights_that_check_and_load(tmp_path, capsys):
-    judged = write(tmp_path / "j.jsonl", [row(n, n % 2 == 0) for n in range(40)])
+    judged = write_jsonl(tmp_path / "j.jsonl", [row(n, n % 2 == 0) for n in range(40)])
     out = tmp_path / "w.json"
     assert main(["critic", "fit", str(judged), "--out", str(out)]) == 0
     said = capsys.readouterr().out
@@ -42,8 +38,8 @@ def test_fit_writes_weights_that_check_and_load(tmp_path, capsys):
 
 
 def test_fit_reads_several_files_as_one_set_and_keeps_the_short_answer_counts(tmp_path, capsys):
-    first = write(tmp_path / "a.jsonl", [row(n, n % 2 == 0) for n in range(20)])
-    second = write(tmp_path / "b.jsonl", [row(n, n % 2 == 1) for n in range(20, 40)])
+    first = write_jsonl(tmp_path / "a.jsonl", [row(n, n % 2 == 0) for n in range(20)])
+    second = write_jsonl(tmp_path / "b.jsonl", [row(n, n % 2 == 1) for n in range(20, 40)])
     out = tmp_path / "w.json"
     assert main(["critic", "fit", str(first), str(second), "--out", str(out)]) == 0
     assert "40 rows" in capsys.readouterr().out  # 20 alone are too few: both files were read
@@ -55,7 +51,7 @@ def test_fit_reads_several_files_as_one_set_and_keeps_the_short_answer_counts(tm
     # the counts come from --weights: weights without any keep none
     bare = json.loads(SHIPPED.read_text())
     del bare["lead"]
-    bare_path = write(tmp_path / "bare.json", [json.dumps(bare)])
+    bare_path = write_jsonl(tmp_path / "bare.json", [json.dumps(bare)])
     assert main(["critic", "fit", str(first), str(second), "--weights", str(bare_path), "--out", str(out)]) == 0
     assert "short-answer counts kept: none" in capsys.readouterr().out
     assert load_critic_model(out).lead == {}
@@ -73,7 +69,7 @@ def test_fit_reads_several_files_as_one_set_and_keeps_the_short_answer_counts(tm
 )
 def test_bad_judgments_get_one_line_and_leave_the_shipped_weights_alone(tmp_path, capsys, rows, message):
     before = digest(SHIPPED)
-    judged = write(tmp_path / "j.jsonl", rows)
+    judged = write_jsonl(tmp_path / "j.jsonl", rows)
     out = tmp_path / "w.json"
     assert main(["critic", "fit", str(judged), "--out", str(out)]) != 0
     err = capsys.readouterr().err.strip()
@@ -83,7 +79,7 @@ def test_bad_judgments_get_one_line_and_leave_the_shipped_weights_alone(tmp_path
 
 def test_fit_refuses_to_overwrite_the_shipped_weights(tmp_path, capsys):
     before = digest(SHIPPED)
-    judged = write(tmp_path / "j.jsonl", [row(n, n % 2 == 0) for n in range(40)])
+    judged = write_jsonl(tmp_path / "j.jsonl", [row(n, n % 2 == 0) for n in range(40)])
     assert main(["critic", "fit", str(judged), "--out", str(SHIPPED)]) != 0
     assert "shipped" in capsys.readouterr().err and digest(SHIPPED) == before
 
@@ -103,7 +99,7 @@ def answers(n: int) -> list[dict]:
 
 
 def test_cut_with_the_confidence_map_refits_it_on_the_same_answers_under_the_same_heads(tmp_path, capsys):
-    judged = write(tmp_path / "j.jsonl", answers(40))
+    judged = write_jsonl(tmp_path / "j.jsonl", answers(40))
     out = tmp_path / "w.json"
     assert main(["critic", "cut", str(judged), "--confidence-map", "--out", str(out)]) == 0
     assert "confidence map a=" in capsys.readouterr().out
@@ -115,13 +111,13 @@ def test_cut_with_the_confidence_map_refits_it_on_the_same_answers_under_the_sam
     assert load_critic_model(out).answered == shipped.answered
     # a declined candidate is never the answer: declining every right one leaves too few to fit a cut on
     declined = [r | {"declined": r["correct"]} for r in answers(40)]
-    assert main(["critic", "cut", str(write(tmp_path / "d.jsonl", declined)), "--out", str(out)]) != 0
+    assert main(["critic", "cut", str(write_jsonl(tmp_path / "d.jsonl", declined)), "--out", str(out)]) != 0
     assert "too few" in capsys.readouterr().err
 
 
 def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, capsys):
 
-    judged = write(tmp_path / "j.jsonl", answers(40))
+    judged = write_jsonl(tmp_path / "j.jsonl", answers(40))
     out = tmp_path / "w.json"
     assert main(["critic", "cut", str(judged), "--keep", "0.95", "--confidence", "0.8", "--out", str(out)]) == 0
     said = capsys.readouterr().out
@@ -133,7 +129,7 @@ def test_cut_refits_only_the_abstention_cut_under_the_given_weights(tmp_path, ca
     assert refitted.abstain_threshold != shipped.abstain_threshold
     # with 20 questions made unanswerable the answers head is refitted on them, and the cut is on it
     gone = [r | {"question": r["question"] + " (gone)", "answerable": False, "correct": False} for r in answers(20)]
-    assert main(["critic", "cut", str(write(tmp_path / "u.jsonl", answers(40) + gone)), "--out", str(out)]) == 0
+    assert main(["critic", "cut", str(write_jsonl(tmp_path / "u.jsonl", answers(40) + gone)), "--out", str(out)]) == 0
     said = capsys.readouterr().out
     assert "abstains on" in said and "of 20 unanswerable questions; the answers head refitted on them" in said
     again = load_critic_model(out)
@@ -147,8 +143,8 @@ def right_of(n: int, every: int) -> list[dict]:
 
 
 def test_map_refits_only_the_confidence_map_on_several_files_as_one_set(tmp_path, capsys):
-    first = write(tmp_path / "a.jsonl", right_of(15, 2))
-    second = write(tmp_path / "b.jsonl", [r | {"question": r["question"] + " again"} for r in right_of(15, 2)])
+    first = write_jsonl(tmp_path / "a.jsonl", right_of(15, 2))
+    second = write_jsonl(tmp_path / "b.jsonl", [r | {"question": r["question"] + " again"} for r in right_of(15, 2)])
     out = tmp_path / "w.json"
     assert main(["critic", "map", str(first), "--out", str(out)]) != 0  # 15 answered questions are too few
     assert "too few" in capsys.readouterr().err and not out.exists()
@@ -164,7 +160,7 @@ def test_map_refits_only_the_confidence_map_on_several_files_as_one_set(tmp_path
     assert refitted.fitted_on["confidence_map"].startswith("a.jsonl, b.jsonl: 30 answers")
     # the map is what a confidence means: answers right less often get a lower one at the same support
     low = tmp_path / "low.json"
-    assert main(["critic", "map", str(write(tmp_path / "c.jsonl", right_of(30, 4))), "--out", str(low)]) == 0
+    assert main(["critic", "map", str(write_jsonl(tmp_path / "c.jsonl", right_of(30, 4))), "--out", str(low)]) == 0
     assert load_critic_model(low).confidence.probability(0.6) < refitted.confidence.probability(0.6)
 
 
@@ -178,11 +174,11 @@ def test_map_refits_only_the_confidence_map_on_several_files_as_one_set(tmp_path
 def test_map_refuses_bad_input_in_one_line(tmp_path, capsys, rows, message):
     before = digest(SHIPPED)
     out = tmp_path / "w.json"
-    assert main(["critic", "map", str(write(tmp_path / "j.jsonl", rows)), "--out", str(out)]) != 0
+    assert main(["critic", "map", str(write_jsonl(tmp_path / "j.jsonl", rows)), "--out", str(out)]) != 0
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
     assert not out.exists() and digest(SHIPPED) == before
-    assert main(["critic", "map", str(write(tmp_path / "k.jsonl", answers(30))), "--out", str(SHIPPED)]) != 0
+    assert main(["critic", "map", str(write_jsonl(tmp_path / "k.jsonl", answers(30))), "--out", str(SHIPPED)]) != 0
     assert digest(SHIPPED) == before
 
 
@@ -196,7 +192,7 @@ def test_map_refuses_bad_input_in_one_line(tmp_path, capsys, rows, message):
 )
 def test_cut_refuses_bad_input_in_one_line(tmp_path, capsys, flags, rows, message):
     before = digest(SHIPPED)
-    judged = write(tmp_path / "j.jsonl", answers(rows))
+    judged = write_jsonl(tmp_path / "j.jsonl", answers(rows))
     out = tmp_path / "w.json"
     assert main(["critic", "cut", str(judged), *flags, "--out", str(out)]) != 0
     err = capsys.readouterr().err.strip()

@@ -35,9 +35,13 @@ def test_each_call_sees_one_chunk_inside_one_unforgeable_block(engine):
             "generate_fused": fused("Refunds are accepted within 30 days.", evidence="within 30 days"),
         },
         chunks=[ATTACK, HONEST],
+        lead=False,
     )
     rag.answer(Q)
-    for call in rag.chat.calls_to("generate_fused"):
+    calls = rag.chat.calls_to("generate_fused")
+    shown = {doc for call in calls for doc in ("evil.md", "policy.md") if doc in document_of(call)}
+    assert shown == {"evil.md", "policy.md"}  # both chunks were written from, so the loop below checked each
+    for call in calls:
         block = document_of(call)
         nonce = re.search(r'nonce="([0-9a-f]{16})"', block).group(1)
         assert block.count(f'</document nonce="{nonce}">') == 1 and block.endswith(f'</document nonce="{nonce}">')
@@ -56,6 +60,7 @@ def test_a_model_obeying_the_injection_cannot_extend_the_search_past_its_caps(en
         {"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": obedient},
         chunks=[ATTACK],
         max_depth=3,
+        lead=False,
     )
     result = rag.answer(Q)
     assert len(result.trace.steps) == 3 and result.stop_reason == "max_depth"
@@ -64,13 +69,16 @@ def test_a_model_obeying_the_injection_cannot_extend_the_search_past_its_caps(en
         chunks=[ATTACK],
         max_depth=50,
         max_llm_calls=5,
+        lead=False,
     )
     assert capped.answer(Q).usage.llm_calls <= 5 + 1
 
 
 def test_claimed_full_support_without_evidence_in_the_chunk_is_downgraded(engine):
     lie = fused("Refunds take 90 days.", support="fully", evidence="Refunds take 90 days")
-    rag = engine({"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": lie}, chunks=[HONEST])
+    rag = engine(
+        {"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": lie}, chunks=[HONEST], lead=False
+    )
     segment = rag.answer(Q).segments[0]
     assert segment.critique.support == "partially" and segment.critique.quote_ok is False
 
@@ -134,8 +142,8 @@ def candidate_of(result, doc_id):
 
 def test_a_hostile_chunk_is_flagged_and_moves_only_its_own_labels(engine):
     script = {"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": obedient}
-    attacked = engine(script, chunks=[ATTACK, HONEST], max_depth=1).answer(Q)
-    alone = engine(script, chunks=[HONEST], max_depth=1).answer(Q)
+    attacked = engine(script, chunks=[ATTACK, HONEST], max_depth=1, lead=False).answer(Q)
+    alone = engine(script, chunks=[HONEST], max_depth=1, lead=False).answer(Q)
 
     beam = attacked.trace.steps[0].beams[0]
     assert sorted(beam.chunks) == ["evil.md#0", "policy.md#0"]
@@ -154,7 +162,7 @@ def test_a_flagged_chunk_is_scored_like_any_other(engine):
     replies = by_document({"evil.md": fused("Refunds are possible for 14 days.", **labels),
                            "twin.md": fused("Refunds are allowed for 14 days.", **labels)})  # fmt: skip
     script = {"retrieve_decide": {"retrieve": "yes", "query": "refunds"}, "generate_fused": replies}
-    result = engine(script, chunks=[ATTACK, twin], max_depth=1, beam_width=2).answer(Q)
+    result = engine(script, chunks=[ATTACK, twin], max_depth=1, beam_width=2, lead=False).answer(Q)
     evil, plain = candidate_of(result, "evil.md"), candidate_of(result, "twin.md")
     assert evil.suspicious and not plain.suspicious
     assert (evil.critique, evil.score, evil.aggregate) == (plain.critique, plain.score, plain.aggregate)

@@ -17,10 +17,10 @@ from httpmock import BASE, completion, openai_client, respx_transport
 
 from selfrag.api import SelfRAG
 from selfrag.config import Config, EndpointConfig, ResolvedEndpoint, resolve_endpoint
-from selfrag.engine.replies import DecideReply
 from selfrag.errors import ContextLengthError, CritiqueError, FatalLLMError, LLMError, RefusalError
 from selfrag.llm.base import ChatRequest, Message
 from selfrag.llm.openai_chat import OpenAIChatModel
+from selfrag.llm.replies import DecideReply
 from selfrag.llm.structured import ask
 from selfrag.schema import Meter
 from selfrag.testing import ListRetriever

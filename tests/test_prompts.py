@@ -85,15 +85,19 @@ def test_prompts_ship_inside_the_wheel_and_load_from_an_installed_copy(tmp_path)
     )
     wheel = next(tmp_path.glob("selfrag-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = {Path(n).name for n in names if n.startswith("selfrag/engine/prompts/")}
-    assert shipped == {p.name for p in (ROOT / "selfrag" / "engine" / "prompts").glob("*.toml")}
+    shipped = {n.removeprefix("selfrag/data/prompts/") for n in names if n.startswith("selfrag/data/prompts/")}
+    home = {str(p.relative_to(ROOT / "prompts")) for p in (ROOT / "prompts").rglob("*.toml")}
+    assert shipped == home and "bench/verify_claim.toml" in home  # the engine's and the benchmarks' prompts
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
     )
-    code = "from selfrag.prompts import PromptBook, prompts_dir; print(prompts_dir()); print(len(PromptBook().names()))"
+    code = (
+        "from selfrag.prompts import PromptBook, prompts_dir; from selfrag.bench.systems import BenchPrompts; "
+        "print(prompts_dir()); print(len(PromptBook().names())); print(len(BenchPrompts().names()))"
+    )
     found = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
@@ -102,4 +106,11 @@ def test_prompts_ship_inside_the_wheel_and_load_from_an_installed_copy(tmp_path)
         capture_output=True,
         text=True,
     ).stdout.split()
-    assert Path(found[0]).is_relative_to(target) and int(found[1]) == len(shipped)
+    assert Path(found[0]) == target / "selfrag" / "data" / "prompts"  # the installed copy, not this checkout
+    assert int(found[1]) == len(list((ROOT / "prompts").glob("*.toml"))) and int(found[2]) == len(home)
+
+
+def test_a_checkout_reads_the_prompts_at_its_root():
+    assert prompts_dir() == ROOT / "prompts"
+    inside = [p for p in (ROOT / "selfrag").rglob("*.toml") if p.name != "shortform_tasks.toml"]  # not a prompt
+    assert not inside  # prompts/ is the prompt files' one home

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from helpers import CHUNKS
-from reflection_checkpoint import REL, RET, SUP, USE, Checkpoint, p, segment, words
+from reflection_checkpoint import REL, RET, SUP, USE, Checkpoint, p, segment, word_pieces
 
 from selfrag.api import SelfRAG
 from selfrag.cli.trace_html import render_trace_html
@@ -25,7 +25,7 @@ QUESTION = "How many days do I have for refunds since 2026?"
 NEW, OLD = CHUNKS[1], CHUNKS[0]  # the 2026 and the 2024 refund policies
 
 
-def engine(server: FakeOpenAIServer, **knobs: object) -> SelfRAG:
+def checkpoint_engine(server: FakeOpenAIServer, **knobs: object) -> SelfRAG:
     endpoint = EndpointConfig(base_url=server.base_url, model=MODEL, max_retries=0)
     knobs = {"nonce_seed": "t", "ndocs": 2, "max_depth": 3, **knobs}
     config = Config(endpoint=endpoint, **knobs)  # type: ignore[arg-type]
@@ -50,7 +50,7 @@ def two_passages(**kw: object) -> Checkpoint:
 def test_one_call_per_chunk_writes_the_segment_and_the_token_probabilities_score_it():
     checkpoint = two_passages()
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         result = rag.answer(QUESTION)
         rag.close()
         bodies = list(server.stats.bodies)
@@ -83,9 +83,9 @@ def test_one_call_per_chunk_writes_the_segment_and_the_token_probabilities_score
 
 def test_a_no_retrieval_first_token_writes_without_evidence():
     no = {"[No Retrieval]": 0.9, "[Retrieval]": 0.1}
-    checkpoint = Checkpoint({}, decide=[p("[No Retrieval]", 0.9, no)], plain=[*words("Paris."), p("[Utility:5]")])
+    checkpoint = Checkpoint({}, decide=[p("[No Retrieval]", 0.9, no)], plain=[*word_pieces("Paris."), p("[Utility:5]")])
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         result = rag.answer("What is the capital of France?")
         rag.close()
     assert result.answer == "Paris." and result.sources == []
@@ -97,7 +97,7 @@ def test_an_empty_segment_is_dropped_and_recorded_and_the_other_chunk_answers():
     checkpoint = two_passages()
     checkpoint.by_passage = {**checkpoint.by_passage, "within 14 days": [p("[Irrelevant]", 0.8, REL)]}
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         result = rag.answer(QUESTION)
         rag.close()
     failed = [c for c in result.trace.steps[0].candidates if c.error]
@@ -119,7 +119,7 @@ def test_the_segment_ends_at_the_next_retrieval_and_the_next_step_retrieves_agai
         }
     )
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server, max_depth=2)
+        rag = checkpoint_engine(server, max_depth=2)
         result = rag.answer(QUESTION)
         rag.close()
     first = next(c for c in result.trace.steps[0].candidates if c.chunk == NEW.key)
@@ -134,7 +134,7 @@ def test_an_endpoint_that_ignores_logprobs_falls_back_to_labels_read_from_the_te
         caplog.at_level(logging.WARNING, logger="selfrag"),
         FakeOpenAIServer(model=MODEL, completions=checkpoint) as server,
     ):
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         first = rag.answer(QUESTION)
         rag.answer(QUESTION)
         rag.close()
@@ -150,7 +150,7 @@ def test_an_endpoint_that_ignores_logprobs_falls_back_to_labels_read_from_the_te
 def test_fewer_top_entries_than_asked_keep_probabilities_floor_the_rest_and_say_so():
     checkpoint = two_passages(top=2)
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         result = rag.answer(QUESTION)
         rag.close()
     assert result.trace.capabilities["reading"] == "logprobs"
@@ -168,12 +168,12 @@ def test_tokens_outside_the_reflection_vocabulary_fall_back_to_the_text():
         p("Rel", 0.9),
         p("evant", 0.9),
         p("]", 0.9),
-        *words("You have 30 days."),
+        *word_pieces("You have 30 days."),
         p("[Utility:9]", 0.9),
     ]
     checkpoint = Checkpoint({"April 2026": pieces, "within 14 days": pieces}, decide=split)
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         result = rag.answer(QUESTION)
         rag.close()
     assert (
@@ -188,7 +188,7 @@ def test_tokens_outside_the_reflection_vocabulary_fall_back_to_the_text():
 
 def test_streaming_yields_the_segment_with_its_citation():
     with FakeOpenAIServer(model=MODEL, completions=two_passages()) as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
 
         async def collect():
             try:
@@ -251,7 +251,7 @@ def test_a_completions_body_without_choices_is_one_clear_error():
     from selfrag.errors import LLMError
 
     with FakeOpenAIServer(model=MODEL, completions=two_passages(), fault="error-object") as server:
-        rag = engine(server)
+        rag = checkpoint_engine(server)
         with pytest.raises(LLMError, match="without choices: model overloaded"):
             rag.answer(QUESTION)
         rag.close()
@@ -286,8 +286,8 @@ async def test_a_server_that_refuses_logprobs_is_probed_again_without_them_and_n
     from httpmock import BASE, openai_client
 
     from selfrag.config import ResolvedEndpoint
-    from selfrag.engine.replies import DecideReply
     from selfrag.llm.base import ChatRequest
+    from selfrag.llm.replies import DecideReply
     from selfrag.schema import Meter
 
     sent = []
@@ -319,10 +319,10 @@ async def test_a_server_that_refuses_logprobs_is_probed_again_without_them_and_n
 @pytest.mark.parametrize(("threshold", "expected"), [(0.2, "You have 30 days."), (0.5, "You have 30 days. Or more.")])
 def test_a_written_no_retrieval_ends_the_segment_when_the_threshold_says_retrieve(threshold, expected):
     maybe = {"[No Retrieval]": 0.7, "[Retrieval]": 0.3}
-    tail = [p("[No Retrieval]", 0.7, maybe), *words(" Or more.")]
+    tail = [p("[No Retrieval]", 0.7, maybe), *word_pieces(" Or more.")]
     checkpoint = Checkpoint({"April 2026": segment("You have 30 days.", use=None, end=tail)})
     with FakeOpenAIServer(model=MODEL, completions=checkpoint) as server:
-        rag = engine(server, max_depth=1, ndocs=1, threshold=threshold)
+        rag = checkpoint_engine(server, max_depth=1, ndocs=1, threshold=threshold)
         result = rag.answer(QUESTION)
         rag.close()
     (candidate,) = result.trace.steps[0].candidates

@@ -13,12 +13,12 @@ import pytest
 
 from selfrag.cli import main
 from selfrag.config import EndpointConfig, ResolvedEndpoint
-from selfrag.engine.replies import DecideReply
 from selfrag.llm.base import ChatRequest, Message
 from selfrag.llm.costs import Timed, choose_logprobs, relative_cost
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.llm.parallel import reported_slots, wave_parallelism
 from selfrag.llm.probe import Trial, probe
+from selfrag.llm.replies import DecideReply
 from selfrag.schema import Meter
 from selfrag.testing.fake_server import FakeOpenAIServer
 

@@ -63,13 +63,13 @@ def test_a_follow_up_in_a_new_process_is_answered_with_the_earlier_turn_in_conte
 
 def test_the_python_session_continues_across_engines(engine, tmp_path) -> None:
     script = {"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")}
-    first = engine(script).session("work", folder=tmp_path)
+    first = engine(script, lead=False).session("work", folder=tmp_path)
     assert first.ask(FIRST).answer == "Thirty days."
-    rag = engine(script)
+    rag = engine(script, lead=False)
     assert rag.session("work", folder=tmp_path).ask(FOLLOW_UP).answer == "Thirty days."
     (decide,) = rag.chat.calls_to("retrieve_decide")
     assert f"User: {FIRST}\nAssistant: Thirty days." in decide.messages[1].content
-    unnamed = engine(script).session()  # in memory only: nothing on disk
+    unnamed = engine(script, lead=False).session()  # in memory only: nothing on disk
     unnamed.ask(FIRST)
     assert [t.question for t in unnamed.memory.turns] == [FIRST]
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["work.json"]

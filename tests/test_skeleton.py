@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from selfrag.engine.replies import FusedReply
+from selfrag.llm.replies import FusedReply
 from selfrag.llm.skeleton import Field, Skeleton
 
 FUSED = Skeleton.of(FusedReply.model_json_schema())

@@ -123,7 +123,7 @@ def result(engine) -> Result:
         "generate_plain": Scripted(plain("I could not confirm the older policy.", utility=2)),
     }
     knobs = {"beam_width": 2, "max_depth": 3, "ndocs": 3, "gate_unsupported": True}
-    return engine(script, logprobs=True, chunks=CHUNKS, **knobs).answer(Q)
+    return engine(script, logprobs=True, chunks=CHUNKS, **knobs, lead=False).answer(Q)
 
 
 class _Page(HTMLParser):
@@ -228,7 +228,7 @@ def test_labels_without_logprobs_show_no_probabilities(engine):
         "retrieve_decide": {"retrieve": "yes", "query": "refunds"},
         "generate_fused": fused("Fourteen days.", evidence="within 14 days"),
     }
-    plain_result = engine(script, ndocs=1).answer(Q)
+    plain_result = engine(script, ndocs=1, lead=False).answer(Q)
     text = " ".join(" ".join(_Page(render_trace_html(plain_result)).text).split())
     assert "IsRel relevant IsSup fully IsUse 5" in text and "critique from labels" in text
     assert "relevant 1.00" not in text

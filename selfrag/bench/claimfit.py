@@ -31,18 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.calibration import (
-    CriticModel,
-    EvidenceRater,
-    Head,
-    JudgedRow,
-    Platt,
-    balanced_threshold,
-    fit_logistic,
-    fit_platt,
-)
+from ..engine.calibration import CriticModel, EvidenceRater, Head, Platt
 from ..engine.evidence import polarity, vector
 from ..errors import InputError
+from ..fit.critic import JudgedRow, balanced_threshold, fit_logistic, fit_platt
 from ..schema import Chunk, Hit
 from .claims import claim_question, rate_candidates, settled_vote
 from .datasets import Dataset, Example

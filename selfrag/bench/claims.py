@@ -36,16 +36,16 @@ from dataclasses import replace
 from typing import Any
 
 from ..engine.beam import Weights, s_rel, s_sup, s_use, score
-from ..engine.calibration import Rated, Rater, answer_support
+from ..engine.calibration import Rated, answer_support
 from ..engine.context import Run, run_all
-from ..engine.replies import check_quote, plan_from
 from ..errors import FatalLLMError, LLMError
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..llm.logprobs import label_distribution
+from ..llm.replies import check_quote, plan_from
 from ..llm.structured import Parsed
 from ..schema import Chunk, Critique, Hit, Meter
 from .datasets import CLAIM_LABELS, Example
-from .systems import LABELS, Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
+from .systems import LABELS, ClaimRater, Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
 VERDICT_SENTENCE = {
     "supports": "{claim}",
@@ -149,7 +149,7 @@ def claim_weights(dataset: str) -> str:
 
 
 def rate_candidates(
-    rater: Rater, claim: str, candidates: list[dict[str, Any]], hits: list[Hit]
+    rater: ClaimRater, claim: str, candidates: list[dict[str, Any]], hits: list[Hit]
 ) -> list[dict[str, Any]]:
     """The (not failed) candidates with the evidence scorer's P(on topic), P(settles) and their product
     `settles`: each rated as the claim itself against its chunk, with the chunk's rank and relative score in
@@ -179,7 +179,7 @@ def rate_candidates(
     return out
 
 
-def settled_vote(candidates: list[dict[str, Any]], rater: Rater) -> tuple[str, float, bool]:
+def settled_vote(candidates: list[dict[str, Any]], rater: ClaimRater) -> tuple[str, float, bool]:
     """The evidence-scored closed-set vote (pure): verdicts summed by `settles`; NEI when no candidate's
     `settles` reaches the rater's cut. Returns the label, its calibrated confidence, and whether the
     documents settled the claim."""

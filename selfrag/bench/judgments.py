@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..engine.calibration import JudgedRow
 from ..engine.critic import DECLINED
+from ..fit.critic import JudgedRow
 from ..schema import Chunk
 from .metrics import answer_in
 

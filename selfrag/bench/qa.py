@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ..engine.beam import s_rel, s_sup
-from ..engine.calibration import Rated, Rater
+from ..engine.calibration import Rated
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .claims import REFUTES_CUT
 from .datasets import Example
 from .shortform import closed_vote
-from .systems import Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
+from .systems import ClaimRater, Context, Outcome, System, ask_over_top_chunks, judge_pair, usage_of
 
 
 async def qa_direct(system: System, example: Example, ctx: Context) -> Outcome:
@@ -129,7 +129,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
 # -- critic agreement ----------------------------------------------------------------------------------
 
 
-def pair_verdict(rater: Rater, claim: str | None, text: str, p_supported: float) -> tuple[float, bool]:
+def pair_verdict(rater: ClaimRater, claim: str | None, text: str, p_supported: float) -> tuple[float, bool]:
     """A judged pair's P(supported) and verdict: P(supported) at or over the rater's verdict cut. For a claim,
     with a rater that has a polarity head (claim weights), the supported head says whether the text settles the
     claim, which a refuting text does too: the text supports it when it settles it and does not refute it

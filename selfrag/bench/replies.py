@@ -1,11 +1,11 @@
-"""Pydantic models of what the model must reply to the benchmark's own prompts (selfrag/bench/prompts/).
+"""Pydantic models of what the model must reply to the benchmark's own prompts (prompts/bench/).
 The engine never uses these; the benchmark's prompt book is given them beside the engine's reply models."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from ..engine.replies import RelevanceLabel, Reply, SupportLabel, UtilityLabel
+from ..llm.replies import RelevanceLabel, Reply, SupportLabel, UtilityLabel
 
 ClaimLabel = Literal["supports", "refutes", "nei"]
 

@@ -25,23 +25,22 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..config import Config, config_dict
 from ..engine.calibration import PaperRater, Rater
 from ..engine.context import Deps, Run
 from ..engine.critic import defaulted_critique
-from ..engine.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
 from ..errors import ConfigError, FatalLLMError, LLMError
 from ..labels import CriticMode, Mode
 from ..llm.base import ChatModel
+from ..llm.replies import REPLY_MODELS, CritiqueReply, check_quote, critique_from
 from ..prompts import PromptBook, prompts_dir
 from ..retrieval import as_searcher
 from ..schema import Chunk, Critique, Meter
 from .datasets import Dataset, Example
 from .replies import BENCH_REPLY_MODELS
 
-BENCH_PROMPTS = Path(__file__).resolve().parent / "prompts"
 KINDS = ("no-retrieval", "rag", "selfrag", "critic")
 LABELS = {"supports": "SUPPORT", "refutes": "CONTRADICT", "nei": "NEI"}  # prompt label -> dataset label
 BENCH_DEFAULTS: dict[str, Any] = {
@@ -65,10 +64,11 @@ LATER_KNOBS: dict[str, Any] = {
 
 
 class BenchPrompts(PromptBook):
-    """The engine's prompts plus the benchmark's own (selfrag/bench/prompts), with both sets of reply models."""
+    """The engine's prompts plus the benchmark's own (prompts/bench/), with both sets of reply models."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        super().__init__(folder or prompts_dir(), BENCH_PROMPTS, models={**REPLY_MODELS, **BENCH_REPLY_MODELS})
+        bench = prompts_dir() / "bench"
+        super().__init__(folder or prompts_dir(), bench, models={**REPLY_MODELS, **BENCH_REPLY_MODELS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +183,18 @@ class Outcome:
         return asdict(self)
 
 
+class ClaimRater(Rater, Protocol):
+    """A rater the claim benchmarks and critic agreement can use: the engine's members, and `verdict_cut`, the
+    P(supported) at or above which a given statement is judged supported (critic agreement), and `refutes`,
+    P(a text that settles a claim refutes it), or None where the rater has no such head (the writer's verdict
+    stands). The engine calls neither."""
+
+    @property
+    def verdict_cut(self) -> float: ...
+
+    def refutes(self, claim: str, text: str) -> float | None: ...
+
+
 @dataclass
 class Context:
     """What every system shares for one question."""
@@ -193,7 +205,7 @@ class Context:
     prompts: PromptBook
     chat: ChatModel  # a per-question view of the (cached) endpoint
     critic_chat: ChatModel | None = None
-    rater: Rater = field(default_factory=PaperRater)  # the system's scorer, its weights read once per run
+    rater: ClaimRater = field(default_factory=PaperRater)  # the system's scorer, its weights read once per run
 
     def run(self, system: System, question: str, meter: Meter) -> Run:
         deps = Deps(self.chat, as_searcher(self.index), self.prompts, self.critic_chat, self.rater)

@@ -370,8 +370,9 @@ def fit_lead_command(args: argparse.Namespace) -> int:
 
 def fit_confidence_command(args: argparse.Namespace) -> int:
     from ..bench.answerfit import answered_all
-    from ..engine.calibration import fit_answered, load_critic_model
+    from ..engine.calibration import load_critic_model
     from ..files import write_atomic
+    from ..fit.critic import fit_answered
 
     records, datasets = _training_records(args.runs)
     model = load_critic_model(args.weights)

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import PRESETS, PROTOCOLS, Config, resolve_endpoint, resolve_scorer
+from ..config import LOGPROBS_MODES, PRESETS, PROTOCOLS, Config, resolve_endpoint, resolve_scorer
 from ..engine.report import with_marker
 from ..errors import UsageError
 from ..labels import CriticMode, Mode
-from ..llm.costs import LOGPROBS_MODES
 from ..result import Result, SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, escape_name, inert_markdown, repair_text
 

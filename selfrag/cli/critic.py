@@ -37,20 +37,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..engine.calibration import (
-    KEEP,
-    KEEP_CONFIDENCE,
-    MAX_FILE_BYTES,
-    SHIPPED,
-    fit_abstain_cut,
-    fit_critic,
-    fit_map,
-    judged_row,
-    load_critic_model,
-    with_lead_counts,
-)
+from ..engine.calibration import MAX_FILE_BYTES, SHIPPED, load_critic_model
 from ..errors import InputError, UsageError
 from ..files import read_regular, write_atomic
+from ..fit.critic import KEEP, KEEP_CONFIDENCE, fit_abstain_cut, fit_critic, fit_map, judged_row, with_lead_counts
 from .common import OUTPUT_FILE
 
 MAX_JUDGMENTS_BYTES = 256 << 20

@@ -17,7 +17,7 @@
                    about something else is supported, not an answer). Where the weights have an `answers` head:
                    sigmoid(w_ans · z + b_ans), z = (P(relevant), P(supported), novelty, offered), fitted on the
                    answers the engine keeps, right answers to training questions against answers to the same kind
-                   of questions with their evidence taken out of the corpus (`fit_answers_head`)
+                   of questions with their evidence taken out of the corpus (`fit.critic.fit_answers_head`)
     P(refutes)   = sigmoid(w_ref · y + b_ref)       y = evidence.polarity(claim, text), optional (`refutes`): the
                    claim protocol's verdict, once a chunk settles a claim, in the claim weights only
 
@@ -25,7 +25,7 @@ Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `s
 training ids only (its `fitted_on` and `benchmarks/README.md` say which), and `selfrag critic fit` refits it
 from a user's own judged data. A file is validated before use (format, version, feature names, shapes, finite
 numbers) and a bad one is refused with a message naming it. Fitting is L2-regularised logistic regression by
-Newton's method in numpy: small, deterministic, no dependency beyond numpy.
+Newton's method in numpy (`selfrag.fit.critic`); the engine only reads and checks the file.
 """
 
 from __future__ import annotations
@@ -33,14 +33,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
-
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..files import read_regular
 from ..result import DECIDED, UNSETTLED_KINDS
 from .evidence import FEATURES, POLARITY, features, polarity, vector
@@ -48,18 +46,11 @@ from .evidence import FEATURES, POLARITY, features, polarity, vector
 FORMAT = "selfrag-critic"
 VERSION = 1
 SHIPPED = "critic-v1.json"
-MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
-MIN_MAP_ANSWERS = 20  # fewer answered questions than this cannot fit the confidence map alone
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
-MIN_UNANSWERABLE = 20  # the answers head is fitted from this many questions made unanswerable on
 COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the model's short answer beats a coin
 MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
-# the abstention cut keeps 92 % of the judged right answers, promised at 95 % confidence. The margin over the 90 %
-# aimed at is the engine's own: a declined sentence can change the answer, so the engine loses more right answers
-# than the judged candidates show (the 90 % cut lost 8 of 78 of held training questions at the engine, 10.3 %)
-KEEP, KEEP_CONFIDENCE = 0.92, 0.95
 # what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
 # hold (evidence.features' `novelty`) and whether its chunk offered it (`critic.offered`)
 ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
@@ -88,7 +79,7 @@ class Platt:
     c: float = 0.0
 
     def probability(self, p: float) -> float:
-        return _sigmoid(self.a * _logit(p) + self.c)
+        return _sigmoid(self.a * logit(p) + self.c)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +164,7 @@ def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
 
@@ -213,9 +204,9 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     platt = body.get("confidence")
     a, c = _numbers(platt, ("a", "c"), where, "confidence") if isinstance(platt, dict) else (None, None)
     threshold, abstain = body.get("support_threshold"), body.get("abstain_threshold")
-    if a is None or c is None or not _finite(threshold) or not 0 < threshold < 1:
+    if a is None or c is None or not finite(threshold) or not 0 < threshold < 1:
         raise ConfigError(f"{where}: confidence and support_threshold must be finite numbers (threshold in (0, 1))")
-    if not _finite(abstain) or not 0 <= abstain < 1:
+    if not finite(abstain) or not 0 <= abstain < 1:
         raise ConfigError(f"{where}: abstain_threshold must be a number from 0 to below 1")
     fitted = body.get("fitted_on") if isinstance(body.get("fitted_on"), dict) else {}
     lead = _lead_counts(body.get("lead", {}), where)
@@ -265,424 +256,17 @@ def _head(value: Any, where: str, name: str, names: Sequence[str] = FEATURES) ->
     if not isinstance(value, dict) or not isinstance(value.get("weights"), list):
         raise ConfigError(f"{where}: {name} needs weights and a bias")
     weights = value["weights"]
-    if len(weights) != len(names) or not all(_finite(w) for w in weights) or not _finite(value.get("bias")):
+    if len(weights) != len(names) or not all(finite(w) for w in weights) or not finite(value.get("bias")):
         raise ConfigError(f"{where}: {name} needs {len(names)} finite weights and a finite bias")
     return Head(tuple(float(w) for w in weights), float(value["bias"]))
 
 
 def _numbers(value: Mapping[str, Any], keys: Sequence[str], where: str, name: str) -> tuple[float | None, ...]:
-    return tuple(float(value[k]) if _finite(value.get(k)) else None for k in keys)
+    return tuple(float(value[k]) if finite(value.get(k)) else None for k in keys)
 
 
-def _finite(value: Any) -> bool:
+def finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-# -- fitting -----------------------------------------------------------------------------------------
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 50) -> Head:
-    """L2-regularised logistic regression (the bias is not penalised) by Newton's method."""
-    rows, width = x.shape
-    design = np.hstack([x, np.ones((rows, 1))])
-    beta = np.zeros(width + 1)
-    penalty = np.eye(width + 1) * l2
-    penalty[-1, -1] = 0.0
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-np.clip(design @ beta, -30, 30)))
-        gradient = design.T @ (p - y) + penalty @ beta
-        hessian = design.T @ (design * (p * (1 - p))[:, None]) + penalty + np.eye(width + 1) * 1e-9
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if float(np.max(np.abs(step))) < 1e-8:
-            break
-    return Head(tuple(float(v) for v in beta[:-1]), float(beta[-1]))
-
-
-def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
-    """Platt scaling of `p` against `y`, never falling: a fit whose confidence drops as the support grows says
-    more of the few right answers it saw than of support (on half of HotpotQA's smoke set, 4 right of 50, it
-    fell), so it is flattened to their share, the same confidence for every answer."""
-    x = np.array([[_logit(v)] for v in p])
-    target = np.array(y, dtype=float)
-    head = fit_logistic(x, target, l2=0.01)
-    if head.weights[0] >= 0 or not 0 < target.mean() < 1:
-        return Platt(head.weights[0], head.bias)
-    return Platt(0.0, _logit(float(target.mean())))
-
-
-def abstain_cut(right: Sequence[float], keep: float = KEEP, confidence: float = KEEP_CONFIDENCE) -> float:
-    """The abstention cut on answer support from the right answers of training questions: the highest cut for
-    which, with `confidence`, at most 1 - `keep` of right answers fall under it beyond these rows (a one-sided
-    Clopper-Pearson bound on the share lost, so a cut fitted on few answers keeps a margin instead of promising
-    on them alone); 0 (never abstain) when too few right answers promise it even for a cut under all of them."""
-    ordered, limit = sorted(right), 1 - keep
-    n = len(ordered)
-    if not n or lost_bound(0, n, confidence) > limit:
-        return 0.0
-    low, high = 0, n - 1  # the most right answers allowed under the cut: the bound grows with them
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if lost_bound(mid, n, confidence) <= limit else (low, mid - 1)
-    return round(max(0.0, ordered[low] - 1e-3), 4)
-
-
-def lost_bound(lost: int, n: int, confidence: float) -> float:
-    """The one-sided Clopper-Pearson upper bound on a share, with `lost` of `n` seen: the share p for which
-    seeing `lost` or fewer has probability 1 - confidence (bisection on the binomial distribution)."""
-    if lost >= n:
-        return 1.0
-    low, high = lost / n, 1.0
-    for _ in range(60):
-        mid = (low + high) / 2
-        low, high = (mid, high) if _binomial_cdf(lost, n, mid) > 1 - confidence else (low, mid)
-    return high
-
-
-def _binomial_cdf(k: int, n: int, p: float) -> float:
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0 if k < n else 1.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    terms = (math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
-             for i in range(k + 1))  # fmt: skip
-    return min(1.0, sum(math.exp(t) for t in terms))
-
-
-def balanced_threshold(p: Sequence[float], y: Sequence[bool], cuts: Sequence[float] | None = None) -> float:
-    """The cut on P(supported) with the best balanced accuracy on these (training) rows: the first best of
-    `cuts` (default: 0.05 to 0.95 by 0.01, the result rounded to 4 places); at or over the cut is positive."""
-    best, best_score = 0.5, -1.0
-    pos = sum(y)
-    neg = len(y) - pos
-    for cut in np.linspace(0.05, 0.95, 91) if cuts is None else cuts:
-        tp = sum(1 for v, t in zip(p, y, strict=True) if t and v >= cut)
-        tn = sum(1 for v, t in zip(p, y, strict=True) if not t and v < cut)
-        score = (tp / pos + tn / neg) / 2
-        if score > best_score + 1e-12:
-            best, best_score = float(cut), score
-    return round(best, 4) if cuts is None else best
-
-
-@dataclass(frozen=True, slots=True)
-class JudgedRow:
-    """One judged candidate: a sentence written from a chunk for a question, and the judgement of it.
-    `correct` (optional) says whether the sentence answers the question rightly; it fits the confidence map.
-    `answerable` False marks a candidate written while the question's gold evidence was out of the corpus: it
-    teaches the heads what a well-supported sentence that does not answer *this* question looks like, and is
-    left out of the confidence map and the abstention cut (which are about answers to answerable questions).
-    `declined` marks a candidate the engine declined whatever its ratings (the question restated, the draft
-    repeated, a sentence about the document, a superseded source): the heads learn from it, but it is never an
-    answer, so the confidence map and the abstention cut leave it out. `extracted` marks a sentence the chunk
-    offered beside the model's (`critic.offered`): it is rated and may answer like any other; the flag
-    lets it be counted apart."""
-
-    question: str
-    sentence: str
-    chunk: str
-    relevant: bool
-    supported: bool
-    rank: int = 0
-    score_rel: float | None = None
-    quote_ok: bool | None = None
-    model_rel: float = 0.5
-    model_sup: float = 0.5
-    others: tuple[str, ...] = ()
-    correct: bool | None = None
-    answerable: bool = True
-    declined: bool = False
-    extracted: bool = False
-
-    def features(self) -> dict[str, float]:
-        item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
-                     self.model_sup, self.others, self.extracted)  # fmt: skip
-        return item.features(self.question)
-
-
-def judged_row(record: Any, where: str) -> JudgedRow:
-    """A JudgedRow from one parsed JSON line; InputError naming the line and the field otherwise."""
-    if not isinstance(record, dict):
-        raise InputError(f"{where}: a judgment is a JSON object")
-    text = {}
-    for name in ("question", "sentence", "chunk"):
-        value = record.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise InputError(f"{where}: field {name!r} is missing or not text")
-        text[name] = value
-    flags = {}
-    optional = {"correct": None, "quote_ok": None, "answerable": True, "declined": False, "extracted": False}
-    for name in ("relevant", "supported", *optional):
-        value = record.get(name)
-        if value is None and name in optional:
-            flags[name] = optional[name]
-        elif isinstance(value, bool):
-            flags[name] = value
-        else:
-            raise InputError(f"{where}: {name!r} must be true or false, got {value!r}")
-    numbers = {}
-    for name, low, high, default in (("model_rel", 0, 1, 0.5), ("model_sup", 0, 1, 0.5), ("score_rel", 0, 1, None)):
-        value = record.get(name, default)
-        if value is not None and (not _finite(value) or not low <= value <= high):
-            raise InputError(f"{where}: {name!r} must be a number from {low} to {high}, got {value!r}")
-        numbers[name] = value
-    rank, others = record.get("rank", 0), record.get("others", [])
-    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
-        raise InputError(f"{where}: 'rank' must be a whole number from 0, got {rank!r}")
-    if not isinstance(others, list) or not all(isinstance(o, str) for o in others):
-        raise InputError(f"{where}: 'others' must be a list of sentences")
-    return JudgedRow(**text, **flags, **numbers, rank=rank, others=tuple(others))  # type: ignore[arg-type]
-
-
-def fit_critic(rows: Sequence[JudgedRow], fitted_on: Mapping[str, Any] | None = None) -> CriticModel:
-    """Both heads from judged rows; the support threshold (the verdict on a given statement) with the best
-    balanced accuracy on the rows that judge given statements (no `correct`; all rows when there are none); the
-    answers head where the rows hold MIN_UNANSWERABLE questions made unanswerable (`fit_answers_head`); the
-    confidence map (Platt) and the abstention cut from the answerable rows with `correct`: per question, the one
-    of those rows the engine would keep (the highest P(relevant) + P(supported)) against whether it was right.
-    Refuses data that cannot fit a model."""
-    if len(rows) < MIN_ROWS:
-        raise InputError(f"{len(rows)} judged rows are too few to fit the critic; give at least {MIN_ROWS}")
-    for name in ("relevant", "supported"):
-        classes = {getattr(row, name) for row in rows}
-        if len(classes) < 2:
-            raise InputError(f"every judged row has {name}={classes.pop()}; the fit needs both classes")
-    values = [row.features() for row in rows]
-    x = np.array([vector(v) for v in values])
-    relevant = fit_logistic(x, np.array([row.relevant for row in rows], dtype=float))
-    supported = fit_logistic(x, np.array([row.supported for row in rows], dtype=float))
-    p_rel = [relevant.probability(v) for v in x.tolist()]
-    p_sup = [supported.probability(v) for v in x.tolist()]
-    statements = [i for i, row in enumerate(rows) if row.correct is None]  # given statements judged, not candidates
-    verdicts = statements if len({rows[i].supported for i in statements}) == 2 else range(len(rows))
-    threshold = balanced_threshold([p_sup[i] for i in verdicts], [rows[i].supported for i in verdicts])
-    model = CriticModel(relevant, supported, support_threshold=threshold)
-    model = replace(model, answers=fit_answers_head(rows, p_rel, p_sup, values))
-    support = _supports(model, rows, p_rel, p_sup, values)
-    answers = [k for k in kept_answers(rows, p_rel, p_sup, support) if k.answerable]
-    abstain = abstain_cut([k.support for k in answers if k.correct])
-    unanswerable = sum(not row.answerable for row in rows)
-    info = {"rows": len(rows), "unanswerable_rows": unanswerable, "questions": len(answers), "answers": len(answers)}
-    info |= fitted_on or {}
-    return replace(model, confidence=confidence_map(answers), abstain_threshold=abstain, fitted_on=info)
-
-
-def fit_answers_head(
-    rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float], values: Sequence[Mapping[str, float]]
-) -> Head | None:
-    """The answers head: per question, the candidate the engine would keep (`kept_answers`), the right answers to
-    answerable questions against the answers to questions made unanswerable (their gold evidence out of the
-    corpus). A sentence copied well from a chunk about something else has a P(supported) as high as a right one;
-    what tells them apart on the training answers is P(relevant) and how much the sentence says beyond the
-    question, and whether the chunk offered it. None where the rows hold fewer than MIN_UNANSWERABLE
-    unanswerable questions or no right answer: the product P(relevant) · P(supported) stands then."""
-    picks = _kept(rows, p_rel, p_sup)
-    right = [i for (_, answerable), i in picks.items() if answerable and rows[i].correct]
-    other = [i for (_, answerable), i in picks.items() if not answerable]
-    if len(other) < MIN_UNANSWERABLE or not right:
-        return None
-    chosen = right + other
-    x = np.array([answer_inputs(p_rel[i], p_sup[i], values[i], rows[i].extracted) for i in chosen])
-    return fit_logistic(x, np.array([1.0] * len(right) + [0.0] * len(other)))
-
-
-def confidence_map(answers: Sequence[KeptAnswer]) -> Platt:
-    """Platt scaling of the answers' P(supported) against whether they were right (the answerable ones); the
-    identity map when they are all right or all wrong (one class fits nothing)."""
-    answered = [a for a in answers if a.answerable]
-    if len({a.correct for a in answered}) < 2:
-        return Platt()
-    return fit_platt([a.p_supported for a in answered], [a.correct for a in answered])
-
-
-def with_lead_counts(model: CriticModel, source: CriticModel) -> CriticModel:
-    """`model` with the short answer's counts of `source` and what they were counted on (`selfrag bench fit-lead`):
-    they count how often a lead was right, whatever heads rate the sentences."""
-    said = {key: value for key, value in source.fitted_on.items() if key in (LEAD_RUNS, LEAD_POOL)}
-    return replace(model, lead=dict(source.lead), fitted_on={**model.fitted_on, **said})
-
-
-@dataclass(frozen=True, slots=True)
-class KeptAnswer:
-    """One question's answer in judged rows: the candidate the engine would keep (the highest P(relevant) +
-    P(supported)), its P(supported) and answer support, whether it was right, and the best answer support of
-    any of the question's candidates (the engine abstains when even that is under the cut)."""
-
-    p_supported: float
-    support: float
-    correct: bool
-    answerable: bool
-    best_support: float
-
-
-def kept_answers(
-    rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float], support: Sequence[float]
-) -> list[KeptAnswer]:
-    """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
-    given statements judged without `correct` are not candidates, and declined candidates are no answers: both
-    are left out. A sentence its chunk offered (`extracted`) answers like a written one, on its own ratings.
-    `support`: each row's answer support (`CriticModel.support`)."""
-    best: dict[tuple[str, bool], float] = {}
-    for row, value in zip(rows, support, strict=True):
-        if row.correct is not None and not row.declined:
-            key = (row.question, row.answerable)
-            best[key] = max(value, best.get(key, 0.0))
-    return [
-        KeptAnswer(p_sup[i], support[i], bool(rows[i].correct), key[1], best[key])
-        for key, i in _kept(rows, p_rel, p_sup).items()
-    ]
-
-
-def _kept(rows: Sequence[JudgedRow], p_rel: Sequence[float], p_sup: Sequence[float]) -> dict[tuple[str, bool], int]:
-    """Per question (answerable and unanswerable apart), the index of the candidate row the engine would keep:
-    the highest P(relevant) + P(supported), the first of equals."""
-    kept: dict[tuple[str, bool], int] = {}
-    for i, row in enumerate(rows):
-        if row.correct is None or row.declined:
-            continue
-        key = (row.question, row.answerable)
-        if key not in kept or p_rel[i] + p_sup[i] > p_rel[kept[key]] + p_sup[kept[key]]:
-            kept[key] = i
-    return kept
-
-
-@dataclass(frozen=True, slots=True)
-class CutFit:
-    """What an abstention cut was fitted on and what it does there: right answers kept of those fitted on, and
-    (when the rows hold unanswerable questions) those questions' answers it would abstain on; `answers_head`:
-    the answers head was fitted on these rows too."""
-
-    cut: float
-    right: int
-    kept: int
-    questions: int
-    unanswerable: int
-    abstained: int
-    answers_head: bool = False
-
-
-def fit_abstain_cut(
-    model: CriticModel,
-    rows: Sequence[JudgedRow],
-    keep: float = KEEP,
-    confidence: float = KEEP_CONFIDENCE,
-    source: str = "judged rows",
-    *,
-    refit_map: bool = False,
-) -> tuple[CriticModel, CutFit]:
-    """`model` with its abstention cut refitted on judged candidate rows under its own heads (`abstain_cut`):
-    first its answers head, where the rows hold MIN_UNANSWERABLE questions made unanswerable (`fit_answers_head`;
-    else the model's own stands), and with `refit_map` its confidence map too (`confidence_map`, on the same
-    answers: what the heads' P(supported) means once the engine's rules pick the answer); everything else kept
-    (`fitted_on` says where they came from: `source`). Refuses rows with too few right answers to promise `keep`
-    at `confidence`."""
-    p_rel, p_sup, values = _rated(model, rows)
-    head = fit_answers_head(rows, p_rel, p_sup, values)
-    if head is not None:
-        model = replace(model, answers=head)
-    support = _supports(model, rows, p_rel, p_sup, values)
-    answers = kept_answers(rows, p_rel, p_sup, support)
-    right = [a.support for a in answers if a.answerable and a.correct]
-    if lost_bound(0, len(right), confidence) > 1 - keep:
-        need = math.ceil(math.log(1 - confidence) / math.log(keep))
-        raise InputError(
-            f"{len(right)} right answers are too few to promise keeping {keep:.0%} of them at {confidence:.0%} "
-            f"confidence; give judged candidates (with 'correct') holding at least {need}"
-        )
-    cut = abstain_cut(right, keep, confidence)
-    unanswerable = [a for a in answers if not a.answerable]
-    fit = CutFit(
-        cut,
-        len(right),
-        sum(v >= cut for v in right),
-        sum(a.answerable for a in answers),
-        len(unanswerable),
-        sum(a.best_support < cut for a in unanswerable),
-        head is not None,
-    )
-    said = f"{source}: {fit.right} right answers of {fit.questions} questions, keep {keep:g} at {confidence:g}"
-    fitted_on = {**model.fitted_on, "abstain_cut": said}
-    if head is not None:
-        fitted_on["answers_head"] = f"{source}: {fit.right} right answers, {fit.unanswerable} unanswerable questions"
-    fitted = replace(model, abstain_threshold=cut, fitted_on=fitted_on)
-    if refit_map:
-        fitted = _with_map(fitted, answers, f"{source}: {fit.questions} answers, {fit.right} right")
-    return fitted, fit
-
-
-def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged rows") -> tuple[CriticModel, int, int]:
-    """`model` with its confidence map alone refitted (`confidence_map`) on the answers of judged candidate rows
-    under its own heads; the heads, cut and short-answer counts kept. With it the confidence can be fitted on
-    answers from a corpus shaped like the user's own, so the map speaks for answers again: an answered head,
-    fitted on other answers, is dropped. Returns the model, the answers and the right ones; refuses fewer than
-    MIN_MAP_ANSWERS answers or answers all right or all wrong."""
-    answers = [a for a in answers_under(model, rows) if a.answerable]
-    right = sum(a.correct for a in answers)
-    if len(answers) < MIN_MAP_ANSWERS:
-        raise InputError(
-            f"{len(answers)} answered questions are too few to fit the confidence map; give judged candidates "
-            f"(with 'correct') of at least {MIN_MAP_ANSWERS} questions"
-        )
-    if right in (0, len(answers)):
-        said = "right" if right else "wrong"
-        raise InputError(f"every one of the {len(answers)} answers is {said}; the confidence map needs both")
-    return _with_map(model, answers, f"{source}: {len(answers)} answers, {right} right"), len(answers), right
-
-
-def _with_map(model: CriticModel, answers: Sequence[KeptAnswer], said: str) -> CriticModel:
-    """`model` with its confidence map fitted on `answers` (`said`: on what) and no answered head: a map fitted on
-    a user's own answers is what speaks for answers then, not a head fitted on other ones."""
-    fitted_on = {key: value for key, value in model.fitted_on.items() if key != "answered"}
-    return replace(
-        model, confidence=confidence_map(answers), answered=None, fitted_on={**fitted_on, "confidence_map": said}
-    )
-
-
-def fit_answered(
-    model: CriticModel, answers: Sequence[tuple[Sequence[float], bool]], source: str = "training answers"
-) -> tuple[CriticModel, int, int]:
-    """`model` with its answered head fitted on answers the engine gave (each one's `answered_inputs` and whether
-    it was right), everything else kept. Returns the model, the answers and the right ones; refuses fewer than
-    MIN_MAP_ANSWERS answers, answers all right or all wrong, and inputs of the wrong shape."""
-    right = sum(bool(y) for _, y in answers)
-    if len(answers) < MIN_MAP_ANSWERS:
-        raise InputError(
-            f"{len(answers)} answers are too few to fit the answer confidence; give at least {MIN_MAP_ANSWERS}"
-        )
-    if right in (0, len(answers)):
-        said = "right" if right else "wrong"
-        raise InputError(f"every one of the {len(answers)} answers is {said}; the answer confidence needs both")
-    x = np.array([list(v) for v, _ in answers], dtype=float)
-    if x.shape[1:] != (len(ANSWERED_FEATURES),) or not np.isfinite(x).all():
-        raise InputError(f"each answer needs {len(ANSWERED_FEATURES)} finite inputs ({', '.join(ANSWERED_FEATURES)})")
-    head = fit_logistic(x, np.array([float(bool(y)) for _, y in answers]))
-    fitted_on = {**model.fitted_on, "answered": f"{source}: {len(answers)} answers, {right} right"}
-    return replace(model, answered=head, fitted_on=fitted_on), len(answers), right
-
-
-def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:
-    """The answers of judged candidate rows (`kept_answers`) as `model`'s heads rate them."""
-    p_rel, p_sup, values = _rated(model, rows)
-    support = _supports(model, rows, p_rel, p_sup, values)
-    return kept_answers(rows, p_rel, p_sup, support)
-
-
-def _rated(model: CriticModel, rows: Sequence[JudgedRow]) -> tuple[list[float], list[float], list[dict[str, float]]]:
-    """Each row's P(relevant) and P(supported) under `model`'s heads, and its evidence features."""
-    values = [row.features() for row in rows]
-    x = [vector(v) for v in values]
-    return [model.relevant.probability(v) for v in x], [model.supported.probability(v) for v in x], values
-
-
-def _supports(
-    model: CriticModel,
-    rows: Sequence[JudgedRow],
-    p_rel: Sequence[float],
-    p_sup: Sequence[float],
-    values: Sequence[Mapping[str, float]],
-) -> list[float]:
-    """Each row's answer support under `model` (`CriticModel.support`)."""
-    return [model.support(r, s, v, row.extracted) for r, s, v, row in zip(p_rel, p_sup, values, rows, strict=True)]
 
 
 # -- raters: how the engine turns a step's critiqued candidates into P(relevant), P(supported) ----------
@@ -732,18 +316,16 @@ class Rated:
 
 
 class Rater(Protocol):
-    """Rates candidates written from chunks; `threshold` is its default abstention cut on `answer_support`,
-    `verdict_cut` the P(supported) at or above which a given statement is judged supported (critic agreement),
-    `confidence` maps P(supported) values to the probability that the answer is right (an abstention's, a claim
-    verdict's), `answer_confidence` is that probability for an answer from its sentences' P(supported), answer
-    supports and words, and
-    `with_lead` adds what a short answer of a kind stated before the sentences adds to it, and `refutes` is
-    P(a text that settles a claim refutes it), or None where the rater has no such head (the writer's verdict
-    stands). `from_documents`: a question that asks for a fact is answered from the documents, never from the
-    model's memory (the rater rates only sentences written from chunks, so such an answer's confidence is nil).
-    `weighs_utility`: the model's ISUSE label enters a candidate's score f (w_use), as in the paper.
+    """Rates candidates written from chunks: what the engine calls of a scorer. `threshold` is its default
+    abstention cut on `answer_support`, `confidence` maps P(supported) values to the probability that the answer
+    is right (an abstention's), `answer_confidence` is that probability for an answer from its sentences'
+    P(supported), answer supports and words, and `with_lead` adds what a short answer of a kind stated before the
+    sentences adds to it. `from_documents`: a question that asks for a fact is answered from the documents, never
+    from the model's memory (the rater rates only sentences written from chunks, so such an answer's confidence is
+    nil). `weighs_utility`: the model's ISUSE label enters a candidate's score f (w_use), as in the paper.
     `trusts(kind)`: the model's own short answer to a question of that kind is printed (`engine.lead`); where it
     is not, a yes/no question reads "The documents don't settle it." and a factoid gets no short answer.
+    The claim benchmarks' verdict members (`verdict_cut`, `refutes`) are `bench.systems.ClaimRater`'s.
     """
 
     threshold: float
@@ -754,9 +336,6 @@ class Rater(Protocol):
     @property
     def weighs_utility(self) -> bool: ...
 
-    @property
-    def verdict_cut(self) -> float: ...
-
     def trusts(self, kind: str) -> bool: ...
 
     def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
@@ -766,8 +345,6 @@ class Rater(Protocol):
     def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float: ...
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float: ...
-
-    def refutes(self, claim: str, text: str) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)

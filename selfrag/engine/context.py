@@ -18,13 +18,13 @@ from pydantic import BaseModel
 from ..config import Config
 from ..errors import BudgetError
 from ..llm.base import ChatModel, ChatRequest
+from ..llm.replies import shortened
 from ..llm.structured import Parsed, ask
 from ..prompts import PromptBook
 from ..retrieval import Searcher, describe_version
 from ..schema import Chunk, Meter
 from ..text import neutralise_document
 from .calibration import PaperRater, Rater
-from .replies import shortened
 
 T = TypeVar("T")
 NO_DRAFT = "(nothing yet)"

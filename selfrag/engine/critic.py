@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Mode, Relevance, Support, Utility
+from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Plan
 from .beam import s_rel, s_sup
 from .calibration import Rated
@@ -33,7 +34,6 @@ from .evidence import (
     words,
 )
 from .questions import question_kind
-from .replies import CritiqueReply, check_quote, critique_from, plan_from
 
 
 def defaulted_critique() -> Critique:

@@ -23,11 +23,11 @@ from pydantic import BaseModel
 
 from ..errors import ContextLengthError, FatalLLMError, LLMError
 from ..labels import CriticMode
+from ..llm.replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from, quote_found
 from ..llm.structured import Parsed
 from ..schema import Beam, Candidate, Chunk, Plan
 from .context import Run, run_all
 from .evidence import terms
-from .replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from, quote_found
 
 FALLBACK_NOTE = (
     "No retrieved document supported a sentence here. Write a sentence that asserts no facts you would need "

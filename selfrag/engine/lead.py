@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
+from ..llm.replies import LeadReply
 from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
@@ -52,7 +53,6 @@ from .context import Run
 from .evidence import sentences as sentences_of
 from .evidence import terms, words
 from .questions import choice_options, options, pair
-from .replies import LeadReply
 from .scope import reading
 from .values import decide_value
 

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from ..config import variant_kinds
 from ..errors import FatalLLMError, LLMError
 from ..labels import Decision, Mode
+from ..llm.replies import DecideReply, VariantsReply, plan_from
 from ..schema import Beam, Candidate, Hit, Plan
 from .context import Run, run_all
 from .questions import follows_on
-from .replies import DecideReply, VariantsReply, plan_from
 from .state import Evidence
 
 MAX_VARIANT_CHARS = 1000  # a longer variant (a rambling HyDE passage) is cut before it is searched

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LOGPROBS_MODES = ("auto", "on", "off")
 LOGPROBS_WORTH = 2.0  # auto: use logprobs while a call with them takes at most this many times one without
 
 

@@ -202,12 +202,10 @@ class OpenAIChatModel:
                 except openai.RateLimitError as error:  # a rate limit says nothing about features
                     if self._ours(error):
                         raise
-                    meter.llm_calls += _attempts_spent(error, PROBE_RETRIES)
+                    meter.llm_calls += attempts_spent(error, PROBE_RETRIES)
                     raise self._failed(error) from None
                 except (openai.APIStatusError, openai.APIResponseValidationError) as error:
-                    meter.llm_calls += (
-                        _attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
-                    )
+                    meter.llm_calls += attempts_spent(error, PROBE_RETRIES) if isinstance(error, openai.APIError) else 1
                     return None
                 except openai.APIConnectionError as error:
                     meter.llm_calls += 1 + PROBE_RETRIES
@@ -217,7 +215,7 @@ class OpenAIChatModel:
                     return None
             if not getattr(reply, "choices", None):
                 return None
-            _, completion_tokens, _ = _add_usage(meter, reply.usage, "")
+            _, completion_tokens, _ = add_usage(meter, reply.usage, "")
             seconds = raw.http_response.extensions.get(SERVER_SECONDS)  # None: a client passed in, not observed
             return Trial(reply, Timed(seconds, completion_tokens) if seconds is not None else None)
 
@@ -326,7 +324,7 @@ class OpenAIChatModel:
             except openai.APIError as error:
                 if self._ours(error):
                     raise
-                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
+                meter.llm_calls += attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
                 raise self._failed(error) from None
             finally:
@@ -335,7 +333,7 @@ class OpenAIChatModel:
 
     def _failed(self, error: openai.APIError) -> LLMError:
         """Our error for an SDK error; the breaker learns from it (a fatal one opens it for good)."""
-        translated = _translate(error, self._endpoint.api_key)
+        translated = translate_error(error, self._endpoint.api_key)
         if isinstance(translated, FatalLLMError):
             self.breaker.trip(str(translated))
         elif not isinstance(translated, ContextLengthError):
@@ -418,7 +416,7 @@ def read_completion(data: Any, meter: Meter) -> ChatResponse:
     if not isinstance(text, str):
         meter.failed_calls += 1
         raise LLMError("the endpoint answered a message whose content is not text")
-    prompt_tokens, completion_tokens, cached = _add_usage(meter, data.get("usage"), text)
+    prompt_tokens, completion_tokens, cached = add_usage(meter, data.get("usage"), text)
     finish = str(choice.get("finish_reason") or "stop")
     refused = _refusal(message, finish)
     if refused is not None:
@@ -464,7 +462,7 @@ def _tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
         return None  # malformed logprobs: fall back to the labels
 
 
-def _add_usage(meter: Meter, usage: Any, text: str) -> tuple[int, int, int]:
+def add_usage(meter: Meter, usage: Any, text: str) -> tuple[int, int, int]:
     """Count a reply's tokens; without usage, estimate the completion from its length and say so."""
     if not isinstance(usage, dict):
         usage = usage.model_dump() if hasattr(usage, "model_dump") else None
@@ -498,7 +496,7 @@ def _retries_before(error: openai.APIError) -> int:
     return _retry_count(response.request) if response is not None else 0
 
 
-def _attempts_spent(error: openai.APIError, max_retries: int) -> int:
+def attempts_spent(error: openai.APIError, max_retries: int) -> int:
     """HTTP requests behind a failed call: exact where the server answered (the SDK numbers its attempts in a
     header); else the most the SDK makes, as it retries connection errors, 408/409/429 and 5xx."""
     if getattr(error, "response", None) is not None:
@@ -517,7 +515,7 @@ def _long_retry_after(error: openai.APIError) -> float | None:
     return seconds if seconds is not None and seconds > MAX_RETRY_AFTER else None
 
 
-def _translate(error: openai.APIError, api_key: str) -> LLMError:
+def translate_error(error: openai.APIError, api_key: str) -> LLMError:
     """An SDK error as one of ours, with a one-line message that never holds the key."""
     status = getattr(error, "status_code", None)
     request_id = getattr(error, "request_id", None)

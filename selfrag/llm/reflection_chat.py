@@ -45,12 +45,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Config, EndpointConfig, ResolvedEndpoint, resolve_endpoint
-from ..engine.replies import MAX_SENTENCE_CHARS, decide
 from ..errors import ConfigError, CritiqueError, LLMError, PromptNotSupportedError
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..schema import Meter
 from .base import Capabilities, ChatModel, ChatRequest, ChatResponse, NativeLabels, TokenLogprob
-from .openai_chat import OpenAIChatModel, _add_usage, first_choice
+from .openai_chat import OpenAIChatModel, add_usage, first_choice
 from .reflection import (
     PARAGRAPH_OPEN,
     GroupReading,
@@ -60,6 +59,7 @@ from .reflection import (
     read_segment,
     vocabulary_seen,
 )
+from .replies import MAX_SENTENCE_CHARS, decide
 
 log = logging.getLogger("selfrag")
 PROTOCOL = "reflection-tokens"
@@ -171,7 +171,7 @@ class ReflectionChatModel(OpenAIChatModel):
         return _segment_reply(request.prompt, segment, completion)
 
     def _retrieves(self, reading: GroupReading) -> bool:
-        """The engine's own retrieval rule (engine.replies.decide) on the probabilities at this token."""
+        """The engine's own retrieval rule (llm.replies.decide) on the probabilities at this token."""
         return decide(reading.label, reading.probs, self.threshold, has_cache=True)[0] is not Decision.NO
 
     async def _complete(self, caps: Capabilities, prompt: str, max_tokens: int, meter: Meter) -> Completion:
@@ -234,7 +234,7 @@ def read_text_completion(data: Any, meter: Meter) -> Completion:
     if not isinstance(text, str):
         meter.failed_calls += 1
         raise LLMError("the endpoint answered a completion choice without text (is this /v1/completions?)")
-    prompt_tokens, completion_tokens, cached = _add_usage(meter, data.get("usage"), text)
+    prompt_tokens, completion_tokens, cached = add_usage(meter, data.get("usage"), text)
     tokens, offsets = _logprobs(choice.get("logprobs"))
     finish = str(choice.get("finish_reason") or "stop")
     return Completion(text, finish, tokens, offsets, prompt_tokens, completion_tokens, cached)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InputError, SessionError
 from ..files import read_regular
@@ -40,7 +40,6 @@ from ..text import without_surrogates
 from .turns import DEFAULT_BUDGET, Budget, Memory, MemoryTurn, noted, recall, remember, render
 
 if TYPE_CHECKING:
-    from ..api import SelfRAG
     from ..config import Config
     from ..result import Result
 
@@ -293,6 +292,14 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class Answerer(Protocol):
+    """What a session needs of an engine (`SelfRAG` is one): an answer given the conversation so far."""
+
+    async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result: ...
+
+    def answer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result: ...
+
+
 class ChatSession:
     """A conversation with an engine: recalls from memory before each answer, remembers each turn after.
 
@@ -301,7 +308,7 @@ class ChatSession:
 
     def __init__(
         self,
-        rag: SelfRAG,
+        rag: Answerer,
         store: SessionStore | None = None,
         name: str | None = None,
         budget: Budget = DEFAULT_BUDGET,

@@ -26,7 +26,7 @@ from openai import AsyncOpenAI
 
 from ..config import ResolvedEndpoint, redact_url
 from ..errors import ConfigError, LLMError
-from ..llm.openai_chat import _attempts_spent, _translate
+from ..llm.openai_chat import attempts_spent, translate_error
 from ..schema import Meter
 
 BATCH_SIZE = 64  # texts per request
@@ -118,15 +118,15 @@ class OpenAIEmbedder:
                 meter.llm_calls += 1 + raw.retries_taken
                 reply = raw.parse()
             except openai.APIStatusError as error:
-                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
+                meter.llm_calls += attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
                 if error.status_code in MISSING_ROUTE:
                     raise self._missing(error) from None
-                raise _translate(error, self._endpoint.api_key) from None
+                raise translate_error(error, self._endpoint.api_key) from None
             except openai.APIError as error:
-                meter.llm_calls += _attempts_spent(error, self._endpoint.settings.max_retries)
+                meter.llm_calls += attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
-                raise _translate(error, self._endpoint.api_key) from None
+                raise translate_error(error, self._endpoint.api_key) from None
             except (ValueError, TypeError) as error:  # a 200 that is not an embeddings list
                 meter.llm_calls += 1
                 meter.failed_calls += 1

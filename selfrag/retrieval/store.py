@@ -241,9 +241,10 @@ def open_current(out_dir: str | Path) -> Generation:
     folder = out_dir / name
     try:
         with open(folder / MANIFEST, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_MANIFEST_BYTES:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_MANIFEST_BYTES:
                 raise unusable(out_dir, f"{name}/{MANIFEST} is larger than {_size(MAX_MANIFEST_BYTES)}")
-            manifest_bytes = handle.read(MAX_MANIFEST_BYTES + 1)
+            manifest_bytes = handle.read(size + 1)  # read(n) reserves n bytes first: the cap would cost 256 MiB
     except OSError as error:
         raise unusable(out_dir, f"{name}/{MANIFEST} cannot be read ({error.strerror})") from error
     if hashlib.sha256(manifest_bytes).hexdigest() != digest:

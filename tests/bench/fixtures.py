@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from factories import write_jsonl
+
 PARAGRAPHS = {
     "Paris": ["Paris is the capital of France.", " The Eiffel Tower stands in Paris."],
     "Berlin": ["Berlin is the capital of Germany.", " The Brandenburg Gate stands in Berlin."],
@@ -47,10 +49,6 @@ def write_hotpot(folder: Path, questions: list[dict[str, Any]] | None = None) ->
     (folder / "questions.json").write_text(json.dumps(questions if questions is not None else hotpot_questions()))
     (folder / "corpus.json").write_text(json.dumps(PARAGRAPHS))
     return folder
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def write_scifact(folder: Path, claims: list[dict[str, Any]] | None = None) -> Path:

@@ -3,11 +3,11 @@ head fitted and written into the weights, and what the command refuses."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 
 import pytest
+from factories import write_run
 
 from selfrag.bench.answerfit import answered, answered_all
 from selfrag.cli import main
@@ -68,17 +68,7 @@ def test_no_inputs_for_an_abstention_a_failure_or_a_sentence_no_rated_candidate_
     assert len(answered_all(records, shipped)) == 1
 
 
-def _run(folder, records, *, split="train", unanswerable=False):
-    folder.mkdir(parents=True)
-    config = {"dataset": {"name": "halueval", "task": "qa"}, "sample": {"split": split},
-              "corpus": {"unanswerable": True} if unanswerable else {}, "system": {"kind": "selfrag"}}  # fmt: skip
-    (folder / "config.json").write_text(json.dumps(config))
-    lines = [json.dumps({"id": str(n), **r}) + "\n" for n, r in enumerate(records)]
-    (folder / "samples.jsonl").write_text("".join(lines))
-    return folder
-
-
-def _answers(n):
+def answer_records(n):
     """n answers: the long, well-supported ones right, the short, poorly supported ones wrong (and one of each
     the other way, so the classes overlap)."""
     out = []
@@ -92,15 +82,15 @@ def _answers(n):
 
 def test_fit_confidence_writes_a_head_that_ranks_the_answers_and_keeps_the_rest(tmp_path, capsys):
     out = tmp_path / "w.json"
-    train = _run(tmp_path / "train", _answers(30))
-    made = _run(tmp_path / "unans", _answers(30), unanswerable=True)  # other questions: counted apart
+    train = write_run(tmp_path / "train", answer_records(30))
+    made = write_run(tmp_path / "unans", answer_records(30), unanswerable=True)  # other questions: counted apart
     assert main(["bench", "fit-confidence", str(train), str(made), "--out", str(out)]) == 0
     assert "fitted on 60 answers" in capsys.readouterr().err
     fitted, shipped = load_critic_model(out), load_critic_model()
     assert fitted.answered is not None and fitted.fitted_on["answered"].startswith("halueval training answers of 2")
     kept = ("relevant", "supported", "answers", "confidence", "abstain_threshold", "lead")
     assert all(getattr(fitted, name) == getattr(shipped, name) for name in kept)  # the rest as it was
-    long, short = (answered(r, fitted) for r in _answers(4)[2:])
+    long, short = (answered(r, fitted) for r in answer_records(4)[2:])
     assert long and short
     sure, unsure = fitted.answer_confidence([0.6], [long[0][1]], 12), fitted.answer_confidence([0.2], [short[0][1]], 4)
     assert sure > 0.5 > unsure
@@ -110,10 +100,10 @@ def test_fit_confidence_refuses_test_runs_too_few_answers_and_one_class(tmp_path
     out = tmp_path / "w.json"
     right = record([("Raging Bull was directed by Martin Scorsese.", 0.9, 0.6)], ["Martin Scorsese"])
     for folder, code, message in (
-        (_run(tmp_path / "test", _answers(30), split="all"), 2, "fit only on training ids"),
-        (_run(tmp_path / "few", _answers(10)), 1, "too few"),
-        (_run(tmp_path / "right", [right] * 30), 1, "every one of the 30 answers is right"),
-        (_run(tmp_path / "none", [record([("x", 0.5, 0.5)], ["y"], abstained=True)] * 30), 1, "nothing to fit"),
+        (write_run(tmp_path / "test", answer_records(30), split="all"), 2, "fit only on training ids"),
+        (write_run(tmp_path / "few", answer_records(10)), 1, "too few"),
+        (write_run(tmp_path / "right", [right] * 30), 1, "every one of the 30 answers is right"),
+        (write_run(tmp_path / "none", [record([("x", 0.5, 0.5)], ["y"], abstained=True)] * 30), 1, "nothing to fit"),
     ):
         assert main(["bench", "fit-confidence", str(folder), "--out", str(out)]) == code
         err = capsys.readouterr().err

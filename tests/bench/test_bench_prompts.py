@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from selfrag.bench.systems import BENCH_PROMPTS, BenchPrompts
-from selfrag.prompts import PromptBook
+from selfrag.bench.systems import BenchPrompts
+from selfrag.prompts import PromptBook, prompts_dir
 
 SOURCES = Path(__file__).resolve().parents[2] / "selfrag" / "bench"
 
 
 def test_bench_prompts_load_beside_the_engine_prompts_and_are_all_used():
     book, engine = BenchPrompts(), PromptBook()
-    ours = {p.stem for p in BENCH_PROMPTS.glob("*.toml")}
+    ours = {p.stem for p in (prompts_dir() / "bench").glob("*.toml")}
     assert set(book.names()) == set(engine.names()) | ours
     source = "\n".join(p.read_text() for p in SOURCES.glob("*.py"))
     used = set(re.findall(r'(?:\.ask\(|ask_over_top_chunks\([^"]*?)\s*"([a-z_]+)"', source))

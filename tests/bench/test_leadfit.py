@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from factories import write_run
+
 from selfrag.bench.leadfit import decided_counts, lead_counts, lead_of
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
@@ -15,36 +17,36 @@ YES_NO = "Are Medici and Senet both board games?"
 FACTOID = "Which label released both films?"
 
 
-def record(question, answers, lead, sentence, status="ok"):
+def lead_record(question, answers, lead, sentence, status="ok"):
     prediction = f"{lead} {sentence}".strip()
     return {"status": status, "question": question, "answers": answers, "prediction": prediction,
             "segments": [{"text": sentence}]}  # fmt: skip
 
 
 def test_the_lead_is_what_the_prediction_says_before_the_sentences():
-    assert lead_of(record(YES_NO, ["yes"], "Yes.", "Medici is a board game.")) == "Yes."
-    assert lead_of(record(YES_NO, ["yes"], "", "Medici is a board game.")) == ""
+    assert lead_of(lead_record(YES_NO, ["yes"], "Yes.", "Medici is a board game.")) == "Yes."
+    assert lead_of(lead_record(YES_NO, ["yes"], "", "Medici is a board game.")) == ""
     assert lead_of({"prediction": "Yes.", "segments": []}) == ""
     assert lead_of({"prediction": "No.", "segments": [], "lead_from": "same"}) == "No."  # it stood alone
 
 
 def test_only_short_answers_over_wrong_sentences_are_counted():
     records = [
-        record(YES_NO, ["yes"], "Yes.", "Medici is a board game."),  # counted, right
-        record(YES_NO, ["no"], "Yes.", "Senet is a board game."),  # counted, wrong
-        record(YES_NO, ["no"], UNSETTLED, "Senet is old."),  # no short answer stated: counted whole, apart
-        record(FACTOID, ["Walt Disney Pictures"], "Walt Disney Pictures.", "Walt Disney Pictures released it."),
-        record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn."),  # counted, wrong
-        record(FACTOID, ["Walt Disney Pictures"], "Carbyn.", "The film is by Carbyn."),  # restates the sentences
-        record(YES_NO, ["yes"], "Yes.", "x", status="failed"),
-        record("Why is the sky blue?", ["scattering"], "Scattering.", "It is blue."),  # no kind
+        lead_record(YES_NO, ["yes"], "Yes.", "Medici is a board game."),  # counted, right
+        lead_record(YES_NO, ["no"], "Yes.", "Senet is a board game."),  # counted, wrong
+        lead_record(YES_NO, ["no"], UNSETTLED, "Senet is old."),  # no short answer stated: counted whole, apart
+        lead_record(FACTOID, ["Walt Disney Pictures"], "Walt Disney Pictures.", "Walt Disney Pictures released it."),
+        lead_record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn."),  # counted, wrong
+        lead_record(FACTOID, ["Walt Disney Pictures"], "Carbyn.", "The film is by Carbyn."),  # restates the sentences
+        lead_record(YES_NO, ["yes"], "Yes.", "x", status="failed"),
+        lead_record("Why is the sky blue?", ["scattering"], "Scattering.", "It is blue."),  # no kind
     ]
     assert lead_counts(records) == {"factoid": (0, 1), "yes_no": (1, 2), "yes_no_unsettled": (0, 1)}
 
 
 def test_the_models_yes_or_no_held_back_is_still_counted_and_the_unsettled_answer_whole():
     def held(answers, reply, sentence="Senet is old."):
-        return {**record(YES_NO, answers, UNSETTLED, sentence), "lead_from": "model", "lead_reply": reply}
+        return {**lead_record(YES_NO, answers, UNSETTLED, sentence), "lead_from": "model", "lead_reply": reply}
 
     records = [
         held(["no"], "No, they are not."),  # the model was right, though its reply was not printed
@@ -57,14 +59,19 @@ def test_the_models_yes_or_no_held_back_is_still_counted_and_the_unsettled_answe
 
 def test_a_factoid_held_back_is_counted_as_if_printed():
     def held(answers, kept, sentence="The film is by Carbyn."):
-        return {**record(FACTOID, answers, "", sentence), "lead_from": "model", "lead_reply": kept, "lead_held": kept}
+        return {
+            **lead_record(FACTOID, answers, "", sentence),
+            "lead_from": "model",
+            "lead_reply": kept,
+            "lead_held": kept,
+        }
 
     records = [
         held(["Walt Disney Pictures"], "Walt Disney Pictures."),  # right, though not printed
         held(["Walt Disney Pictures"], "Paramount."),  # wrong
         held(["Walt Disney Pictures"], "Carbyn."),  # restates the sentence: not counted
         held(["Walt Disney Pictures"], "Paramount.", "Walt Disney Pictures released it."),  # the sentences were right
-        {**record(FACTOID, ["Walt Disney Pictures"], "", "The film is by Carbyn."), "lead_reply": "Paramount"},
+        {**lead_record(FACTOID, ["Walt Disney Pictures"], "", "The film is by Carbyn."), "lead_reply": "Paramount"},
     ]
     assert lead_counts(records) == {"factoid": (1, 2)}
 
@@ -72,46 +79,34 @@ def test_a_factoid_held_back_is_counted_as_if_printed():
 def test_a_choice_decided_by_the_documents_dates_is_counted_apart_from_the_models_choices():
     choice = "Who was born first, Pablo Trapero or Aleksander Ford?"
     dated = {
-        **record(choice, ["Aleksander Ford"], "Aleksander Ford.", "Pablo Trapero is a director."),
+        **lead_record(choice, ["Aleksander Ford"], "Aleksander Ford.", "Pablo Trapero is a director."),
         "lead_from": "dates",
     }
-    guessed = record(choice, ["Aleksander Ford"], "Pablo Trapero.", "Both were film directors.")
+    guessed = lead_record(choice, ["Aleksander Ford"], "Pablo Trapero.", "Both were film directors.")
     assert lead_counts([dated, guessed]) == {"choice": (0, 1), "dates": (1, 1)}
 
 
-def _run(folder, *, split="train", lead=True, records=(), unanswerable=False):
-    folder.mkdir(parents=True)
-    config = {"dataset": {"name": "halueval", "task": "qa"}, "sample": {"split": split},
-              "corpus": {"unanswerable": True} if unanswerable else {},
-              "system": {"kind": "selfrag", "config": {"lead": lead}}}  # fmt: skip
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "samples.jsonl").write_text(
-        "".join(json.dumps({"id": str(n), **r}) + "\n" for n, r in enumerate(records))
-    )
-    return folder
-
-
 def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_training_data(tmp_path, capsys):
-    rows = [record(YES_NO, ["no"], "No.", "Senet is a board game."), record(YES_NO, ["no"], "Yes.", "Senet.")]
+    rows = [lead_record(YES_NO, ["no"], "No.", "Senet is a board game."), lead_record(YES_NO, ["no"], "Yes.", "Senet.")]
     out = tmp_path / "w.json"
-    assert main(["bench", "fit-lead", str(_run(tmp_path / "train", records=rows)), "--out", str(out)]) == 0
+    assert main(["bench", "fit-lead", str(lead_run(tmp_path / "train", records=rows)), "--out", str(out)]) == 0
     fitted, shipped = load_critic_model(out), load_critic_model()
     pooled = {kind: shipped.lead[kind] for kind in DECIDED if kind in shipped.lead}  # over a pool: a run keeps them
     assert pooled and fitted.lead == {"yes_no": (1, 2), **pooled} and fitted.supported == shipped.supported
     assert "yes_no 1 of 2" in capsys.readouterr().err
-    again = _run(tmp_path / "again", records=rows)  # the same questions answered in a second run count once
+    again = lead_run(tmp_path / "again", records=rows)  # the same questions answered in a second run count once
     assert main(["bench", "fit-lead", str(tmp_path / "train"), str(again), "--out", str(out)]) == 0
     fitted = load_critic_model(out)
     assert fitted.lead["yes_no"] == (1, 2) and fitted.fitted_on["lead"].startswith("2 training answers of 2 run")
-    made = _run(tmp_path / "made", records=rows, unanswerable=True)  # the same ids without their documents: others
+    made = lead_run(tmp_path / "made", records=rows, unanswerable=True)  # the same ids without their documents: others
     apart = tmp_path / "apart.json"
     assert main(["bench", "fit-lead", str(tmp_path / "train"), str(made), "--out", str(apart)]) == 0
     assert load_critic_model(apart).lead["yes_no"] == (2, 4)
     capsys.readouterr()
     assert main(["bench", "fit-lead", "--out", str(out)]) == 2 and "--decided-on" in capsys.readouterr().err
 
-    guessed = [rows[1], record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn.")]
-    only = [str(_run(tmp_path / "only", records=guessed)), "--only", "factoid", "--weights", str(out)]
+    guessed = [rows[1], lead_record(FACTOID, ["Walt Disney Pictures"], "Paramount.", "The film is by Carbyn.")]
+    only = [str(lead_run(tmp_path / "only", records=guessed)), "--only", "factoid", "--weights", str(out)]
     assert main(["bench", "fit-lead", *only, "--out", str(out)]) == 0
     kept = load_critic_model(out).lead  # the run's yes/no would count 0 of 1: not refitted
     assert kept["factoid"] == (0, 1) and kept["yes_no"] == (1, 2)
@@ -121,9 +116,9 @@ def test_fit_lead_adds_the_counts_to_the_weights_and_refuses_what_is_not_trainin
 
     refused = tmp_path / "refused.json"
     for folder, code, message in (
-        (_run(tmp_path / "test", split="all", records=rows), 2, "fit only on training ids"),
-        (_run(tmp_path / "nolead", lead=False, records=rows), 2, "without --lead"),
-        (_run(tmp_path / "empty", records=[]), 1, "nothing to fit"),
+        (lead_run(tmp_path / "test", split="all", records=rows), 2, "fit only on training ids"),
+        (lead_run(tmp_path / "nolead", lead=False, records=rows), 2, "without --lead"),
+        (lead_run(tmp_path / "empty", records=[]), 1, "nothing to fit"),
     ):
         assert main(["bench", "fit-lead", str(folder), "--out", str(refused)]) == code
         err = capsys.readouterr().err
@@ -166,3 +161,8 @@ def test_fit_lead_counts_the_decisions_over_a_training_pool_and_keeps_the_models
     model_kinds = [kind for kind in shipped.lead if kind not in decided]
     assert model_kinds and all(fitted.lead[kind] == shipped.lead[kind] for kind in model_kinds)  # they stay
     assert "20 questions" in fitted.fitted_on["lead_decided"] and fitted.supported == shipped.supported
+
+
+def lead_run(folder, *, records=(), lead=True, **options):
+    """A training run folder whose system was run with `--lead` (or without, `lead=False`)."""
+    return write_run(folder, records, system={"kind": "selfrag", "config": {"lead": lead}}, **options)

@@ -29,7 +29,7 @@ def _write(request):
 SCRIPT = {"retrieve_decide": {"retrieve": "yes", "query": "capital"}, "generate_fused": _write}
 
 
-def _run(tmp_path, system, **extra):
+def oracle_run(tmp_path, system, **extra):
     data = write_hotpot(tmp_path / "data")
     options = RunOptions(
         "hotpotqa_smoke", system, Config(**{**BENCH_DEFAULTS, "ndocs": 6}), data_path=str(data),
@@ -40,10 +40,10 @@ def _run(tmp_path, system, **extra):
 
 
 def test_a_perfect_oracle_keeps_the_gold_candidate_and_a_coin_does_not_always(tmp_path):
-    oracle, records = _run(tmp_path, "selfrag+oracle0")
+    oracle, records = oracle_run(tmp_path, "selfrag+oracle0")
     assert oracle.summary["metrics"]["correct"]["value"] == 1.0
     assert all(len(r["candidates"]) > 1 for r in records)  # it chose among several chunks
-    coin, _ = _run(tmp_path, "selfrag+oracle0.5")
+    coin, _ = oracle_run(tmp_path, "selfrag+oracle0.5")
     assert coin.summary["metrics"]["correct"]["value"] < 1.0
     assert oracle.run_dir != coin.run_dir
 
@@ -107,7 +107,7 @@ def test_training_never_holds_a_question_another_dataset_reports_and_its_samples
 
 
 def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
-    _, records = _run(tmp_path, "selfrag")
+    _, records = oracle_run(tmp_path, "selfrag")
     chunks = ds.load("hotpotqa_smoke", tmp_path / "data").chunk_texts()
     rows = rows_from_records(records, chunks)
     assert len(rows) == sum(len(r["candidates"]) for r in records)
@@ -142,7 +142,7 @@ def test_the_unanswerable_variant_takes_the_gold_out_of_the_corpus(tmp_path):
     with pytest.raises(InputError, match="QA dataset"):
         ds.load("climate_fever", write_climate(tmp_path / "climate")).without_gold()
     # a critic that believes only what the chunk backs: with the gold gone, nothing is supported
-    report, records = _run(tmp_path, "selfrag+oracle0", unanswerable=True, limit=3)
+    report, records = oracle_run(tmp_path, "selfrag+oracle0", unanswerable=True, limit=3)
     assert report.summary["metrics"]["correct"]["value"] == 0.0
     assert all(r["gold_chunks"][0] not in r["retrieved"] for r in records)
 

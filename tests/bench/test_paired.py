@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from factories import write_run
+
 from selfrag.bench.paired import paired
 from selfrag.cli import main
 
@@ -34,18 +36,9 @@ def test_lost_and_gained_are_counted_question_by_question():
     assert result.lost_share == 2 / 3
 
 
-def _run(folder, records, *, dataset="halueval", label="selfrag+evidence"):
-    folder.mkdir(parents=True)
-    config = {"dataset": {"name": dataset, "task": "qa"}, "sample": {"split": "test"}, "seed": 0,
-              "system": {"kind": "selfrag", "label": label, "config": {}}}  # fmt: skip
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "samples.jsonl").write_text("".join(json.dumps({"id": i, **r}) + "\n" for i, r in records.items()))
-    return str(folder)
-
-
 def test_compare_prints_the_loss_and_lists_each_changed_question(tmp_path, capsys):
-    a = _run(tmp_path / "a", WITHOUT_CUT, label="selfrag+evidence+abstain0")
-    b = _run(tmp_path / "b", WITH_CUT)
+    a = compared(tmp_path / "a", WITHOUT_CUT, label="selfrag+evidence+abstain0")
+    b = compared(tmp_path / "b", WITH_CUT)
     assert main(["bench", "compare", a, b, "--list"]) == 0
     out = capsys.readouterr().out
     assert "lost (right in A, not in B): 2 of 3 (66.7 %), 1 of them abstained in B" in out
@@ -57,9 +50,9 @@ def test_compare_prints_the_loss_and_lists_each_changed_question(tmp_path, capsy
 
 
 def test_runs_of_other_questions_or_datasets_are_refused_in_one_line(tmp_path, capsys):
-    a = _run(tmp_path / "a", WITHOUT_CUT)
-    fewer = _run(tmp_path / "fewer", {k: v for k, v in WITH_CUT.items() if k != "4"})
-    other = _run(tmp_path / "other", WITH_CUT, dataset="hotpotqa_smoke")
+    a = compared(tmp_path / "a", WITHOUT_CUT)
+    fewer = compared(tmp_path / "fewer", {k: v for k, v in WITH_CUT.items() if k != "4"})
+    other = compared(tmp_path / "other", WITH_CUT, dataset="hotpotqa_smoke")
     for b, message in (
         (fewer, "different questions (3 in common of 4 and 3)"),
         (other, "ran on different datasets"),
@@ -68,3 +61,9 @@ def test_runs_of_other_questions_or_datasets_are_refused_in_one_line(tmp_path, c
         assert main(["bench", "compare", a, b]) == 1
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+
+
+def compared(folder, records, *, dataset="halueval", label="selfrag+evidence"):
+    """A test-split run folder of `label`, as `bench compare` reads it."""
+    system = {"kind": "selfrag", "label": label, "config": {}}
+    return str(write_run(folder, records, dataset=dataset, split="test", system=system, seed=0))

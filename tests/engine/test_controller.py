@@ -28,7 +28,7 @@ def test_greedy_answer_cites_the_chunk_each_sentence_came_from(engine):
             }
         ),
     }
-    result = engine(script).answer(Q)
+    result = engine(script, lead=False).answer(Q)
     assert result.answer == "Refunds are accepted within 30 days of purchase [1]."
     assert [s.doc_id for s in result.sources] == ["policy-2026.md"]
     assert result.segments[0].citation == 1 and result.segments[0].chunk == "policy-2026.md#0"
@@ -54,7 +54,8 @@ def test_candidates_are_written_one_per_chunk_with_the_beams_query(engine):
 
 def test_shared_prompt_prefix_comes_before_the_document(engine):
     rag = engine(
-        {"retrieve_decide": {"retrieve": "yes", "query": "refunds purchase"}, "generate_fused": fused("Thirty days.")}
+        {"retrieve_decide": {"retrieve": "yes", "query": "refunds purchase"}, "generate_fused": fused("Thirty days.")},
+        lead=False,
     )
     rag.answer(Q)
     first, second = (c.messages for c in rag.chat.calls_to("generate_fused"))
@@ -90,7 +91,7 @@ def test_beam_width_two_keeps_two_paths_and_returns_the_best(engine):
         "retrieve_decide": DECIDE_YES,
         "generate_fused": lambda r: first(r) if "(nothing yet)" in r.messages[1].content else second(r),
     }
-    result = engine(script, beam_width=2, max_depth=3).answer(Q)
+    result = engine(script, beam_width=2, max_depth=3, lead=False).answer(Q)
     step0 = result.trace.steps[0]
     assert sorted(step0.kept) == sorted(c.child for c in step0.candidates)  # both children kept
     step1 = result.trace.steps[1]
@@ -113,13 +114,13 @@ def test_stop_as_soon_as_every_kept_beam_is_final(engine):
             fused("Four.", is_final=True),
         ],
     }
-    result = engine(script, max_depth=7).answer(Q)
+    result = engine(script, max_depth=7, lead=False).answer(Q)
     assert result.stop_reason == "final"
     assert len(result.trace.steps) == 2
 
 
 def test_never_mode_writes_without_evidence_and_cites_nothing(engine):
-    rag = engine({"generate_plain": plain("I cannot look that up.")}, mode="never")
+    rag = engine({"generate_plain": plain("I cannot look that up.")}, mode="never", lead=False)
     result = rag.answer(Q)
     assert result.sources == [] and result.segments[0].citation is None
     assert rag.deps.index.queries == []
@@ -134,7 +135,7 @@ def test_always_mode_skips_the_decision_call_and_retrieves_every_step(engine):
             else fused("Another sentence.")
         )
     }
-    rag = engine(script, mode="always", max_depth=2)
+    rag = engine(script, mode="always", max_depth=2, lead=False)
     result = rag.answer(Q)
     assert rag.chat.calls_to("retrieve_decide") == []
     assert [b.decision for s in result.trace.steps for b in s.beams] == ["yes", "yes"]
@@ -147,7 +148,7 @@ def test_adaptive_no_writes_a_plain_sentence_then_follows_the_next_decision(engi
         "generate_plain": plain("Let me check the policy.", is_final=False, retrieve_next="yes"),
         "generate_fused": fused("You have 30 days."),
     }
-    result = engine(script).answer(Q)
+    result = engine(script, lead=False).answer(Q)
     decisions = [b.decision for s in result.trace.steps for b in s.beams]
     assert decisions == ["no", "yes"]
     assert result.answer == "Let me check the policy. You have 30 days [1]."
@@ -161,10 +162,10 @@ def test_logprob_decision_uses_the_soft_threshold(engine):
         ),
         "generate_fused": fused("Thirty days."),
     }
-    result = engine(script, logprobs=True).answer(Q)
+    result = engine(script, logprobs=True, lead=False).answer(Q)
     beam = result.trace.steps[0].beams[0]
     assert beam.decision == "yes" and beam.p_retrieve == pytest.approx(0.25, abs=1e-6)
-    raised = engine(script, logprobs=True, threshold=0.3, chunks=None)
+    raised = engine(script, logprobs=True, threshold=0.3, chunks=None, lead=False)
     raised.chat._script["generate_plain"] = plain("No lookup.")
     assert raised.answer(Q).trace.steps[0].beams[0].decision == "no"
 
@@ -178,7 +179,9 @@ def test_label_probabilities_from_logprobs_feed_the_score(engine):
             "utility": {"5": 0.5, "4": 0.5},
         },
     )
-    result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": reply}, logprobs=True, ndocs=1).answer(Q)
+    result = engine(
+        {"retrieve_decide": DECIDE_YES, "generate_fused": reply}, logprobs=True, ndocs=1, lead=False
+    ).answer(Q)
     critique = result.segments[0].critique
     assert critique.estimator == "logprobs"
     # 0.9 + (0.6 + 0.5*0.4) + 0.5*(0.5*1 + 0.5*0.5)
@@ -192,7 +195,7 @@ def test_one_failed_candidate_is_dropped_and_recorded(engine):
             {"policy-2026.md": LLMError("boom"), "policy-2024.md": fused("You have 14 days.")}
         ),
     }
-    result = engine(script).answer(Q)
+    result = engine(script, lead=False).answer(Q)
     statuses = {c.chunk: c.status for c in result.trace.steps[0].candidates}
     assert statuses == {"policy-2026.md#0": "failed", "policy-2024.md#0": "kept"}
     assert "boom" in next(c.error for c in result.trace.steps[0].candidates if c.status == "failed")
@@ -205,7 +208,7 @@ def test_malformed_candidate_is_reasked_once_then_dropped(engine):
         "retrieve_decide": DECIDE_YES,
         "generate_fused": by_document({"policy-2026.md": bad, "policy-2024.md": fused("You have 14 days.")}),
     }
-    rag = engine(script)
+    rag = engine(script, lead=False)
     result = rag.answer(Q)
     assert len(rag.chat.calls_to("generate_fused")) == 3  # ask + one re-ask for the bad chunk, one for the good
     assert result.usage.reasks == 1 and result.usage.parse_failures == 2
@@ -219,7 +222,7 @@ def test_every_candidate_failing_falls_back_to_a_sentence_without_evidence(engin
         "generate_fused": CritiqueError("bad"),
         "generate_plain": plain("I could not find this in the documents."),
     }
-    rag = engine(script)
+    rag = engine(script, lead=False)
     result = rag.answer(Q)
     assert result.answer == "I could not find this in the documents."
     fallback = [c for c in result.trace.steps[0].candidates if c.fallback]
@@ -245,7 +248,12 @@ def test_a_fatal_endpoint_error_aborts_at_once(engine):
 def test_one_step_costs_one_round_of_concurrent_calls(engine):
     latency = 0.2
     rag = engine(
-        {"generate_fused": fused("Refunds within thirty days.")}, mode="always", latency=latency, ndocs=5, chunks=None
+        {"generate_fused": fused("Refunds within thirty days.")},
+        mode="always",
+        latency=latency,
+        ndocs=5,
+        chunks=None,
+        lead=False,
     )
     rag.deps.index.chunks[:] = [Chunk(f"d{i}", 0, "Refunds within thirty days.") for i in range(5)]
     started = time.monotonic()
@@ -286,7 +294,7 @@ def test_separate_critic_judges_each_candidate_on_the_critic_model(engine):
         name="critic",
     )
     script = {"retrieve_decide": DECIDE_YES, "generate_segment": {"sentence": "You have 30 days."}}
-    rag = engine(script, critic_chat=critic, critic="separate")
+    rag = engine(script, critic_chat=critic, critic="separate", lead=False)
     result = rag.answer(Q)
     assert len(critic.calls_to("critique_candidate")) == 2
     assert rag.chat.calls_to("generate_fused") == []
@@ -314,7 +322,7 @@ def separate(critic_reply, engine, **knobs):
 
 def test_a_critique_cut_off_twice_ends_as_the_defaulted_critique(engine):
     cut = Scripted('{"relevance": "relevant", "evidence": "refunds are acc', finish_reason="length")
-    critic, result = separate(lambda request: cut, engine, ndocs=1, max_depth=1)
+    critic, result = separate(lambda request: cut, engine, ndocs=1, max_depth=1, lead=False)
     calls = critic.calls_to("critique_candidate")
     assert len(calls) == 2 and calls[1].max_tokens == 2 * calls[0].max_tokens  # one larger re-ask, no more
     candidate = result.trace.steps[0].candidates[0]
@@ -326,7 +334,7 @@ def test_a_critique_cut_off_twice_ends_as_the_defaulted_critique(engine):
 def test_a_critic_refusal_drops_the_candidate_instead_of_defaulting_its_labels(engine):
     refusal = RefusalError("the model refused to answer: no", kind="refusal")
     critic, result = separate(
-        by_document({"policy-2026.md": refusal, "policy-2024.md": CRITIQUE_2024}), engine, max_depth=1
+        by_document({"policy-2026.md": refusal, "policy-2024.md": CRITIQUE_2024}), engine, max_depth=1, lead=False
     )
     statuses = {c.chunk: (c.status, c.error) for c in result.trace.steps[0].candidates}
     assert statuses["policy-2026.md#0"] == ("failed", "RefusalError: the model refused to answer: no")
@@ -339,7 +347,7 @@ def test_claimed_support_without_a_quote_from_the_chunk_is_downgraded(engine):
         "retrieve_decide": DECIDE_YES,
         "generate_fused": fused("Refunds take 90 days.", evidence="refunds take 90 days", support="fully"),
     }
-    result = engine(script, ndocs=1).answer(Q)
+    result = engine(script, ndocs=1, lead=False).answer(Q)
     critique = result.segments[0].critique
     assert critique.support == "partially" and critique.quote_ok is False
     assert result.segments[0].score == pytest.approx(1.0 + 0.5 + 0.5)
@@ -351,10 +359,10 @@ def test_hard_gates_drop_unsupported_candidates_with_a_safe_fallback(engine):
         "generate_fused": fused("Unrelated.", relevance="irrelevant", support="no", evidence=""),
         "generate_plain": plain("The documents do not say."),
     }
-    result = engine(script, gate_unsupported=True).answer(Q)
+    result = engine(script, gate_unsupported=True, lead=False).answer(Q)
     assert {c.status for c in result.trace.steps[0].candidates if not c.fallback} == {"gated"}
     assert result.answer == "The documents do not say."
-    ungated = engine(script).answer(Q)
+    ungated = engine(script, lead=False).answer(Q)
     assert ungated.answer.startswith("Unrelated")  # gates are off by default
 
 
@@ -382,7 +390,7 @@ async def test_events_stream_settled_sentences_before_the_result(engine):
             fused("Second."),
         ],
     }
-    rag = engine(script, max_depth=2, ndocs=2)
+    rag = engine(script, max_depth=2, ndocs=2, lead=False)
     rag.chat._script["generate_fused"].append(fused("Second again."))
     events = [event async for event in rag.astream(Q)]
     kinds = [type(e).__name__ for e in events]
@@ -407,7 +415,7 @@ def test_a_sentence_repeating_the_draft_is_declined_and_the_beam_stops_there(eng
             fused("Two years of warranty."),
         ],
     }
-    result = engine(script, ndocs=1).answer(Q)
+    result = engine(script, ndocs=1, lead=False).answer(Q)
     assert result.answer == "Warranty terms apply [1]."
     assert [s.n for s in result.sources] == [1]
     assert [(c.status, c.flag) for c in result.trace.steps[1].candidates] == [("gated", "repeats_draft")]
@@ -421,7 +429,9 @@ def test_a_prompt_too_long_for_the_model_is_retried_once_with_half_the_chunk(eng
         return fused("Refunds are accepted within 30 days.", evidence="refunds are accepted within 30 days")
 
     long_chunk = Chunk("long.md", 0, "Refunds are accepted within 30 days. " + "Filler words here. " * 40)
-    rag = engine({"retrieve_decide": DECIDE_YES, "generate_fused": reply}, chunks=[long_chunk], max_chunk_chars=600)
+    rag = engine(
+        {"retrieve_decide": DECIDE_YES, "generate_fused": reply}, chunks=[long_chunk], max_chunk_chars=600, lead=False
+    )
     result = rag.answer(Q)
     assert result.answer == "Refunds are accepted within 30 days [1]."
     sizes = [len(document_of(call)) for call in rag.chat.calls_to("generate_fused")]
@@ -438,7 +448,7 @@ def test_an_over_long_question_is_refused_before_any_call(engine):
 def test_short_replies_cap_the_free_text_fields_in_the_schema_and_a_longer_reply_still_counts(engine):
     long_sentence = "Refunds are accepted within 30 days of purchase, " + "and more words follow here " * 12 + "."
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused(long_sentence, utility=5)}
-    rag = engine(script, short_replies=True)
+    rag = engine(script, short_replies=True, lead=False)
     result = rag.answer(Q)
     schema = rag.chat.calls_to("generate_fused")[0].schema.model_json_schema()["properties"]
     assert {name: schema[name].get("maxLength") for name in ("sentence", "evidence", "next_query", "support")} == {
@@ -450,7 +460,7 @@ def test_short_replies_cap_the_free_text_fields_in_the_schema_and_a_longer_reply
     assert rag.chat.calls_to("retrieve_decide")[0].schema.model_json_schema()["properties"]["query"]["maxLength"] == 60
     assert len(long_sentence) > 200 and result.usage.reasks == 0  # the cap is the grammar's, not a validation rule
     assert result.segments[0].text.startswith("Refunds are accepted within 30 days")
-    rag_default = engine(script)  # the default: no caps
+    rag_default = engine(script, lead=False)  # the default: no caps
     rag_default.answer(Q)
     default = rag_default.chat.calls_to("generate_fused")[0].schema.model_json_schema()["properties"]
     assert "maxLength" not in default["sentence"]
@@ -486,7 +496,7 @@ def test_a_two_hop_question_writes_its_second_sentence_from_the_chunk_the_second
             }
         ),
     }
-    rag = engine(script, chunks=HOPS, ndocs=2, max_depth=3)
+    rag = engine(script, chunks=HOPS, ndocs=2, max_depth=3, lead=False)
     result = rag.answer(question)
     assert result.answer == "Starfall was directed by Mara Quist [1]. Mara Quist was born in Lisbon [2]."
     assert [s.doc_id for s in result.sources] == ["starfall.md", "quist.md"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.replies import decide
 from selfrag.labels import Decision as D
+from selfrag.llm.replies import decide
 
 
 @pytest.mark.parametrize(

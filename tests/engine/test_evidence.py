@@ -18,14 +18,19 @@ from selfrag.engine.calibration import (
     CriticModel,
     EvidenceRater,
     Head,
-    JudgedRow,
     Platt,
     Rated,
-    abstain_cut,
     answer_support,
+    beats_a_coin,
+    load_critic_model,
+    parse_critic_model,
+)
+from selfrag.errors import ConfigError, InputError
+from selfrag.fit.critic import (
+    JudgedRow,
+    abstain_cut,
     answers_under,
     balanced_threshold,
-    beats_a_coin,
     fit_abstain_cut,
     fit_answered,
     fit_answers_head,
@@ -33,11 +38,8 @@ from selfrag.engine.calibration import (
     fit_logistic,
     judged_row,
     kept_answers,
-    load_critic_model,
     lost_bound,
-    parse_critic_model,
 )
-from selfrag.errors import ConfigError, InputError
 
 Q = "Who directed the 1975 film Jaws?"
 CHUNK = "Jaws is a 1975 American thriller film directed by Steven Spielberg, based on the novel by Peter Benchley."
@@ -541,7 +543,7 @@ def test_platt_scaling_is_monotone():
 
 
 def test_the_confidence_map_is_fitted_on_answerable_answers_of_both_kinds_only():
-    from selfrag.engine.calibration import KeptAnswer, confidence_map
+    from selfrag.fit.critic import KeptAnswer, confidence_map
 
     def answer(p: float, correct: bool, answerable: bool = True) -> KeptAnswer:
         return KeptAnswer(p, p, correct, answerable, p)

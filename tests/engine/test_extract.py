@@ -46,7 +46,7 @@ def script(first: dict | None = None) -> dict:
 
 
 def test_the_sentence_of_the_chunk_that_answers_is_offered_and_can_win(engine):
-    result = engine(script(), chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
+    result = engine(script(), chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
     offered = [c for c in result.trace.steps[0].candidates if c.extracted]
     assert [(c.chunk, c.text, c.status) for c in offered] == [("phillips.md#0", ANSWER, "kept")]
@@ -55,15 +55,15 @@ def test_the_sentence_of_the_chunk_that_answers_is_offered_and_can_win(engine):
 
 
 def test_the_knob_and_the_papers_scorer_offer_nothing(engine):
-    off = engine(script(), chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "extract": False}).answer(Q)
+    off = engine(script(), chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "extract": False}, lead=False).answer(Q)
     assert ANSWER.removesuffix(".") not in off.answer
     assert not any(c.extracted for c in off.trace.steps[0].candidates)
-    paper = engine(script(), chunks=[PHILLIPS, OTHER], scorer="paper", ndocs=2).answer(Q)
+    paper = engine(script(), chunks=[PHILLIPS, OTHER], scorer="paper", ndocs=2, lead=False).answer(Q)
     assert not any(c.extracted for c in paper.trace.steps[0].candidates)
 
 
 def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_nothing(engine):
-    result = engine(script(fused(ANSWER)), chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
+    result = engine(script(fused(ANSWER)), chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
     assert not any(c.extracted for c in result.trace.steps[0].candidates)  # vogue.md is one sentence
 
@@ -71,12 +71,12 @@ def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_no
 def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_the_cut(engine):
     restated = fused("Which magazine cover did the actress appear on at age 13?")  # declined: restates the question
     rude = {**script(restated), "generate_fused": restated}
-    result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
+    result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."  # the written one declined, the document's stands
     offered = next(c for c in result.trace.steps[0].candidates if c.extracted)
     assert offered.critique is not None and offered.critique.p_supported is not None
     cut = offered.critique.answer_support + 1e-3
-    under = engine(rude, chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "abstain_below": cut}).answer(Q)
+    under = engine(rude, chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "abstain_below": cut}, lead=False).answer(Q)
     assert under.answer == ABSTAIN_ANSWER  # under the cut like any sentence: declined, and nothing else stands
     assert [c.flag for c in under.trace.steps[0].candidates if c.extracted] == ["unsupported"]
 
@@ -87,7 +87,7 @@ def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_h
     def answered(head: Head | None, cut: float = 0.5) -> Result:
         (tmp_path / "w.json").write_text(replace(product, answers=head).to_json(), encoding="utf-8")
         knobs = {**EVIDENCE, "scorer_weights": str(tmp_path / "w.json"), "abstain_below": cut}
-        return engine(script(), chunks=[PHILLIPS, OTHER], **knobs).answer(Q)
+        return engine(script(), chunks=[PHILLIPS, OTHER], **knobs, lead=False).answer(Q)
 
     trusting = answered(Head((0.0, 0.0, 0.0, 10.0), -5.0))  # offered sentences answer, nothing else
     assert trusting.answer == ANSWER.removesuffix(".") + " [1]."
@@ -120,7 +120,7 @@ def test_an_answers_confidence_is_the_answered_head_of_its_sentences_and_an_abst
     def answered(head: Head | None, cut: float = 0.0) -> Result:
         (tmp_path / "w.json").write_text(replace(shipped, answered=head).to_json(), encoding="utf-8")
         knobs = {**EVIDENCE, "scorer_weights": str(tmp_path / "w.json"), "abstain_below": cut}
-        return engine(script(), chunks=[PHILLIPS, OTHER], **knobs).answer(Q)
+        return engine(script(), chunks=[PHILLIPS, OTHER], **knobs, lead=False).answer(Q)
 
     wordy = Head((0.0, 0.0, 1.0), -3.0)  # the more the sentences state, the surer
     result, mapped = answered(wordy), answered(None)
@@ -182,7 +182,7 @@ def test_a_markdown_chunk_offers_one_list_item_not_the_list_after_it(engine):
         "retrieve_decide": {"retrieve": "yes", "query": "household membership cost"},
         "generate_fused": fused(WEAK),
     }
-    result = engine(vague, chunks=[FEES, OTHER], **EVIDENCE).answer(FEES_Q)
+    result = engine(vague, chunks=[FEES, OTHER], **EVIDENCE, lead=False).answer(FEES_Q)
     offered = next(c for c in result.trace.steps[0].candidates if c.extracted and c.chunk == "fees.md#0")
     assert offered.text == "Household membership: $32 per month."  # not "...trips.\n- Commuter ...\n- Household ..."
     assert result.answer == "Household membership: $32 per month [1]."

@@ -61,8 +61,8 @@ def test_the_evidence_scorer_keeps_what_its_chunk_backs_over_a_confident_inventi
             }
         ),
     }
-    paper = engine(script, ndocs=2).answer(Q)
-    rated = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights).answer(Q)
+    paper = engine(script, ndocs=2, lead=False).answer(Q)
+    rated = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights, lead=False).answer(Q)
     assert paper.answer.startswith("You have 90 days")
     assert rated.answer == "Since April 2026 you have 30 days [1]."
     kept = rated.segments[0].critique
@@ -83,12 +83,14 @@ def test_the_evidence_scorer_ranks_by_what_the_chunk_backs_not_by_the_models_use
         ),
     }
     knobs = {"scorer": "evidence", "scorer_weights": weights, "abstain_below": 0.0, "ground": False}  # Lyon stays
-    rated = engine(script, ndocs=2, **knobs).answer(Q)
+    rated = engine(script, ndocs=2, **knobs, lead=False).answer(Q)
     assert rated.answer == "Since April 2026 refunds are accepted within 30 days [1]."
     scored = {c.chunk: (c.critique, c.score) for c in rated.trace.steps[0].candidates}
     critique, f = scored["policy-2026.md#0"]
     assert f == pytest.approx(critique.p_relevant + critique.p_supported, abs=1e-5)  # no utility term
-    paper = engine(script, ndocs=2).answer(Q)  # the paper's f: the labels tie on relevance and support, utility decides
+    paper = engine(script, ndocs=2, lead=False).answer(
+        Q
+    )  # the paper's f: the labels tie on relevance and support, utility decides
     assert paper.answer == "Refunds are accepted within 14 days in Lyon shops [1]."
 
 
@@ -142,7 +144,7 @@ def test_a_sentence_its_chunk_backs_is_no_answer_when_the_chunk_is_about_somethi
 def test_the_abstention_threshold_is_a_knob(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
     knobs = {"scorer": "evidence", "scorer_weights": weights, "abstain_below": 0.0, "ground": False}
-    result = engine(script, ndocs=1, **knobs).answer(Q)
+    result = engine(script, ndocs=1, **knobs, lead=False).answer(Q)
     assert result.abstention is None and result.answer.startswith("You have 90 days")
 
 
@@ -209,7 +211,7 @@ def test_a_beam_does_not_grow_by_an_unsupported_sentence(engine, weights):
         ],
     }
     knobs = {"scorer": "evidence", "scorer_weights": weights, "ground": False}  # Paris is declined by the cut
-    result = engine(script, ndocs=1, max_depth=3, **knobs).answer(Q)
+    result = engine(script, ndocs=1, max_depth=3, **knobs, lead=False).answer(Q)
     assert result.answer == "Refunds are accepted within 14 days [1]."
     assert result.stop_reason == "final" and result.abstention is None
     assert [c.flag for c in result.trace.steps[1].candidates] == ["unsupported"]
@@ -226,7 +228,7 @@ def test_a_restated_question_is_declined_and_a_copied_passage_is_cut_to_one_sent
             }
         ),
     }
-    result = engine(script, ndocs=2).answer(Q)
+    result = engine(script, ndocs=2, lead=False).answer(Q)
     flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
     assert flags["policy-2026.md#0"] == ("gated", "restates_question")
     assert flags["policy-2024.md#0"] == ("kept", "several_sentences")
@@ -260,7 +262,7 @@ def test_a_sentence_about_the_text_is_declined_or_cut_to_what_it_says_of_the_wor
             }
         ),
     }
-    result = engine(script, ndocs=2).answer(Q)
+    result = engine(script, ndocs=2, lead=False).answer(Q)
     flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
     assert flags["policy-2026.md#0"] == ("gated", "about_the_document")
     assert flags["policy-2024.md#0"] == ("kept", kept_flag)
@@ -310,11 +312,11 @@ def test_a_question_asking_how_many_is_answered_by_a_sentence_stating_an_amount(
             }
         ),
     }
-    result = engine(script, chunks=CARGO, ndocs=2).answer("How many cargo bikes does the co-op have?")
+    result = engine(script, chunks=CARGO, ndocs=2, lead=False).answer("How many cargo bikes does the co-op have?")
     flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
     assert flags["insurance.md#0"] == ("gated", "no_amount")  # rated higher, but it states no number
     assert result.answer == "The co-op has 6 cargo bikes [1]."
-    asked_where = engine(script, chunks=CARGO, ndocs=2).answer("Where are the cargo bikes insured?")
+    asked_where = engine(script, chunks=CARGO, ndocs=2, lead=False).answer("Where are the cargo bikes insured?")
     assert asked_where.answer.startswith("The co-op's cargo bikes are covered")  # no amount asked: no such rule
 
 
@@ -410,7 +412,7 @@ def test_a_second_hop_is_written_from_the_chunk_the_first_did_not_use(engine, nd
             | ({"shark.md": fused("Sharks live in coastal waters.")} if ndocs > 1 else {})
         ),
     }
-    result = engine(script, chunks=HOPS, ndocs=ndocs, max_depth=3).answer(HOP_Q)
+    result = engine(script, chunks=HOPS, ndocs=ndocs, max_depth=3, lead=False).answer(HOP_Q)
     assert [s.chunk for s in result.segments] == ["jaws.md#0", "spielberg.md#0"]
     assert result.answer == "Jaws was directed by Steven Spielberg [1]. He was born in Cincinnati, Ohio [2]."
     second = result.trace.steps[1]
@@ -433,11 +435,11 @@ def test_a_sentence_from_a_superseded_document_yields_to_its_current_version(eng
             }
         ),
     }
-    result = engine(script, chunks=[old, new], ndocs=2).answer("What is the late fee?")
+    result = engine(script, chunks=[old, new], ndocs=2, lead=False).answer("What is the late fee?")
     assert result.answer == "The late fee is 15 euros per day [1]." and result.sources[0].doc_id == "fees-2026.md"
     flags = {c.chunk: c.flag for c in result.trace.steps[0].candidates}
     assert flags == {"fees-2024.md#0": "superseded", "fees-2026.md#0": None}
-    alone = engine(script, chunks=[old], ndocs=1).answer("What is the late fee?")
+    alone = engine(script, chunks=[old], ndocs=1, lead=False).answer("What is the late fee?")
     assert alone.answer == "The late fee is 5 euros per day [1]."  # with no newer version in hand, it stands
 
 
@@ -449,7 +451,7 @@ def test_a_beam_that_did_not_read_reads_before_it_may_say_the_documents_do_not_s
         "generate_plain": plain("How many days do I have to return a purchase for a refund?"),
         "generate_fused": fused("Since April 2026 refunds are accepted within 30 days."),
     }
-    rag = engine(script, ndocs=1)
+    rag = engine(script, ndocs=1, lead=False)
     result = rag.answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]." and result.abstention is None
     step = result.trace.steps[0]
@@ -485,12 +487,12 @@ def test_with_a_cut_a_first_sentence_from_memory_is_declined_and_the_beam_reads(
     """The model chose not to retrieve and wrote a plausible sentence: under an abstention cut nothing backs it,
     so it is declined and the beam reads in the same step; the answer is what a document backs."""
     script, chunks = from_memory("Since April 2026 refunds are accepted within 30 days."), POLICY_2026
-    result = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights).answer(Q)
+    result = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, lead=False).answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]." and result.abstention is None
     step = result.trace.steps[0]
     assert [(c.chunk, c.flag) for c in step.candidates] == [(None, "unsupported"), ("policy-2026.md#0", None)]
     assert step.beams[0].decision == "yes" and "declined" in step.beams[0].raw_label
-    never = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, mode="never")
+    never = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, mode="never", lead=False)
     assert never.answer(Q).answer == "You have 90 days to return a purchase."  # told not to read: kept
 
 
@@ -499,14 +501,16 @@ def test_without_a_cut_a_question_asking_for_a_fact_is_answered_from_the_documen
     sentence from memory is declined and the beam reads. A question that asks for an explanation keeps the
     paper's adaptive answer from memory, and so does the paper's scorer for any question."""
     script, chunks = from_memory("Since April 2026 refunds are accepted within 30 days."), POLICY_2026
-    rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0)
+    rated = engine(
+        script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, abstain_below=0.0, lead=False
+    )
     result = rated.answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
     assert [(c.chunk, c.flag) for c in result.trace.steps[0].candidates] == [
         (None, "unsupported"), ("policy-2026.md#0", None)
     ]  # fmt: skip
     assert rated.answer(WHY).answer == "You have 90 days to return a purchase."  # an explanation: from memory
-    paper = engine(script, chunks=chunks, ndocs=1, scorer="paper")
+    paper = engine(script, chunks=chunks, ndocs=1, scorer="paper", lead=False)
     assert paper.answer(Q).answer == "You have 90 days to return a purchase."  # the paper's adaptive retrieval
 
 
@@ -527,15 +531,15 @@ def test_with_a_cut_an_answer_does_not_grow_by_a_sentence_from_memory(engine, we
         "generate_plain": plain("A manager may add 45 days in Paris."),
     }
     chunks = POLICY_2026
-    rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3)
+    rated = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3, lead=False)
     result = rated.answer(Q)
     assert result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
     assert result.stop_reason == "final" and [c.flag for c in result.trace.steps[1].candidates] == ["unsupported"]
     grown = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3,
-                   abstain_below=0.0).answer(WHY)  # fmt: skip
+                   abstain_below=0.0, lead=False).answer(WHY)  # fmt: skip
     assert grown.answer.endswith("A manager may add 45 days in Paris.")  # no cut, no fact asked: it grows
     factoid = engine(script, chunks=chunks, ndocs=1, scorer="evidence", scorer_weights=weights, max_depth=3,
-                     abstain_below=0.0).answer(Q)  # fmt: skip
+                     abstain_below=0.0, lead=False).answer(Q)  # fmt: skip
     assert factoid.answer == "Since April 2026 refunds are accepted within 30 days [1]."  # a fact: from documents
 
 

@@ -37,7 +37,7 @@ def script(second: dict | None = None) -> dict:
 
 
 def test_the_chunk_the_first_hop_names_gives_the_second_sentence(engine):
-    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.0)
+    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.0, lead=False)
     result = rag.answer(QUESTION)
     assert result.answer == (
         "Wil Lutz was born on July 7, 1994 [1]. The Georgia State Panthers are a member of the Sun Belt Conference [2]."
@@ -50,24 +50,26 @@ def test_the_chunk_the_first_hop_names_gives_the_second_sentence(engine):
 
 
 def test_no_second_sentence_where_the_first_chunk_names_no_other_chunks_subject(engine):
-    rag = engine(script(), chunks=chunks(LUTZ), ndocs=3, scorer="evidence", abstain_below=0.0)
+    rag = engine(script(), chunks=chunks(LUTZ), ndocs=3, scorer="evidence", abstain_below=0.0, lead=False)
     assert rag.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
 
 
 def test_no_second_sentence_that_adds_nothing_or_was_declined(engine):
     same = fused("Wil Lutz was born on July 7, 1994 in Georgia.", relevance="irrelevant", support="no")
     knobs = {"ndocs": 3, "scorer": "evidence", "abstain_below": 0.0, "extract": False}  # no other sentence offered
-    rag = engine(script(same), chunks=chunks(LUTZ + PLAYED), **knobs)
+    rag = engine(script(same), chunks=chunks(LUTZ + PLAYED), **knobs, lead=False)
     assert rag.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
     # under a cut the unsupported second sentence is declined, and stays out
-    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.05)
+    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.05, lead=False)
     assert "Panthers" not in rag.answer(QUESTION).answer
 
 
 def test_the_papers_scorer_keeps_the_papers_answer_and_the_knob_turns_the_hop_off(engine):
-    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="paper")
+    rag = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="paper", lead=False)
     assert "Panthers" not in rag.answer(QUESTION).answer
-    off = engine(script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.0, hops=False)
+    off = engine(
+        script(), chunks=chunks(LUTZ + PLAYED), ndocs=3, scorer="evidence", abstain_below=0.0, hops=False, lead=False
+    )
     assert off.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
 
 

@@ -41,7 +41,7 @@ def ranks(result) -> dict[str, int]:  # noqa: ANN001
 
 
 def test_k_chunks_send_k_plus_one_candidates_and_the_pooled_prompt_holds_every_chunk(engine):
-    rag = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True)
+    rag = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True, lead=False)
     result = rag.answer(Q)
     assert len(result.trace.steps[0].beams[0].chunks) == 3
     assert len(rag.chat.calls_to("generate_fused")) == 3
@@ -51,12 +51,12 @@ def test_k_chunks_send_k_plus_one_candidates_and_the_pooled_prompt_holds_every_c
         assert chunk.text in shown
     assert len(set(re.findall(r'<document nonce="(\w+)" id="', shown))) == 3  # a delimiter nonce per document
     assert result.usage.llm_calls == 1 + 3 + 1  # the decision, one per chunk, the pooled one
-    off = engine(script(), chunks=CHUNKS, ndocs=3).answer(Q)
+    off = engine(script(), chunks=CHUNKS, ndocs=3, lead=False).answer(Q)
     assert result.usage.rounds == off.usage.rounds  # written in the same round as the others
 
 
 def test_a_pooled_sentence_that_wins_is_kept_citing_the_chunk_its_quote_is_in(engine):
-    result = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True).answer(Q)
+    result = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True, lead=False).answer(Q)
     assert result.answer == "The director of Jaws, Steven Spielberg, was born in Cincinnati [1]."
     (segment,) = result.segments
     assert segment.pooled and segment.chunk == "spielberg.md#0"
@@ -70,7 +70,7 @@ def test_a_pooled_sentence_that_wins_is_kept_citing_the_chunk_its_quote_is_in(en
 
 
 def test_knob_off_writes_no_pooled_candidate(engine):
-    rag = engine(script(), chunks=CHUNKS, ndocs=3)
+    rag = engine(script(), chunks=CHUNKS, ndocs=3, lead=False)
     result = rag.answer(Q)
     assert rag.chat.calls_to("generate_pooled") == []
     assert result.answer == "Jaws was directed by Steven Spielberg [1]."
@@ -78,7 +78,7 @@ def test_knob_off_writes_no_pooled_candidate(engine):
 
 
 def test_one_chunk_gets_no_pooled_candidate(engine):
-    rag = engine(script(), chunks=CHUNKS, ndocs=1, pooled=True)
+    rag = engine(script(), chunks=CHUNKS, ndocs=1, pooled=True, lead=False)
     result = rag.answer(Q)
     assert rag.chat.calls_to("generate_pooled") == []
     assert len(result.trace.steps[0].candidates) == 1
@@ -86,14 +86,16 @@ def test_one_chunk_gets_no_pooled_candidate(engine):
 
 def test_a_quote_found_nowhere_cites_the_chunk_sharing_most_words_and_loses_its_claimed_support(engine):
     invented = fused("Steven Spielberg directed the 1975 film Jaws.", evidence="a quote from no document")
-    result = engine(script(invented), chunks=CHUNKS, ndocs=3, pooled=True).answer(Q)
+    result = engine(script(invented), chunks=CHUNKS, ndocs=3, pooled=True, lead=False).answer(Q)
     pooled = result.trace.steps[0].candidates[-1]
     assert pooled.pooled and pooled.chunk == "jaws.md#0"
     assert pooled.critique.quote_ok is False and pooled.critique.support == "partially"
 
 
 def test_a_pooled_candidate_is_rated_against_the_chunk_it_cites(engine):
-    result = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0).answer(Q)
+    result = engine(
+        script(), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0, lead=False
+    ).answer(Q)
     step = result.trace.steps[0]
     pooled = step.candidates[-1]
     rank = ranks(result)["spielberg.md#0"]
@@ -117,6 +119,7 @@ def test_a_pooled_sentence_repeating_the_draft_is_declined_like_any_other(engine
         ndocs=3,
         pooled=True,
         max_depth=2,
+        lead=False,
     )
     result = rag.answer(Q)
     second = result.trace.steps[1].candidates
@@ -143,7 +146,7 @@ def test_with_a_separate_critic_the_pooled_sentence_is_judged_against_the_chunk_
         "generate_segment": {"sentence": "Spielberg made films."},
         "generate_pooled": POOLED,
     }
-    rag = engine(script, chunks=CHUNKS, ndocs=3, pooled=True, critic="separate", critic_chat=critic)
+    rag = engine(script, chunks=CHUNKS, ndocs=3, pooled=True, critic="separate", critic_chat=critic, lead=False)
     result = rag.answer(Q)
     judged = critic.calls_to("critique_candidate")
     assert len(judged) == 4 and len(rag.chat.calls_to("generate_pooled")) == 1
@@ -161,7 +164,9 @@ def test_a_pooled_prompt_too_long_for_the_model_is_retried_once_with_the_chunks_
         return POOLED
 
     long = [Chunk(c.doc_id, 0, c.text + " Filler words here." * 30, title=c.title) for c in CHUNKS]
-    rag = engine(script() | {"generate_pooled": reply}, chunks=long, ndocs=3, pooled=True, max_chunk_chars=600)
+    rag = engine(
+        script() | {"generate_pooled": reply}, chunks=long, ndocs=3, pooled=True, max_chunk_chars=600, lead=False
+    )
     result = rag.answer(Q)
     sizes = [len(call.messages[1].content) for call in rag.chat.calls_to("generate_pooled")]
     assert len(sizes) == 2 and sizes[1] <= 1200 < sizes[0]
@@ -219,7 +224,9 @@ TWO_HOP = fused(
 
 
 def test_a_sentence_joining_two_chunks_facts_is_rated_against_both_and_cites_both(engine):
-    rated = engine(script(TWO_HOP), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0)
+    rated = engine(
+        script(TWO_HOP), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0, lead=False
+    )
     answer = rated.answer(Q)
     pooled = answer.trace.steps[0].candidates[-1]
     assert pooled.chunk == "spielberg.md#0" and pooled.also == ["jaws.md#0"]  # 1975 is only in the Jaws chunk
@@ -228,7 +235,7 @@ def test_a_sentence_joining_two_chunks_facts_is_rated_against_both_and_cites_bot
     jaws, spielberg = ranks(answer)["jaws.md#0"], ranks(answer)["spielberg.md#0"]
     assert jaws < spielberg  # so the rank it is rated with is not the cited chunk's
     assert pooled.critique.features["rank_inv"] == pytest.approx(1 / (1 + jaws))  # the better of its two chunks
-    result = engine(script(TWO_HOP), chunks=CHUNKS, ndocs=3, pooled=True, scorer="paper").answer(Q)
+    result = engine(script(TWO_HOP), chunks=CHUNKS, ndocs=3, pooled=True, scorer="paper", lead=False).answer(Q)
     (segment,) = result.segments
     assert segment.pooled and segment.chunk == "spielberg.md#0" and segment.citation == 1
     assert segment.also == [2] and segment.also_chunks == ["jaws.md#0"]
@@ -239,7 +246,9 @@ def test_a_sentence_joining_two_chunks_facts_is_rated_against_both_and_cites_bot
 
 
 def test_a_sentence_one_chunk_covers_draws_on_that_chunk_alone(engine):
-    result = engine(script(), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0).answer(Q)
+    result = engine(
+        script(), chunks=CHUNKS, ndocs=3, pooled=True, scorer="evidence", abstain_below=0.0, lead=False
+    ).answer(Q)
     pooled = result.trace.steps[0].candidates[-1]
     assert pooled.also == [] and result.segments[0].also == [] and len(result.sources) == 1
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfrag.engine.replies import CritiqueReply, DecideReply, FusedReply
 from selfrag.errors import CritiqueError
 from selfrag.llm.base import ChatRequest, ChatResponse, Message
+from selfrag.llm.replies import CritiqueReply, DecideReply, FusedReply
 from selfrag.llm.structured import InvalidReply, ask, extract_json, parse_reply
 from selfrag.schema import Meter
 from selfrag.testing import Scripted, ScriptedChatModel

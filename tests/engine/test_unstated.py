@@ -44,7 +44,7 @@ def test_the_sentence_a_written_one_was_drawn_from():
 
 def test_a_sentence_stating_what_its_chunk_does_not_is_replaced_by_the_chunks_own(engine):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Refunds are accepted within 90 days.")}
-    result = engine(script, chunks=CHUNKS[:1], **EVIDENCE).answer(Q)
+    result = engine(script, chunks=CHUNKS[:1], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == "Refunds are accepted within 14 days of purchase [1]."
     (candidate,) = result.trace.steps[0].candidates
     assert (candidate.status, candidate.flag) == ("kept", "quoted")
@@ -65,8 +65,8 @@ def test_a_sentence_drawn_from_nothing_in_its_chunk_is_declined_even_without_a_c
 
 def test_the_knob_and_the_papers_scorer_keep_the_sentence_as_written(engine):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Refunds are accepted within 90 days.")}
-    off = engine(script, chunks=CHUNKS[:1], **{**EVIDENCE, "ground": False}).answer(Q)
-    paper = engine(script, chunks=CHUNKS[:1], **{**EVIDENCE, "scorer": "paper"}).answer(Q)
+    off = engine(script, chunks=CHUNKS[:1], **{**EVIDENCE, "ground": False}, lead=False).answer(Q)
+    paper = engine(script, chunks=CHUNKS[:1], **{**EVIDENCE, "scorer": "paper"}, lead=False).answer(Q)
     assert off.answer == paper.answer == "Refunds are accepted within 90 days [1]."
     assert off.trace.steps[0].candidates[0].flag is None
 
@@ -85,7 +85,9 @@ def test_a_pooled_sentence_is_held_to_every_chunk_it_was_written_from(engine):
         }),
         "generate_pooled": fused(two, evidence="born in Cincinnati, Ohio"),
     }  # fmt: skip
-    result = engine(script, chunks=chunks, ndocs=2, pooled=True, **EVIDENCE).answer("Where was Jaws's director born?")
+    result = engine(script, chunks=chunks, ndocs=2, pooled=True, **EVIDENCE, lead=False).answer(
+        "Where was Jaws's director born?"
+    )
     pooled = next(c for c in result.trace.steps[0].candidates if c.pooled)
     assert pooled.chunk == "spielberg.md#0" and (pooled.flag, pooled.text) == (None, two)
     assert pooled.also == ["jaws.md#0"]  # cited with the chunk its quote is in
@@ -107,7 +109,9 @@ def test_a_pooled_sentence_stating_what_only_a_chunk_it_does_not_cite_holds_is_d
         }),
         "generate_pooled": fused(three, evidence="born in Cincinnati, Ohio"),
     }  # fmt: skip
-    result = engine(script, chunks=chunks, ndocs=3, pooled=True, **EVIDENCE).answer("Where was Jaws's director born?")
+    result = engine(script, chunks=chunks, ndocs=3, pooled=True, **EVIDENCE, lead=False).answer(
+        "Where was Jaws's director born?"
+    )
     pooled = next(c for c in result.trace.steps[0].candidates if c.pooled)
     assert (pooled.chunk, pooled.flag) == ("spielberg.md#0", "unstated")  # it would cite jaws.md, not music.md,
     # and no one sentence of its chunk holds half of what it joins

@@ -52,9 +52,5 @@ def embedded(local_home: Path) -> OpenAIChatModel:
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No endpoint or key from the developer's shell; no config file from their home."""
-    for name in list(os.environ):
-        if name.startswith(("SELFRAG_", "OPENAI_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+def _clean(clean_env: None) -> None:
+    """Every test here runs in the clean environment (conftest.clean_env)."""

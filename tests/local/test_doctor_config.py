@@ -15,15 +15,8 @@ from selfrag.cli.diagnose import check_endpoint
 from selfrag.config import config_dict
 from selfrag.errors import ConfigError
 from selfrag.llm.local import embedded_chat
-from selfrag.testing.fake_server import FakeOpenAIServer
 
 CANARY = "sk-canary-123"
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as srv:
-        yield srv
 
 
 def _closed_port() -> int:

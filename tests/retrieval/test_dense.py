@@ -37,7 +37,7 @@ MISSED = "labor organized"  # American spellings: no BM25 term in common with th
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
+def embed_server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer(embedding_models=(MODEL,)) as srv:
         yield srv
 
@@ -52,7 +52,7 @@ def write_docs(folder: Path, docs: Sequence[dict[str, str]] = DOCS) -> Path:
     return folder
 
 
-def build(tmp_path: Path, srv: FakeOpenAIServer, docs: Sequence[dict[str, str]] = DOCS) -> tuple[Path, object]:
+def build_embedded(tmp_path: Path, srv: FakeOpenAIServer, docs: Sequence[dict[str, str]] = DOCS) -> tuple[Path, object]:
     out = tmp_path / "index"
     hook, reports = embed_hook(embedder(srv), out)
     index_paths([write_docs(tmp_path / "docs", docs)], out, extra_files=hook)
@@ -66,8 +66,8 @@ def config(srv: FakeOpenAIServer, **knobs: object) -> Config:
 # index time -----------------------------------------------------------------------------------------------
 
 
-def test_vectors_are_stored_in_the_generation_under_its_checksums_and_round_trip(tmp_path, server):
-    out, report = build(tmp_path, server)
+def test_vectors_are_stored_in_the_generation_under_its_checksums_and_round_trip(tmp_path, embed_server):
+    out, report = build_embedded(tmp_path, embed_server)
     files = open_current(out).manifest["files"]
     assert {VECTORS, META} <= set(files) and len(files[VECTORS]["sha256"]) == 64
     index = Index.load(out)
@@ -86,11 +86,11 @@ def test_vectors_are_stored_in_the_generation_under_its_checksums_and_round_trip
         "count": 4,
     }
     assert (report.embedded, report.reused, report.requests) == (4, 0, 1)
-    assert server.stats.embedding_requests == 1 and server.stats.requests == 0  # no chat call at index time
+    assert embed_server.stats.embedding_requests == 1 and embed_server.stats.requests == 0  # no chat call at index time
 
 
-def test_a_tampered_vector_file_is_refused_with_a_rebuild_hint(tmp_path, server):
-    out, _ = build(tmp_path, server)
+def test_a_tampered_vector_file_is_refused_with_a_rebuild_hint(tmp_path, embed_server):
+    out, _ = build_embedded(tmp_path, embed_server)
     path = open_current(out).folder / VECTORS
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
@@ -105,18 +105,18 @@ def test_an_index_without_vectors_has_none(tmp_path):
     assert DenseVectors.load(out, Index.load(out)) is None
 
 
-def test_reindexing_embeds_only_new_or_changed_chunks(tmp_path, server):
-    build(tmp_path, server)
+def test_reindexing_embeds_only_new_or_changed_chunks(tmp_path, embed_server):
+    build_embedded(tmp_path, embed_server)
     added = {"id": "birds", "title": "Birds", "text": "Swallows migrate south in autumn."}
-    out, report = build(tmp_path, server, [*DOCS, added])
+    out, report = build_embedded(tmp_path, embed_server, [*DOCS, added])
     assert (report.embedded, report.reused) == (1, 4)
-    assert server.stats.embedding_inputs[-1] == "Birds Swallows migrate south in autumn."
+    assert embed_server.stats.embedding_inputs[-1] == "Birds Swallows migrate south in autumn."
     vectors = DenseVectors.load(out, Index.load(out))
     assert vectors is not None and vectors.matrix.shape == (5, 256)
 
 
-def test_a_server_without_embeddings_is_a_config_error_and_the_previous_index_stays(tmp_path, server):
-    out, _ = build(tmp_path, server)
+def test_a_server_without_embeddings_is_a_config_error_and_the_previous_index_stays(tmp_path, embed_server):
+    out, _ = build_embedded(tmp_path, embed_server)
     before = open_current(out).folder.name
     with FakeOpenAIServer(embeddings=False) as chat_only:
         hook, _ = embed_hook(embedder(chat_only), out)
@@ -127,20 +127,20 @@ def test_a_server_without_embeddings_is_a_config_error_and_the_previous_index_st
     assert DenseVectors.load(out, Index.load(out)) is not None
 
 
-def test_a_model_the_server_does_not_serve_is_a_config_error(tmp_path, server):
-    hook, _ = embed_hook(embedder(server, "no-such-model"), tmp_path / "index")
+def test_a_model_the_server_does_not_serve_is_a_config_error(tmp_path, embed_server):
+    hook, _ = embed_hook(embedder(embed_server, "no-such-model"), tmp_path / "index")
     with pytest.raises(ConfigError, match="--embedding-model it serves"):
         index_paths([write_docs(tmp_path / "docs")], tmp_path / "index", extra_files=hook)
     assert not (tmp_path / "index" / "CURRENT").exists()
 
 
-def test_the_index_command_embeds_and_reports(tmp_path, server, capsys):
+def test_the_index_command_embeds_and_reports(tmp_path, embed_server, capsys):
     docs = str(write_docs(tmp_path / "docs"))
     out = str(tmp_path / "index")
-    argv = ["index", docs, "--out", out, "--embed", "--embedding-model", MODEL, "--base-url", server.base_url]
+    argv = ["index", docs, "--out", out, "--embed", "--embedding-model", MODEL, "--base-url", embed_server.base_url]
     assert main(argv) == 0
     assert "dense vectors (fake-embed): 4 chunks embedded, 0 reused, 1 requests" in capsys.readouterr().err
-    assert main(["index", docs, "--out", out, "--embed", "--base-url", server.base_url]) == 1
+    assert main(["index", docs, "--out", out, "--embed", "--base-url", embed_server.base_url]) == 1
     assert "--embed needs an embedding model" in capsys.readouterr().err
     with FakeOpenAIServer(embeddings=False) as chat_only:
         fresh = str(tmp_path / "fresh")
@@ -153,48 +153,48 @@ def test_the_index_command_embeds_and_reports(tmp_path, server, capsys):
 
 
 @pytest.fixture
-def built(tmp_path: Path, server: FakeOpenAIServer) -> Path:
-    return build(tmp_path, server)[0]
+def built(tmp_path: Path, embed_server: FakeOpenAIServer) -> Path:
+    return build_embedded(tmp_path, embed_server)[0]
 
 
-async def test_dense_fusion_finds_a_document_bm25_alone_misses(built, server):
+async def test_dense_fusion_finds_a_document_bm25_alone_misses(built, embed_server):
     index = Index.load(built)
     assert index.find_relevant_chunks(MISSED, 3) == []  # no shared term after stemming
-    source = open_dense(built, index, config(server), {})
+    source = open_dense(built, index, config(embed_server), {})
     assert source is not None and source.model == MODEL
     retriever = Retriever(index, extra=[(source, 1.0)])
     meter = Meter()
     try:
         (hits,) = await retriever.asearch([[MISSED]], 3, meter)
         assert hits[0].chunk.doc_id == "union"
-        assert meter.llm_calls == 1 and server.stats.embedding_inputs[-1] == MISSED
+        assert meter.llm_calls == 1 and embed_server.stats.embedding_inputs[-1] == MISSED
         (lexical,) = await retriever.asearch([["cats at dusk"]], 3, meter)
         assert lexical[0].chunk.doc_id == "cats"  # BM25 and cosine agree
         await retriever.asearch([[MISSED], ["cats at dusk"], ["dogs"]], 3, meter)
-        assert server.stats.embedding_requests == 4  # index, 2 queries, then one request for "dogs" alone
-        assert server.stats.embedding_inputs[-1] == "dogs"  # the others came from the query cache
+        assert embed_server.stats.embedding_requests == 4  # index, 2 queries, then one request for "dogs" alone
+        assert embed_server.stats.embedding_inputs[-1] == "dogs"  # the others came from the query cache
         (without,) = await retriever.asearch([[MISSED]], 3, meter, offline=True)
         assert without == []
     finally:
         await retriever.aclose()
 
 
-async def test_synchronous_search_on_a_dense_retriever_says_what_to_do(built, server):
+async def test_synchronous_search_on_a_dense_retriever_says_what_to_do(built, embed_server):
     index = Index.load(built)
-    retriever = Retriever(index, extra=[(open_dense(built, index, config(server), {}), 1.0)])
+    retriever = Retriever(index, extra=[(open_dense(built, index, config(embed_server), {}), 1.0)])
     with pytest.raises(ConfigError, match="asearch"):
         retriever.find_relevant_chunks("cats", 3)
 
 
-def test_a_different_query_model_is_refused(built, server):
+def test_a_different_query_model_is_refused(built, embed_server):
     index = Index.load(built)
     with pytest.raises(ConfigError, match=r"embedded with 'fake-embed', but embedding_model is 'other-model'"):
-        open_dense(built, index, config(server, embedding_model="other-model"), {})
+        open_dense(built, index, config(embed_server, embedding_model="other-model"), {})
     vectors = DenseVectors.load(built, index)
     assert vectors is not None
     with pytest.raises(ConfigError, match="cannot be compared"):
-        DenseSource(index, vectors, embedder(server, "other-model"))
-    assert open_dense(built, index, config(server, embedding_model=MODEL), {}) is not None
+        DenseSource(index, vectors, embedder(embed_server, "other-model"))
+    assert open_dense(built, index, config(embed_server, embedding_model=MODEL), {}) is not None
 
 
 async def test_query_vectors_of_another_size_are_refused(built):
@@ -208,14 +208,14 @@ async def test_query_vectors_of_another_size_are_refused(built):
             await retriever.aclose()
 
 
-def test_dense_knob_on_needs_vectors_and_off_ignores_them(tmp_path, server):
+def test_dense_knob_on_needs_vectors_and_off_ignores_them(tmp_path, embed_server):
     plain = tmp_path / "plain"
     index_paths([write_docs(tmp_path / "docs")], plain)
     with pytest.raises(ConfigError, match="has no dense vectors.*--embed"):
-        open_dense(plain, Index.load(plain), config(server, dense="on"), {})
-    assert open_dense(plain, Index.load(plain), config(server), {}) is None  # auto: BM25 only
-    out, _ = build(tmp_path, server)
-    assert open_dense(out, Index.load(out), config(server, dense="off"), {}) is None
+        open_dense(plain, Index.load(plain), config(embed_server, dense="on"), {})
+    assert open_dense(plain, Index.load(plain), config(embed_server), {}) is None  # auto: BM25 only
+    out, _ = build_embedded(tmp_path, embed_server)
+    assert open_dense(out, Index.load(out), config(embed_server, dense="off"), {}) is None
     with pytest.raises(ConfigError, match="configure an endpoint"):
         open_dense(out, Index.load(out), Config(), {})
 
@@ -226,18 +226,18 @@ def only_union(request):
     return fused("Unrelated.", relevance="irrelevant", support="no", utility=1)
 
 
-def test_the_engine_fuses_dense_hits_into_its_candidates(tmp_path, server):
-    out, _ = build(tmp_path, server)
+def test_the_engine_fuses_dense_hits_into_its_candidates(tmp_path, embed_server):
+    out, _ = build_embedded(tmp_path, embed_server)
     chat = ScriptedChatModel({"retrieve_decide": {"retrieve": "yes", "query": MISSED}, "generate_fused": only_union})
     question = "Were workers organized?"  # the engine searches query + question: still no BM25 term in common
     assert Index.load(out).find_relevant_chunks(f"{MISSED} {question}", 3) == []
-    with SelfRAG.from_index(out, config(server, ndocs=2), chat=chat, environ={}) as rag:
+    with SelfRAG.from_index(out, config(embed_server, ndocs=2), chat=chat, environ={}) as rag:
         result = rag.answer(question)
     assert result.sources[0].doc_id == "union"
     assert result.trace.steps[0].beams[0].retrieval_note is None
     fused_calls = len(chat.calls_to("generate_fused"))
     assert result.usage.llm_calls == 1 + fused_calls + 1  # decision, candidates, one query embedding
-    assert server.stats.requests == 0  # chat went to the scripted model; only embeddings went over HTTP
+    assert embed_server.stats.requests == 0  # chat went to the scripted model; only embeddings went over HTTP
 
 
 class FailingEmbedder:
@@ -248,12 +248,14 @@ class FailingEmbedder:
         raise LLMError("the endpoint answered 503: overloaded")
 
 
-def test_a_failed_query_embedding_falls_back_to_bm25_and_is_recorded(tmp_path, server):
-    out, _ = build(tmp_path, server)
+def test_a_failed_query_embedding_falls_back_to_bm25_and_is_recorded(tmp_path, embed_server):
+    out, _ = build_embedded(tmp_path, embed_server)
     chat = ScriptedChatModel(
         {"retrieve_decide": {"retrieve": "yes", "query": "cats dusk"}, "generate_fused": fused("Cats hunt at dusk.")}
     )
-    with SelfRAG.from_index(out, config(server, ndocs=1), chat=chat, environ={}, embedder=FailingEmbedder()) as rag:
+    with SelfRAG.from_index(
+        out, config(embed_server, ndocs=1), chat=chat, environ={}, embedder=FailingEmbedder()
+    ) as rag:
         result = rag.answer("When do cats hunt?")
     assert result.sources[0].doc_id == "cats"
     note = result.trace.steps[0].beams[0].retrieval_note

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import hashlib
 import io
 import json
 from dataclasses import replace
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import forge, generation_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,10 +209,6 @@ def saved(tmp_path: Path, pet_index: Index) -> Path:
     return tmp_path / "idx"
 
 
-def generation_of(out: Path) -> Path:
-    return out / (out / "CURRENT").read_text().split()[0]
-
-
 def test_corrupt_file_is_refused(saved: Path) -> None:
     path = generation_of(saved) / "stemmed.data.npy"
     data = bytearray(path.read_bytes())
@@ -246,19 +242,6 @@ def test_damaged_current_pointer_is_refused(saved: Path) -> None:
     (saved / "CURRENT").write_text("../../etc deadbeef\n")
     with pytest.raises(RetrievalError, match=r"CURRENT file is damaged.*" + REBUILD):
         Index.load(saved)
-
-
-def forge(out: Path, name: str, data: bytes | None = None, **manifest_changes: object) -> None:
-    """Rewrite a file (or only the manifest) with matching checksums, as a buggy or older writer would."""
-    folder = generation_of(out)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    if data is not None:
-        (folder / name).write_bytes(data)
-        manifest["files"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    manifest.update(manifest_changes)
-    body = json.dumps(manifest).encode()
-    (folder / "manifest.json").write_bytes(body)
-    (out / "CURRENT").write_text(f"{folder.name} {hashlib.sha256(body).hexdigest()}\n")
 
 
 def npy(array: np.ndarray) -> bytes:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import forge, generation_of, sign
 
 from selfrag.errors import InputError, RetrievalError
 from selfrag.retrieval.chunking import ChunkingSettings
@@ -29,39 +30,12 @@ MODEL = "test-embed"
 
 
 @pytest.fixture
-def saved(tmp_path: Path, pet_index: Index) -> Path:
+def dense_saved(tmp_path: Path, pet_index: Index) -> Path:
     """A saved index with dense vectors, so dense.json is there to tamper with."""
     rows = np.random.default_rng(0).random((len(pet_index), 4), dtype=np.float32) + 0.1
     vectors = DenseVectors(MODEL, rows / np.linalg.norm(rows, axis=1, keepdims=True))
     pet_index.save(tmp_path / "idx", extra=vectors.files())
     return tmp_path / "idx"
-
-
-def generation_of(out: Path) -> Path:
-    return out / (out / "CURRENT").read_text().split()[0]
-
-
-def sign(out: Path, manifest: dict) -> None:
-    """Write the manifest and point CURRENT at its sha256, as a forger (or a buggy writer) would."""
-    body = json.dumps(manifest).encode()
-    (generation_of(out) / "manifest.json").write_bytes(body)
-    (out / "CURRENT").write_text(f"{generation_of(out).name} {hashlib.sha256(body).hexdigest()}\n")
-
-
-def forge(out: Path, name: str, data: bytes | None = None, *, size: int | None = None) -> None:
-    """Replace a listed file with `data` (checksums matching), or with a sparse file of `size` bytes."""
-    path = generation_of(out) / name
-    manifest = json.loads((generation_of(out) / "manifest.json").read_text())
-    if data is not None:
-        path.write_bytes(data)
-        entry = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    else:
-        assert size is not None
-        with open(path, "wb") as handle:
-            handle.truncate(size)  # sparse: no disk space, nothing in memory
-        entry = {"size": size, "sha256": "0" * 64}  # a reader that reads it first notices only afterwards
-    manifest["files"][name] = entry
-    sign(out, manifest)
 
 
 def load_everything(out: Path) -> None:
@@ -93,25 +67,25 @@ def peak_mib(call: Callable[[], object]) -> float:
     ids=["vocabulary", "dense.json", "dense.json-field", "chunks.jsonl"],
 )
 def test_deep_json_in_a_listed_file_is_refused_with_the_rebuild_hint(
-    saved: Path, name: str, data: bytes, message: str
+    dense_saved: Path, name: str, data: bytes, message: str
 ) -> None:
-    forge(saved, name, data)
+    forge(dense_saved, name, data)
     with pytest.raises(RetrievalError, match=f"{message}.*{REBUILD}"):
-        load_everything(saved)
+        load_everything(dense_saved)
 
 
 @pytest.mark.parametrize("body", [DEEP, b'{"format": "selfrag-index", "files": ' + DEEP + b"}"], ids=["array", "field"])
-def test_a_deep_manifest_is_refused_with_the_rebuild_hint(saved: Path, body: bytes) -> None:
-    (generation_of(saved) / "manifest.json").write_bytes(body)
-    (saved / "CURRENT").write_text(f"{generation_of(saved).name} {hashlib.sha256(body).hexdigest()}\n")
+def test_a_deep_manifest_is_refused_with_the_rebuild_hint(dense_saved: Path, body: bytes) -> None:
+    (generation_of(dense_saved) / "manifest.json").write_bytes(body)
+    (dense_saved / "CURRENT").write_text(f"{generation_of(dense_saved).name} {hashlib.sha256(body).hexdigest()}\n")
     with pytest.raises(RetrievalError, match=f"manifest is not valid JSON.*{REBUILD}"):
-        Index.load(saved)
+        Index.load(dense_saved)
 
 
-def test_deep_chunks_in_the_previous_index_are_not_reused_for_embedding(saved: Path) -> None:
-    assert len(previous_vectors(saved, MODEL)) == 6
-    forge(saved, "chunks.jsonl", b'{"doc_id": ' + DEEP + b"}\n")
-    assert previous_vectors(saved, MODEL) == {}  # every chunk is embedded again, nothing crashes
+def test_deep_chunks_in_the_previous_index_are_not_reused_for_embedding(dense_saved: Path) -> None:
+    assert len(previous_vectors(dense_saved, MODEL)) == 6
+    forge(dense_saved, "chunks.jsonl", b'{"doc_id": ' + DEEP + b"}\n")
+    assert previous_vectors(dense_saved, MODEL) == {}  # every chunk is embedded again, nothing crashes
 
 
 # oversized JSON and forged sizes ---------------------------------------------------------------------------
@@ -120,27 +94,31 @@ def test_deep_chunks_in_the_previous_index_are_not_reused_for_embedding(saved: P
 @pytest.mark.parametrize(
     ("name", "size"), [("stemmed.vocab.json", MAX_JSON_BYTES + 1), (META, MAX_META_BYTES + 1)], ids=["vocab", "dense"]
 )
-def test_an_oversized_json_file_is_refused_before_it_is_read(saved: Path, name: str, size: int) -> None:
-    forge(saved, name, size=size)
-    with pytest.raises(RetrievalError, match=f"{name} is larger than the .* a valid one can be.*{REBUILD}"):
-        assert peak_mib(lambda: load_everything(saved)) < 16
+def test_an_oversized_json_file_is_refused_before_it_is_read(dense_saved: Path, name: str, size: int) -> None:
+    forge(dense_saved, name, size=size)
+
+    def load() -> None:
+        with pytest.raises(RetrievalError, match=f"{name} is larger than the .* a valid one can be.*{REBUILD}"):
+            load_everything(dense_saved)
+
+    assert peak_mib(load) < 16  # a read of the oversized file would show here
 
 
-def test_json_files_at_their_cap_are_read(saved: Path) -> None:
-    meta = json.loads((generation_of(saved) / META).read_bytes())
-    forge(saved, META, json.dumps(meta).encode().ljust(MAX_META_BYTES))  # JSON may end in whitespace
-    load_everything(saved)
+def test_json_files_at_their_cap_are_read(dense_saved: Path) -> None:
+    meta = json.loads((generation_of(dense_saved) / META).read_bytes())
+    forge(dense_saved, META, json.dumps(meta).encode().ljust(MAX_META_BYTES))  # JSON may end in whitespace
+    load_everything(dense_saved)
 
 
-def test_an_oversized_manifest_is_refused_before_it_is_read(saved: Path) -> None:
-    with open(generation_of(saved) / "manifest.json", "wb") as handle:
+def test_an_oversized_manifest_is_refused_before_it_is_read(dense_saved: Path) -> None:
+    with open(generation_of(dense_saved) / "manifest.json", "wb") as handle:
         handle.truncate(MAX_MANIFEST_BYTES + 1)
-    (saved / "CURRENT").write_text(f"{generation_of(saved).name} {'0' * 64}\n")
+    (dense_saved / "CURRENT").write_text(f"{generation_of(dense_saved).name} {'0' * 64}\n")
     error: list[RetrievalError] = []
 
     def load() -> None:
         with pytest.raises(RetrievalError) as caught:
-            Index.load(saved)
+            Index.load(dense_saved)
         error.append(caught.value)
 
     assert peak_mib(load) < 16  # a read of the 256 MiB would show here
@@ -148,12 +126,12 @@ def test_an_oversized_manifest_is_refused_before_it_is_read(saved: Path) -> None
 
 
 @pytest.mark.parametrize("name", ["stemmed.data.npy", "chunks.jsonl"])
-def test_a_forged_huge_size_is_refused_without_allocating_it(saved: Path, name: str) -> None:
-    manifest = json.loads((generation_of(saved) / "manifest.json").read_text())
+def test_a_forged_huge_size_is_refused_without_allocating_it(dense_saved: Path, name: str) -> None:
+    manifest = json.loads((generation_of(dense_saved) / "manifest.json").read_text())
     manifest["files"][name]["size"] = 2**40  # reading size + 1 bytes would ask for a terabyte
-    sign(saved, manifest)
+    sign(dense_saved, manifest)
     with pytest.raises(RetrievalError, match=f"{name} does not match its checksum.*{REBUILD}"):
-        Index.load(saved)
+        Index.load(dense_saved)
 
 
 # file names in the manifest ----------------------------------------------------------------------------------
@@ -163,21 +141,21 @@ def test_a_forged_huge_size_is_refused_without_allocating_it(saved: Path, name: 
     "name",
     ["../x", "../../etc/passwd", "/etc/passwd", "a/b.json", "..", ".", "chunks.jsonl\n", "a\x00b", "", "x" * 65],
 )
-def test_manifest_file_names_must_be_plain_names(saved: Path, name: str) -> None:
-    manifest = json.loads((generation_of(saved) / "manifest.json").read_text())
+def test_manifest_file_names_must_be_plain_names(dense_saved: Path, name: str) -> None:
+    manifest = json.loads((generation_of(dense_saved) / "manifest.json").read_text())
     manifest["files"][name] = manifest["files"]["chunks.jsonl"]
-    sign(saved, manifest)
+    sign(dense_saved, manifest)
     with pytest.raises(RetrievalError, match=f"file table is malformed.*{REBUILD}"):
-        Index.load(saved)
+        Index.load(dense_saved)
 
 
 @pytest.mark.parametrize("size", [-1, 1.5, True, "12"])
-def test_manifest_sizes_must_be_natural_numbers(saved: Path, size: object) -> None:
-    manifest = json.loads((generation_of(saved) / "manifest.json").read_text())
+def test_manifest_sizes_must_be_natural_numbers(dense_saved: Path, size: object) -> None:
+    manifest = json.loads((generation_of(dense_saved) / "manifest.json").read_text())
     manifest["files"]["chunks.jsonl"]["size"] = size
-    sign(saved, manifest)
+    sign(dense_saved, manifest)
     with pytest.raises(RetrievalError, match=f"file table is malformed.*{REBUILD}"):
-        Index.load(saved)
+        Index.load(dense_saved)
 
 
 # the file catalog ----------------------------------------------------------------------------------------------

@@ -24,9 +24,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..labels import Decision, Relevance, Support, Utility
-from ..llm.logprobs import label_distribution, mean_token_prob
-from ..llm.structured import Parsed
 from ..schema import Critique, Plan
+from .logprobs import label_distribution, mean_token_prob
+from .structured import Parsed
 
 MAX_SENTENCE_CHARS = 1200
 # Config.short_replies: the most characters the reply schema lets the model write in these fields. The schema
