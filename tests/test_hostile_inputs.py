@@ -135,7 +135,9 @@ def test_bytes_that_are_not_utf8_on_a_strict_stdin_are_answered_by_ask_and_chat(
 
 
 def test_a_python_caller_s_question_with_escaped_bytes_is_answered_and_kept_in_its_session(engine, tmp_path):
-    rag = engine({"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")})
+    rag = engine(
+        {"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")}, lead=False
+    )
     session = ChatSession(rag, SessionStore(tmp_path), "s")
     assert session.ask("How many days \udcff for refunds?").answer == "Thirty days."
     (decide,) = rag.chat.calls_to("retrieve_decide")
@@ -319,7 +321,9 @@ def test_scorer_weights_with_a_scorer_that_reads_none_is_a_usage_error_before_an
 
 
 def test_a_busy_session_is_refused_before_the_model_works_so_no_answered_turn_is_lost(engine, tmp_path):
-    rag = engine({"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")})
+    rag = engine(
+        {"retrieve_decide": {"retrieve": "no", "query": ""}, "generate_plain": plain("Thirty days.")}, lead=False
+    )
     session = ChatSession(rag, SessionStore(tmp_path, lock_wait=0.2), "busy")
     fd = os.open(tmp_path / "busy.lock", os.O_RDWR | os.O_CREAT)
     try:
