@@ -9,6 +9,7 @@ Each command lives in its own module with a `register(subparsers)` that sets `ru
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import traceback
 from collections.abc import Sequence
@@ -46,9 +47,29 @@ def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
     return parser
 
 
+class WarningLines(logging.Handler):
+    """The library's warnings (a remembered-capabilities file ignored, a reading that fell back), one line each
+    on stderr, cleaned and redacted like every other line the command line prints."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = " ".join(record.getMessage().split())
+        print(redact_secrets(clean_for_terminal(text)), file=sys.stderr, flush=True)
+
+
+def show_warnings() -> None:
+    """Show the `selfrag` logger's warnings on stderr (once per process, however often `main` runs)."""
+    logger = logging.getLogger("selfrag")
+    if not any(isinstance(handler, WarningLines) for handler in logger.handlers):
+        logger.addHandler(WarningLines())
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     """The one door of every command (`prog` names the program in messages: benchmarks/run.py uses it too)."""
     args = build_parser(prog).parse_args(argv)
+    show_warnings()
     try:
         refuse_nul_bytes(args)
         return int(args.run(args))

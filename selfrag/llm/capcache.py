@@ -170,7 +170,9 @@ class CapCache:
             return None, f"ignoring the remembered capabilities {path}: larger than {MAX_BYTES} bytes; probing"
         try:
             return load(data.decode("utf-8")), ""
-        except (BadEntry, UnicodeDecodeError) as error:
+        except UnicodeDecodeError:
+            return None, f"ignoring the remembered capabilities {path}: not UTF-8 text (a corrupt file); probing"
+        except BadEntry as error:
             return None, f"ignoring the remembered capabilities {path}: {error}; probing"
 
     def write(self, key: str, entry: Remembered, base_url: str | None) -> str:

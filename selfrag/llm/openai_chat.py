@@ -213,7 +213,7 @@ class OpenAIChatModel:
         self._cache.forget(self._cache_key)
         self._remembered = False
         then = "probing again" if probe_again else "the next process probes again"
-        log.warning("selfrag: %s contradicts the remembered capabilities: forgotten, %s", str(error)[:200], then)
+        log.warning("selfrag: the remembered capabilities are contradicted (%s): forgotten, %s", str(error)[:200], then)
         if probe_again:
             self._caps = None
         return True

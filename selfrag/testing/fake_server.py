@@ -80,6 +80,7 @@ FAULTS = (
     "error-object",
     "malformed",
     "cut-prompt",
+    "no-schema",
 )
 
 
@@ -95,6 +96,7 @@ class Stats:
     embedding_inputs: list[str] = field(default_factory=list)  # every text embedded, in arrival order
     open_connections: int = 0  # client connections not yet closed
     abandoned: int = 0  # chat requests whose client hung up before the reply
+    gets: list[str] = field(default_factory=list)  # the path of every GET (/props, /slots, /v1/models), in order
 
     def rounds(self, gap: float) -> int:
         """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
@@ -265,6 +267,8 @@ class FakeOpenAIServer:
     async def _respond(
         self, method: str, path: str, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
+        if method == "GET":
+            self.stats.gets.append(path)
         if method == "GET" and path in ("/props", "/slots") and self.reported_slots is not None:
             status, reply = self._slot_report(path)
             await _write(writer, status, json.dumps(reply).encode())
@@ -319,6 +323,13 @@ class FakeOpenAIServer:
     ) -> bool:
         """The reply to chat request `number` (1-based), misbehaving as `fault` says. False closes the socket."""
         fault = None if self.fault in ("none", "429-burst") else self.fault
+        if fault == "no-schema":  # a server without JSON-schema output: 400 on such a request, else served
+            fmt = payload.get("response_format") or {}
+            if fmt.get("type") != "json_schema":
+                fault = None
+            else:
+                await _write(writer, 400, b'{"error": {"message": "response_format json_schema is not supported"}}')
+                return True
         if fault == "flaky":  # every other request fails with 503
             fault = "503" if number % 2 == 0 else None
         if fault == "429":  # every other request is rate limited, with a short Retry-After
@@ -453,6 +464,16 @@ class FakeOpenAIServer:
         }
 
 
+PROBE_PROMPTS = ("Is the sky blue? Reply as JSON", "Count from one to twenty in words")
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """A chat request the capability probe sent (llm/probe.py's prompts), not one of the engine's own."""
+    messages = body.get("messages") or []
+    first = str(messages[0].get("content", "")) if messages and isinstance(messages[0], dict) else ""
+    return first.startswith(PROBE_PROMPTS)
+
+
 def legacy_choice(
     pieces: list[tuple[str, float, dict[str, float]]], payload: dict[str, Any], finish_reason: str = "stop"
 ) -> dict[str, Any]:
@@ -555,7 +576,8 @@ def main(argv: list[str] | None = None) -> int:
                 stats = server.stats
                 print(
                     json.dumps(
-                        {"requests": stats.requests, "max_in_flight": stats.max_in_flight, "spans": stats.spans}
+                        {"requests": stats.requests, "max_in_flight": stats.max_in_flight, "spans": stats.spans,
+                         "gets": stats.gets, "probes": sum(1 for b in stats.bodies if is_probe(b))}
                     ),
                     flush=True,
                 )
