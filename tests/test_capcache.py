@@ -232,3 +232,27 @@ def test_the_identity_ignores_what_changes_per_request_and_sees_what_matters():
 def test_no_environment_means_no_cache(tmp_path):
     assert CapCache.default({}) is None
     assert CapCache.default({"SELFRAG_HOME": str(tmp_path)}).folder == tmp_path / "capabilities"
+
+
+def test_doctor_reuses_what_was_remembered_and_refresh_probes_afresh(tmp_path, monkeypatch, capsys):
+    from selfrag.cli import main
+
+    monkeypatch.setenv("SELFRAG_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with FakeOpenAIServer(slots=2, latency=0.05) as server:
+        argv = ["doctor", "--base-url", server.base_url, "--model", "fake-model", "--timeout", "1"]
+        counts = []
+        for extra in ([], [], ["--refresh"]):
+            assert main([*argv, *extra]) == 0
+            counts.append(probes(server))
+            out = capsys.readouterr().out
+            [line] = [line for line in out.splitlines() if " remembered " in line]
+            if len(counts) == 2:
+                assert "remembered, probed 20" in line and "--refresh" in line  # with the date it was learned
+            else:
+                assert line.startswith("ok   remembered   probed 20")
+            assert "2 at once" in next(line for line in out.splitlines() if " parallel " in line)
+    first, second, refreshed = counts
+    assert second == first  # the second doctor sent no probe call (its tiny call is not a probe's)
+    assert refreshed > second
+    assert "afresh" in line  # the last run says why it probed

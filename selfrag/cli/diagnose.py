@@ -10,6 +10,7 @@ no model to report):
     config        which config file was read (or why the configuration is invalid)
     endpoint      where requests go (URL redacted) and where the key comes from
     reachable     the capability probe got answers (time, requests)
+    threads       the embedded model's threads and why ($SELFRAG_THREADS, or the cores busy when it was built)
     remembered    whether the capabilities were remembered from an earlier run or probed now, and when
     model         the model name used (configured, or the endpoint's first)
     capabilities  structured-output flavour, logprobs, n (probed, never guessed)
@@ -28,7 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resolve_endpoint
-from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError
+from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError, UsageError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
 from ..llm.openai_chat import OpenAIChatModel
 from ..llm.structured import ask
@@ -109,6 +110,8 @@ async def check_endpoint(
     checks = [Check("endpoint", True, describe_endpoint(resolved))]
     try:
         chat = make_chat(config.endpoint, environ)
+    except UsageError:
+        raise  # a bad $SELFRAG_THREADS: a usage error (exit 2), as for every command
     except SelfRagError as error:
         return [*checks, Check("reachable", False, str(error), _hint(error, resolved))]
     if resolved.nothing_configured:
@@ -117,6 +120,7 @@ async def check_endpoint(
         server = served()
         if server is not None:
             checks.append(Check("local model", True, server.describe()))
+            checks.append(Check("threads", True, f"{server.n_threads}: {server.threads_reason}"))
     try:
         meter = Meter()
         started = time.perf_counter()

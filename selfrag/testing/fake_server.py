@@ -464,14 +464,13 @@ class FakeOpenAIServer:
         }
 
 
-PROBE_PROMPTS = ("Is the sky blue? Reply as JSON", "Count from one to twenty in words")
-
-
 def is_probe(body: dict[str, Any]) -> bool:
     """A chat request the capability probe sent (llm/probe.py's prompts), not one of the engine's own."""
+    from ..llm.probe import ASK, COUNT
+
     messages = body.get("messages") or []
-    first = str(messages[0].get("content", "")) if messages and isinstance(messages[0], dict) else ""
-    return first.startswith(PROBE_PROMPTS)
+    first = messages[0].get("content") if messages and isinstance(messages[0], dict) else None
+    return first in (ASK[0]["content"], COUNT[0]["content"])
 
 
 def legacy_choice(
