@@ -100,9 +100,13 @@ def test_a_changed_slot_count_probes_again(tmp_path):
             assert rag.answer(QUESTION).trace.capabilities["parallel"] == 2
         probed = probes(server)
         server.reported_slots = 1  # llama-server restarted with --parallel 1
+        with engine(server, home, model="fake-model") as rag:  # checks the identity beside its first call
+            rag.answer(QUESTION)
+        assert probes(server) > probed
+        [entry] = remembered_files(home)
+        assert load(entry.read_text()).capabilities.parallel == 1
         with engine(server, home, model="fake-model") as rag:
             assert rag.answer(QUESTION).trace.capabilities["parallel"] == 1
-        assert probes(server) > probed
 
 
 def test_a_400_on_the_remembered_schema_forgets_it_probes_again_and_the_answer_stands(tmp_path, caplog):

@@ -48,8 +48,9 @@ def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
 
 
 class WarningLines(logging.Handler):
-    """The library's warnings (a remembered-capabilities file ignored, a reading that fell back), one line each
-    on stderr, cleaned and redacted like every other line the command line prints."""
+    """Warnings about remembered capabilities (a cache file ignored or not writable, an entry an error
+    contradicted), one line each on stderr, cleaned and redacted like every other line the command line prints.
+    The library's other notes reach the user through the results, as before."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -60,8 +61,8 @@ class WarningLines(logging.Handler):
 
 
 def show_warnings() -> None:
-    """Show the `selfrag` logger's warnings on stderr (once per process, however often `main` runs)."""
-    logger = logging.getLogger("selfrag")
+    """Show the `selfrag.capabilities` logger's warnings on stderr (once per process, however often `main` runs)."""
+    logger = logging.getLogger("selfrag.capabilities")
     if not any(isinstance(handler, WarningLines) for handler in logger.handlers):
         logger.addHandler(WarningLines())
 

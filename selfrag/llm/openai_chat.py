@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
@@ -50,7 +51,7 @@ from .probe import Trial, probe
 from .ratelimit import UNBOUNDED_ATTEMPTS, Pause
 
 T = TypeVar("T")
-log = logging.getLogger("selfrag")
+log = logging.getLogger("selfrag.capabilities")  # remembered capabilities: the command line shows these lines
 
 RETRYABLE = (408, 409, 429)
 MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and does not retry beyond
@@ -89,6 +90,7 @@ class OpenAIChatModel:
         settings = endpoint.settings
         self._cache_key = entry_key(endpoint.base_url, settings.model, self.PROTOCOL_NAME, settings.logprobs)
         self._remembered = False  # the capabilities in use came from the cache, not from this process's probe
+        self._checking: asyncio.Task[None] | None = None  # the identity check running beside the first calls
         self.origin = ""  # where the capabilities came from, for `selfrag doctor`
         self._ssl: ssl.SSLContext | None = None
         settings = endpoint.settings
@@ -148,6 +150,11 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         """Close the clients this instance created (a client passed in stays the caller's)."""
+        if self._checking is not None and not self._checking.done():
+            self._checking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checking
+        self._checking = None
         if self._own_client:
             for client, _, _ in self._clients.values():
                 await client.close()
@@ -177,23 +184,33 @@ class OpenAIChatModel:
 
     async def _recall(self, meter: Meter, refresh: bool, thorough: bool) -> Capabilities:
         """Remembered capabilities when the server still reports the identity they were learned from and they
-        are young enough; else a probe (quick in a normal run, full on `refresh`), remembered for later."""
+        are young enough; else a probe (quick in a normal run, full on `refresh`), remembered for later.
+
+        With the model configured (so the remembered requests name the right model) a young entry is used at
+        once and the identity checked while the first calls run: a changed identity forgets the entry, and the
+        next call probes again. Without it (the remembered model may be gone), and for doctor, it is checked first.
+        """
         assert self._cache is not None
-        props, models = await asyncio.gather(self._fetch(meter, "/props"), self._models(meter))
-        identity = server_identity(props, models)
-        why = "nothing remembered"
+        entry = None
         if not refresh:
             entry, note = self._cache.read(self._cache_key)
             if note:
                 log.warning("selfrag: %s", note)
-            if entry is not None:
-                why = entry.fresh(identity, time.time(), self._cache.max_age) or ""
-                if not why and entry.capabilities.protocol == self.PROTOCOL_NAME:
-                    self._remembered = True
-                    self.origin = f"remembered, probed {_when(entry.learned_at)} ({self._cache.path(self._cache_key)})"
-                    return entry.capabilities
-        else:
-            why = "asked to probe afresh (--refresh)"
+            if entry is not None and entry.capabilities.protocol != self.PROTOCOL_NAME:
+                entry = None
+        young = entry is not None and entry.fresh(entry.identity, time.time(), self._cache.max_age) is None
+        if entry is not None and young and not thorough and self._endpoint.settings.model:
+            self._use_remembered(entry)
+            self._checking = asyncio.create_task(self._check_identity(meter, entry))
+            return entry.capabilities
+        props, models = await asyncio.gather(self._fetch(meter, "/props"), self._models(meter))
+        identity = server_identity(props, models)
+        why = "asked to probe afresh (--refresh)" if refresh else "nothing remembered"
+        if entry is not None:
+            why = entry.fresh(identity, time.time(), self._cache.max_age) or ""
+            if not why:
+                self._use_remembered(entry)
+                return entry.capabilities
         prefetched = {"/props": props, "/models": models}
         caps = await self._probe(meter, quick=not (refresh or thorough), prefetched=prefetched)
         learned_at = time.time()
@@ -204,6 +221,28 @@ class OpenAIChatModel:
         where = f"remembered in {self._cache.path(self._cache_key)}" if not note else "not remembered"
         self.origin = f"probed {_when(learned_at)} ({why or 'the entry was stale'}); {where}"
         return caps
+
+    def _use_remembered(self, entry: Remembered) -> None:
+        assert self._cache is not None
+        self._remembered = True
+        self.origin = f"remembered, probed {_when(entry.learned_at)} ({self._cache.path(self._cache_key)})"
+
+    async def _check_identity(self, meter: Meter, entry: Remembered) -> None:
+        """Beside the first calls: does the server still report the identity `entry` was learned from? If not,
+        forget it (on disk and here: the next call probes again). A failed GET says nothing (the calls see it)."""
+        try:
+            props, models = await asyncio.gather(self._fetch(meter, "/props"), self._models(meter))
+        except Exception:  # noqa: BLE001 - the answer's own calls meet the same failure and report it
+            return
+        if server_identity(props, models) == entry.identity or self._cache is None:
+            return
+        self._cache.forget(self._cache_key)
+        log.warning(
+            "selfrag: the server reports another identity (model, build or slots) than when its capabilities "
+            "were remembered: forgotten, probing again"
+        )
+        if self._caps is entry.capabilities:
+            self._caps, self._remembered = None, False
 
     def forget(self, caps: Capabilities, error: LLMError, *, probe_again: bool) -> bool:
         """An error contradicted the remembered `caps`: drop the entry on disk (and, with `probe_again`, in this

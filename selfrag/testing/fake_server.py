@@ -97,6 +97,7 @@ class Stats:
     open_connections: int = 0  # client connections not yet closed
     abandoned: int = 0  # chat requests whose client hung up before the reply
     gets: list[str] = field(default_factory=list)  # the path of every GET (/props, /slots, /v1/models), in order
+    get_starts: list[float] = field(default_factory=list)  # when each of those arrived (time.monotonic)
 
     def rounds(self, gap: float) -> int:
         """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
@@ -269,6 +270,7 @@ class FakeOpenAIServer:
     ) -> bool:
         if method == "GET":
             self.stats.gets.append(path)
+            self.stats.get_starts.append(time.monotonic())
         if method == "GET" and path in ("/props", "/slots") and self.reported_slots is not None:
             status, reply = self._slot_report(path)
             await _write(writer, status, json.dumps(reply).encode())
@@ -576,7 +578,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     json.dumps(
                         {"requests": stats.requests, "max_in_flight": stats.max_in_flight, "spans": stats.spans,
-                         "gets": stats.gets, "probes": sum(1 for b in stats.bodies if is_probe(b))}
+                         "gets": stats.gets, "get_starts": stats.get_starts,
+                         "probes": sum(1 for b in stats.bodies if is_probe(b))}
                     ),
                     flush=True,
                 )
