@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                     question = f"How many days does the {TOPICS[number % len(TOPICS)]} rule take?"
                     wall, result = ask(index, server, home, question, args.ask_args)
                     after = server.stats()
-                    spans = after["spans"][len(before["spans"]):]
-                    gets = after["get_starts"][len(before["get_starts"]):]
+                    spans = after["spans"][len(before["spans"]) :]
+                    gets = after["get_starts"][len(before["get_starts"]) :]
                     starts = [(start, 0.0) for start, _, _ in spans] + [(start, 0.0) for start in gets]
                     usage = result["usage"]
                     rows.append({

@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import CHUNKS
 
 from selfrag import Config, EndpointConfig, SelfRAG
 from selfrag.llm.base import Capabilities
 from selfrag.llm.capcache import FORMAT, BadEntry, CapCache, Remembered, dump, load, server_identity
 from selfrag.testing import ListRetriever
 from selfrag.testing.fake_server import FakeOpenAIServer, is_probe
-from helpers import CHUNKS
 
 QUESTION = "How many days do I have for refunds?"
 ROOT = Path(__file__).resolve().parents[1]

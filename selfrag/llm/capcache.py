@@ -127,8 +127,7 @@ def load(text: str) -> Remembered:
         values[name] = value
     costs = caps.get("costs")
     if not isinstance(costs, list) or not all(
-        isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], (int, float))
-        for c in costs
+        isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], (int, float)) for c in costs
     ):
         raise BadEntry("capability 'costs' malformed")
     values["costs"] = tuple((str(name), float(cost)) for name, cost in costs)

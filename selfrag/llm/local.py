@@ -48,8 +48,8 @@ import logging
 import math
 import os
 import tempfile
-import time
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path

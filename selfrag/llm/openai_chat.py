@@ -93,7 +93,6 @@ class OpenAIChatModel:
         self._checking: asyncio.Task[None] | None = None  # the identity check running beside the first calls
         self.origin = ""  # where the capabilities came from, for `selfrag doctor`
         self._ssl: ssl.SSLContext | None = None
-        settings = endpoint.settings
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
         self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
         self._pause = Pause()  # when the server will take requests again, after a 429 (ratelimit.py)

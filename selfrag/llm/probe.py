@@ -72,7 +72,12 @@ Fetch = Callable[[str], Awaitable[object]]  # GET a path at the server's root: i
 
 
 async def probe(
-    attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig, *, private: bool = True,
+    attempt: Attempt,
+    fetch: Fetch,
+    model: str,
+    settings: EndpointConfig,
+    *,
+    private: bool = True,
     quick: bool = False,
 ) -> Capabilities:
     """`private`: the server runs on this machine or a private network, where latency shows a queue; a hosted
@@ -101,9 +106,7 @@ async def probe(
     )
 
 
-async def _quick(
-    attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig, private: bool
-) -> Capabilities:
+async def _quick(attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig, private: bool) -> Capabilities:
     """The features and the slot report in one round; the logprobs cost, or one latency wave, in a second only
     when needed (both: a third)."""
     features, props = await asyncio.gather(_features(attempt, model), fetch("/props"))
@@ -252,7 +255,8 @@ async def _one_wave(attempt: Attempt, model: str, solo: float, settings: Endpoin
         return Parallelism(None, "none", "a latency wave failed: not limited")
     served, ratio = wave
     if served is None:
-        return Parallelism(None, "latency", f"at least {size}: {size} identical calls sent together took about as long as one")
+        detail = f"at least {size}: {size} identical calls sent together took about as long as one"
+        return Parallelism(None, "latency", detail)
     return Parallelism(
         served, "latency",
         f"learned from latency: {size} identical calls sent together once, the slowest took {ratio:.1f}x the fastest",

@@ -577,9 +577,14 @@ def main(argv: list[str] | None = None) -> int:
                 stats = server.stats
                 print(
                     json.dumps(
-                        {"requests": stats.requests, "max_in_flight": stats.max_in_flight, "spans": stats.spans,
-                         "gets": stats.gets, "get_starts": stats.get_starts,
-                         "probes": sum(1 for b in stats.bodies if is_probe(b))}
+                        {
+                            "requests": stats.requests,
+                            "max_in_flight": stats.max_in_flight,
+                            "spans": stats.spans,
+                            "gets": stats.gets,
+                            "get_starts": stats.get_starts,
+                            "probes": sum(1 for b in stats.bodies if is_probe(b)),
+                        }
                     ),
                     flush=True,
                 )

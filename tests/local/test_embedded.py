@@ -96,7 +96,9 @@ def test_threads_come_from_selfrag_threads_else_from_the_idle_cores():
             auto_threads({"SELFRAG_THREADS": bad})
 
 
-STAT_BEFORE = "cpu  300 0 100 1000 0 0 0 0 0 0\ncpu0 100 0 50 500 0 0 0 0 0 0\ncpu1 200 0 50 500 0 0 0 0 0 0\nintr 1 2\n"
+STAT_BEFORE = (
+    "cpu  300 0 100 1000 0 0 0 0 0 0\ncpu0 100 0 50 500 0 0 0 0 0 0\ncpu1 200 0 50 500 0 0 0 0 0 0\nintr 1 2\n"
+)
 STAT_AFTER = "cpu  320 0 100 1020 0 0 0 0 0 0\ncpu0 100 0 50 520 0 0 0 0 0 0\ncpu1 220 0 50 500 0 0 0 0 0 0\nintr 1 2\n"
 
 
@@ -105,7 +107,8 @@ def test_the_cores_busy_now_come_from_two_readings_of_proc_stat():
     assert before == {0: (500, 650), 1: (500, 750)}  # the "cpu" total line is not a core
     assert busy_between(before, after) == pytest.approx(1.0)  # cpu0 idle all along, cpu1 busy all along
     assert cpu_ticks(STAT_AFTER, [1]) == {1: (500, 770)}  # only the cores this process may use
-    assert free_cores(2, 1.0) == 1 and free_cores(2, 0.3) == 2 and free_cores(2, 1.7) == 1 and free_cores(4, 9) == 1
+    assert free_cores(2, 1.0) == 1 and free_cores(2, 0.3) == 2 and free_cores(2, 1.7) == 1
+    assert free_cores(4, 9) == 1  # never fewer than one
 
 
 def test_the_thread_choice_counts_what_is_busy_now_and_says_why():
