@@ -1,6 +1,6 @@
 """Capabilities remembered: what the probe learned about an endpoint, kept on disk for later processes.
 
-One JSON file per endpoint under `<cache dir>/capabilities/` (the cache dir of `local.cache_dir`: $SELFRAG_HOME,
+One JSON file per endpoint under `<cache dir>/capabilities/` (the cache dir of `files.cache_dir`: $SELFRAG_HOME,
 else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), named by a hash of the base URL (without user:password@),
 the configured model (or none: the server's first), the protocol and the `--logprobs` mode. It holds the
 Capabilities, the server's identity (a fingerprint of what `GET /props` and `GET /v1/models` report, so a
@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..config import redact_url
+from ..files import cache_dir, write_atomic
 from .base import Capabilities
 
 FORMAT = "selfrag-capabilities/1"
@@ -146,8 +144,6 @@ class CapCache:
     def default(cls, environ: Mapping[str, str]) -> CapCache | None:
         """The cache under the user's cache folder; None when `environ` names none ($SELFRAG_HOME,
         $XDG_CACHE_HOME, $HOME): code that passes an empty environment gets no remembered capabilities."""
-        from .local import cache_dir  # the one owner of the cache folder's location
-
         if not any(environ.get(name) for name in ("SELFRAG_HOME", "XDG_CACHE_HOME", "HOME")):
             return None
         return cls(cache_dir(environ) / "capabilities")
@@ -175,26 +171,12 @@ class CapCache:
             return None, f"ignoring the remembered capabilities {path}: {error}; probing"
 
     def write(self, key: str, entry: Remembered, base_url: str | None) -> str:
-        """Store atomically (temp file, fsync, rename); "" when stored, else a note saying why not."""
-        path = self.path(key)
-        temp = None
+        """Store atomically (files.write_atomic); "" when stored, else a note saying why not."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.folder)
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write(dump(entry, base_url))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, path)
-            temp = None
+            write_atomic(self.path(key), dump(entry, base_url))
         except OSError as error:
             return f"cannot remember the capabilities in {self.folder}: {error.strerror or error}"
-        finally:
-            if temp is not None:
-                try:
-                    os.unlink(temp)
-                except OSError:
-                    pass
         return ""
 
     def forget(self, key: str) -> None:
@@ -203,7 +185,3 @@ class CapCache:
             self.path(key).unlink()
         except OSError:
             pass
-
-
-def now() -> float:
-    return time.time()

@@ -60,7 +60,7 @@ from pydantic import ValidationError
 
 from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
 from ..errors import ConfigError, UsageError
-from ..files import write_atomic
+from ..files import cache_dir, write_atomic
 from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable, chat_body, prepare
 from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
@@ -129,15 +129,6 @@ def load_runtime(module: str = SERVER_MODULE, process_env: MutableMapping[str, s
             f"install it with `{INSTALL_RUNTIME}` (a source build of a few minutes), "
             "or point selfrag at an endpoint with --base-url"
         ) from None
-
-
-def cache_dir(environ: Mapping[str, str]) -> Path:
-    """Where selfrag keeps derived files: $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag."""
-    if environ.get("SELFRAG_HOME"):
-        return Path(environ["SELFRAG_HOME"]).expanduser()
-    if environ.get("XDG_CACHE_HOME"):
-        return Path(environ["XDG_CACHE_HOME"]).expanduser() / "selfrag"
-    return Path(environ.get("HOME") or "~").expanduser() / ".cache" / "selfrag"
 
 
 def cores() -> int:
