@@ -260,3 +260,20 @@ def test_doctor_reuses_what_was_remembered_and_refresh_probes_afresh(tmp_path, m
     assert second == first  # the second doctor sent no probe call (its tiny call is not a probe's)
     assert refreshed > second
     assert "afresh" in line  # the last run says why it probed
+
+
+def test_a_refusal_of_the_remembered_logprobs_forgets_them_on_a_self_rag_checkpoint(tmp_path, caplog):
+    from reflection_checkpoint import USE, Checkpoint, segment
+
+    model, home = "selfrag/selfrag_llama2_7b", tmp_path / "home"
+    checkpoint = Checkpoint({"April 2026": segment("You have 30 days.", use=USE)})
+    with FakeOpenAIServer(model=model, completions=checkpoint) as server:
+        with engine(server, home, model=model, max_retries=0) as rag:
+            assert rag.answer(QUESTION).trace.capabilities["reading"] == "logprobs"
+        [entry] = remembered_files(home)
+        server.fault = "no-logprobs"  # the same server now answers 400 to a request with `logprobs`
+        with caplog.at_level(logging.WARNING, logger="selfrag"), engine(server, home, model=model) as rag:
+            result = rag.answer(QUESTION)
+    assert result.answer  # answered: the probe ran again and the labels were read from the text
+    assert any("capabilities are contradicted" in r.getMessage() and "400" in r.getMessage() for r in caplog.records)
+    assert load(entry.read_text()).capabilities.reading == "labels"

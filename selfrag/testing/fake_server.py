@@ -81,6 +81,7 @@ FAULTS = (
     "malformed",
     "cut-prompt",
     "no-schema",
+    "no-logprobs",
 )
 
 
@@ -325,13 +326,14 @@ class FakeOpenAIServer:
     ) -> bool:
         """The reply to chat request `number` (1-based), misbehaving as `fault` says. False closes the socket."""
         fault = None if self.fault in ("none", "429-burst") else self.fault
-        if fault == "no-schema":  # a server without JSON-schema output: 400 on such a request, else served
+        if fault in ("no-schema", "no-logprobs"):  # a server without the feature: 400 on a request asking for it
             fmt = payload.get("response_format") or {}
-            if fmt.get("type") != "json_schema":
-                fault = None
-            else:
-                await _write(writer, 400, b'{"error": {"message": "response_format json_schema is not supported"}}')
+            asked = fmt.get("type") == "json_schema" if fault == "no-schema" else bool(payload.get("logprobs"))
+            if asked:
+                feature = "response_format json_schema" if fault == "no-schema" else "logprobs"
+                await _write(writer, 400, json.dumps({"error": {"message": f"{feature} is not supported"}}).encode())
                 return True
+            fault = None
         if fault == "flaky":  # every other request fails with 503
             fault = "503" if number % 2 == 0 else None
         if fault == "429":  # every other request is rate limited, with a short Retry-After
