@@ -1,5 +1,6 @@
-"""Files read and written safely.
+"""Files read and written safely, and where selfrag keeps derived files.
 
+- `cache_dir`: the folder for derived files (remembered capabilities, the embedded model's copies).
 - `write_atomic`: a crash never leaves the file torn: a temporary file beside it, fsync, then os.replace.
 - `read_regular`: a file read only if it is a regular file, opened so that it cannot block: a FIFO, socket or
   device named like a session, weights or config file is refused at once instead of hanging the command.
@@ -12,7 +13,17 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+
+
+def cache_dir(environ: Mapping[str, str]) -> Path:
+    """Where selfrag keeps derived files: $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag."""
+    if environ.get("SELFRAG_HOME"):
+        return Path(environ["SELFRAG_HOME"]).expanduser()
+    if environ.get("XDG_CACHE_HOME"):
+        return Path(environ["XDG_CACHE_HOME"]).expanduser() / "selfrag"
+    return Path(environ.get("HOME") or "~").expanduser() / ".cache" / "selfrag"
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:

@@ -22,6 +22,13 @@ SMALL_CORPUS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def cache_home(monkeypatch, tmp_path):
+    """Remembered capabilities (and any other cache) go to the test's folder, never the user's home."""
+    monkeypatch.setenv("SELFRAG_HOME", str(tmp_path / "selfrag-home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def index_dir(tmp_path):
     """A saved BM25 index of three short documents, built with `selfrag index`."""

@@ -53,12 +53,13 @@ def ask(index_dir, server, *extra):
 @pytest.mark.parametrize(
     ("fault", "message", "max_requests"),
     [
-        ("auth", "rejected the API key (401)", 2),  # fatal at once: no retry
-        ("quota", "quota is exhausted", 3),  # no retry storm
-        ("wait-long", "asks to wait 600 s", 2),  # Retry-After over two minutes: the model list, one call
-        ("hang", "did not answer in time", 4),  # per-request timeout, bounded attempts
-        ("reset", "cannot reach the endpoint", 4),
-        ("cut", "cannot reach the endpoint", 4),  # Content-Length larger than the body sent, then close
+        # each count includes GET /props and GET /v1/models, the server's identity (remembered capabilities)
+        ("auth", "rejected the API key (401)", 3),  # fatal at once: no retry
+        ("quota", "quota is exhausted", 4),  # no retry storm
+        ("wait-long", "asks to wait 600 s", 3),  # Retry-After over two minutes: the identity, one call
+        ("hang", "did not answer in time", 5),  # per-request timeout, bounded attempts
+        ("reset", "cannot reach the endpoint", 5),
+        ("cut", "cannot reach the endpoint", 5),  # Content-Length larger than the body sent, then close
         ("html", "body that is not JSON", 30),  # bad shape: candidates dropped, then a clear error
         ("no-choices", "every call to the endpoint failed", 30),
         ("error-object", "every call to the endpoint failed", 30),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import logging
 import sys
 import traceback
 from collections.abc import Sequence
@@ -48,11 +49,32 @@ def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
     return parser
 
 
+class WarningLines(logging.Handler):
+    """Warnings about remembered capabilities (a cache file ignored or not writable, an entry an error
+    contradicted), one line each on stderr, cleaned and redacted like every other line the command line prints.
+    The library's other notes reach the user through the results, as before."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = " ".join(record.getMessage().split())
+        print(redact_secrets(clean_for_terminal(text)), file=sys.stderr, flush=True)
+
+
+def show_warnings() -> None:
+    """Show the `selfrag.capabilities` logger's warnings on stderr (once per process, however often `main` runs)."""
+    logger = logging.getLogger("selfrag.capabilities")
+    if not any(isinstance(handler, WarningLines) for handler in logger.handlers):
+        logger.addHandler(WarningLines())
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:
     """The one door of every command (`prog` names the program in messages: benchmarks/run.py uses it too)."""
     args = build_parser(prog).parse_args(argv)
     if isinstance(sys.stdin, io.TextIOWrapper):  # a byte that is not UTF-8 is kept as an escape, then repaired
         sys.stdin.reconfigure(errors="surrogateescape")  # (text.repair_text), not a UnicodeDecodeError
+    show_warnings()
     try:
         refuse_nul_bytes(args)
         check_outputs(args)

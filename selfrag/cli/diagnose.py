@@ -15,6 +15,8 @@ no model to report):
     config        which config file was read (or why the configuration is invalid)
     endpoint      where requests go (URL redacted) and where the key comes from
     reachable     the capability probe got answers (time, requests)
+    threads       the embedded model's threads and why ($SELFRAG_THREADS, or the cores busy when it was built)
+    remembered    whether the capabilities were remembered from an earlier run or probed now, and when
     model         the model name used (configured, or the endpoint's first)
     capabilities  structured-output flavour, logprobs, n (probed, never guessed)
     costs         logprobs used or not and why (--logprobs, or what they cost); the schema's cost
@@ -33,8 +35,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resolve_endpoint
-from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError
+from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError, UsageError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
+from ..llm.openai_chat import OpenAIChatModel
 from ..llm.structured import ask
 from ..schema import Meter
 from ..settings import config_location
@@ -179,12 +182,17 @@ def describe_endpoint(resolved: ResolvedEndpoint) -> str:
     return f"{url}, {key}"
 
 
-async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: ChatFactory) -> list[Check]:
-    """The endpoint checks, in order, stopping at the first failure. `make_chat` is api.default_chat (a seam)."""
+async def check_endpoint(
+    config: Config, environ: Mapping[str, str], make_chat: ChatFactory, *, refresh: bool = False
+) -> list[Check]:
+    """The endpoint checks, in order, stopping at the first failure. `make_chat` is api.default_chat (a seam).
+    `refresh`: probe afresh in full instead of reusing remembered capabilities (an OpenAIChatModel's)."""
     resolved = resolve_endpoint(config.endpoint, environ)
     checks = [Check("endpoint", True, describe_endpoint(resolved))]
     try:
         chat = make_chat(config.endpoint, environ)
+    except UsageError:
+        raise  # a bad $SELFRAG_THREADS: a usage error (exit 2), as for every command
     except SelfRagError as error:
         return [*checks, Check("reachable", False, str(error), _hint(error, resolved))]
     if resolved.nothing_configured:
@@ -193,15 +201,23 @@ async def check_endpoint(config: Config, environ: Mapping[str, str], make_chat: 
         server = served()
         if server is not None:
             checks.append(Check("local model", True, server.describe()))
+            checks.append(Check("threads", True, f"{server.n_threads}: {server.threads_reason}"))
     try:
         meter = Meter()
         started = time.perf_counter()
         try:
-            caps = await chat.capabilities(meter)
+            if isinstance(chat, OpenAIChatModel):
+                caps = await chat.capabilities(meter, refresh=refresh, thorough=True)
+            else:
+                caps = await chat.capabilities(meter)
         except LLMError as error:
             return [*checks, Check("reachable", False, str(error), _hint(error, resolved))]
         seconds = time.perf_counter() - started
         checks.append(Check("reachable", True, f"answered {meter.llm_calls} probe requests in {seconds:.2f} s"))
+        origin = getattr(chat, "origin", "")
+        if origin:
+            hint = "" if origin.startswith("probed") else "selfrag doctor --refresh probes afresh"
+            checks.append(Check("remembered", True, origin, hint))
         source = "configured" if config.endpoint.model else "the endpoint's first listed model"
         checks.append(Check("model", True, f"{caps.model} ({source})"))
         checks.append(_capabilities(caps))

@@ -23,6 +23,12 @@ def register(commands: Any) -> None:
     doctor.add_argument("--index", "-i", help="index folder to check (made by `selfrag index`)")
     add_endpoint_options(doctor, ("base_url", "model", "timeout", "logprobs", "send_openai_key"))
     doctor.add_argument("--preset", choices=list(PRESETS), help="the preset to report (default: the configured one)")
+    doctor.add_argument(
+        "--refresh",
+        action="store_true",
+        help="probe the endpoint afresh in full (costs, slots) and remember what it finds, rather than reuse "
+        "the capabilities remembered from an earlier run",
+    )
     doctor.add_argument("--config", help=CONFIG_HELP)
     doctor.set_defaults(run=run)
 
@@ -51,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         checks.append(check_config(args.config, os.environ))
         checks.append(check_policies(config, os.environ))
-        checks += asyncio.run(check_endpoint(config, os.environ, default_chat))
+        checks += asyncio.run(check_endpoint(config, os.environ, default_chat, refresh=args.refresh))
     for check in checks:
         status = "FAIL" if not check.ok else "warn" if check.warn else "ok  "
         hint = f"  (hint: {escape_name(check.hint)})" if check.hint else ""  # one line per check, whatever a

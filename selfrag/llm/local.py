@@ -16,8 +16,10 @@ itself. Nothing here names a flavour or special-cases the model.
 - No logprobs by default: llama-cpp-python computes them only with `logits_all`, which made one
   schema-constrained call of 100 tokens about 15 times slower here (25 s instead of 1.6 s). The probe then
   finds logprobs unavailable (the gate answers 400) and the engine reads the labels the model writes.
-- Threads: $SELFRAG_THREADS, else the cores not busy with other processes (`auto_threads`): llama.cpp
-  threads that share a core with another busy process stall each other (a 10x slowdown, measured). Its
+- Threads: $SELFRAG_THREADS (a whole number, 1 or more; anything else is a usage error), else the cores not
+  busy with other processes at this moment (`thread_choice`: /proc/stat sampled over 100 ms, not the
+  one-minute load, which still counts the user's own last command): llama.cpp threads that share a core with
+  another busy process stall each other (a 10x slowdown, measured). Its
   OpenMP threads wait for each other spinning, not sleeping (`OPENMP_WAIT`, unless $OMP_WAIT_POLICY is set).
 - One model per process. `llama_cpp.server.app` keeps the loaded model, its settings and its request locks
   in module globals, so a second `create_app` would swap the model under the first app. The app is
@@ -43,9 +45,11 @@ import importlib
 import importlib.util
 import json
 import logging
+import math
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,8 +59,8 @@ import httpx2
 from pydantic import ValidationError
 
 from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
-from ..errors import ConfigError
-from ..files import write_atomic
+from ..errors import ConfigError, UsageError
+from ..files import cache_dir, write_atomic
 from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable, chat_body, prepare
 from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
@@ -127,15 +131,6 @@ def load_runtime(module: str = SERVER_MODULE, process_env: MutableMapping[str, s
         ) from None
 
 
-def cache_dir(environ: Mapping[str, str]) -> Path:
-    """Where selfrag keeps derived files: $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag."""
-    if environ.get("SELFRAG_HOME"):
-        return Path(environ["SELFRAG_HOME"]).expanduser()
-    if environ.get("XDG_CACHE_HOME"):
-        return Path(environ["XDG_CACHE_HOME"]).expanduser() / "selfrag"
-    return Path(environ.get("HOME") or "~").expanduser() / ".cache" / "selfrag"
-
-
 def cores() -> int:
     """The cores this process may run on."""
     try:
@@ -144,22 +139,106 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+SAMPLE_SECONDS = 0.1  # how long /proc/stat is watched for the cores busy now
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadChoice:
+    """The embedded model's threads and why (for `selfrag doctor`)."""
+
+    threads: int
+    reason: str
+
+
 def auto_threads(environ: Mapping[str, str]) -> int:
-    """$SELFRAG_THREADS if set, else the cores not already busy (cores minus the 1-minute load, at least 1).
+    return thread_choice(environ).threads
+
+
+def threads_asked(environ: Mapping[str, str]) -> int | None:
+    """$SELFRAG_THREADS as a count (None: unset or empty); 0, a negative number or text is a UsageError."""
+    text = environ.get("SELFRAG_THREADS", "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"SELFRAG_THREADS must be a whole number of threads, 1 or more; got {text[:40]!r}")
+    return value
+
+
+def thread_choice(environ: Mapping[str, str], busy: tuple[float, str] | None = None) -> ThreadChoice:
+    """$SELFRAG_THREADS if set, else the cores not busy now (`busy`: cores in use and how that was seen;
+    default: sampled from /proc/stat), at least 1.
 
     llama.cpp's threads wait for each other at every layer, so a thread sharing its core with another busy
     process stalls them all: measured here, two threads on two cores shared with two other busy processes
     ran 5 to 20 times slower than one thread. On an idle machine all cores are used."""
-    if environ.get("SELFRAG_THREADS"):
-        try:
-            return max(1, int(environ["SELFRAG_THREADS"]))
-        except ValueError:
-            raise ConfigError(f"SELFRAG_THREADS must be a whole number, got {environ['SELFRAG_THREADS']!r}") from None
+    asked = threads_asked(environ)
+    if asked is not None:
+        return ThreadChoice(asked, "$SELFRAG_THREADS")
+    available = cores()
+    used, seen = busy if busy is not None else busy_now()
+    threads = free_cores(available, used)
+    return ThreadChoice(threads, f"{available} core(s), {used:.1f} busy with other work ({seen})")
+
+
+def free_cores(available: int, busy: float) -> int:
+    """Cores minus those busy (a core more than half busy counts as busy), at least 1."""
+    return max(1, min(available, math.floor(available - busy + 0.5)))
+
+
+def cpu_ticks(stat: str, cpus: Sequence[int] | None = None) -> dict[int, tuple[int, int]]:
+    """Per core of `cpus` (None: all), (idle ticks, all ticks) from the text of /proc/stat."""
+    ticks = {}
+    for line in stat.splitlines():
+        name, *values = line.split()
+        if not name.startswith("cpu") or name == "cpu" or not name[3:].isdigit():
+            continue
+        cpu = int(name[3:])
+        if cpus is not None and cpu not in cpus:
+            continue
+        numbers = [int(v) for v in values[:8]]  # user nice system idle iowait irq softirq steal (guest is in user)
+        ticks[cpu] = (numbers[3] + (numbers[4] if len(numbers) > 4 else 0), sum(numbers))
+    return ticks
+
+
+def busy_between(before: Mapping[int, tuple[int, int]], after: Mapping[int, tuple[int, int]]) -> float:
+    """Cores busy between two /proc/stat readings: the sum over cores of the share of ticks not idle."""
+    busy = 0.0
+    for cpu, (idle, total) in after.items():
+        if cpu not in before:
+            continue
+        d_total = total - before[cpu][1]
+        if d_total > 0:
+            busy += max(0.0, min(1.0, 1 - (idle - before[cpu][0]) / d_total))
+    return busy
+
+
+def busy_now(seconds: float = SAMPLE_SECONDS) -> tuple[float, str]:
+    """(cores busy now, how it was seen): /proc/stat over `seconds` (this process sleeps meanwhile, so it is not
+    counted); else the running count of /proc/loadavg, minus this process; else nothing is known (0)."""
     try:
-        busy = os.getloadavg()[0]
-    except OSError:  # not available on this platform
-        busy = 0.0
-    return max(1, min(cores(), round(cores() - busy)))
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        allowed = None
+    try:
+        with open("/proc/stat", encoding="ascii") as file:
+            before = cpu_ticks(file.read(), allowed)
+        time.sleep(seconds)
+        with open("/proc/stat", encoding="ascii") as file:
+            after = cpu_ticks(file.read(), allowed)
+        if after:
+            return busy_between(before, after), f"/proc/stat over {seconds * 1000:.0f} ms"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/loadavg", encoding="ascii") as file:
+            running = int(file.read().split()[3].split("/")[0])
+        return float(max(0, running - 1)), "processes running now, /proc/loadavg"
+    except (OSError, ValueError, IndexError):
+        return 0.0, "nothing to tell what is busy on this platform"
 
 
 # -- the F16 copy -------------------------------------------------------------------------------------
@@ -238,7 +317,7 @@ class ServeSettings:
 
     source: Path  # the shipped GGUF file (or the one given)
     n_ctx: int = N_CTX  # context window in tokens
-    n_threads: int | None = None  # None: auto_threads() when the app is built
+    n_threads: int | None = None  # None: thread_choice() when the app is built
     upcast: bool = True  # serve the F16 copy (prompt processing about twice as fast)
     weights: str = "f16"  # the upcast copy: f16, or bf16 (prompts about 25 % faster where the CPU has AVX512-BF16;
     # BF16 rounds the weights to 8 bits of mantissa, so some replies change: opt-in, $SELFRAG_WEIGHTS)
@@ -254,6 +333,7 @@ class Served:
     model_file: Path  # the file actually loaded (the F16 copy, or the shipped file)
     n_threads: int  # the threads actually used
     note: str  # which file and why, e.g. "F16 copy in the cache"
+    threads_reason: str = ""  # why that many threads ($SELFRAG_THREADS, or the cores busy when it was built)
 
     def describe(self) -> str:
         return (
@@ -289,6 +369,7 @@ def embedded_chat(
             f"model {endpoint.model!r} needs an endpoint: pass --base-url (the embedded model is {MODEL_ALIAS})"
         )
     environ = os.environ if environ is None else environ
+    threads_asked(environ)  # a bad $SELFRAG_THREADS is a usage error before anything is loaded
     weights = (weights or environ.get("SELFRAG_WEIGHTS") or "f16").lower()
     if weights not in WEIGHTS:
         raise ConfigError(f"SELFRAG_WEIGHTS must be one of {', '.join(WEIGHTS)}, got {weights!r}")
@@ -335,7 +416,11 @@ def _compatible(current: Served, wanted: ServeSettings) -> bool:
 
 
 def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str]) -> Served:
-    threads = settings.n_threads or auto_threads(environ)
+    if settings.n_threads:
+        choice = ThreadChoice(settings.n_threads, "asked by the caller")
+    else:
+        choice = thread_choice(environ)
+    threads = choice.threads
     source, chosen, note = settings.source, settings.source, "the shipped file (upcast off)"
     if settings.upcast:
         cache = cache_dir(environ)
@@ -353,7 +438,8 @@ def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str]) ->
         discard(chosen)
         chosen, note = source, f"the shipped file (the cached F16 copy did not load and was removed: {error})"
         app = _create_app(runtime, chosen, settings, threads)
-    return Served(settings, Gate(app, logprobs=settings.logprobs, llama=_app_model(runtime)), chosen, threads, note)
+    gate = Gate(app, logprobs=settings.logprobs, llama=_app_model(runtime))
+    return Served(settings, gate, chosen, threads, note, choice.reason)
 
 
 def _create_app(runtime: Any, model_file: Path, settings: ServeSettings, threads: int) -> Any:

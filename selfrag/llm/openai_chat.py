@@ -8,7 +8,12 @@
   that got it. A wait that would pass the deadline ends the answer at once, naming the wait. A client passed
   in by the caller is not observed, so there the SDK keeps its own 429 retries (never two owners).
 - Capabilities (structured-output flavour, logprobs and their cost, n, calls served at once) are probed once
-  per instance (probe.py), never guessed from model names, and reported in results.
+  per instance (probe.py), never guessed from model names, and reported in results. With a `cache`
+  (capcache.py; `open_chat` passes one) they are remembered on disk and reused by later processes while the
+  server reports the same identity: a new process then sends `GET /props` and `GET /v1/models` and no probe
+  call. The first process probes `quick` (at most two rounds). An error that contradicts a remembered entry
+  (a 400 on a call shaped by it, a call timing out in a queue the learned slot count should have kept it out
+  of) forgets the entry; after a 400 the endpoint is probed again and the call sent once more.
 - An adaptive gate per endpoint bounds requests in flight: the configured cap, lowered to what the server
   serves at once, cut by a fifth per 429 episode and grown back on clean responses (limiter.py). The client is
   created inside the running event loop (one per loop), so the sync door can call `asyncio.run` repeatedly.
@@ -18,9 +23,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
+import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -37,12 +44,14 @@ from ..schema import Meter
 from ..tokens import TokenCounter, make_counter
 from .base import Capabilities, ChatRequest, ChatResponse, TokenLogprob
 from .breaker import Breaker
+from .capcache import CapCache, Remembered, entry_key, server_identity
 from .costs import Timed
 from .limiter import AdaptiveLimit, Gate, retry_after
 from .probe import Trial, probe
 from .ratelimit import UNBOUNDED_ATTEMPTS, Pause
 
 T = TypeVar("T")
+log = logging.getLogger("selfrag.capabilities")  # remembered capabilities: the command line shows these lines
 
 RETRYABLE = (408, 409, 429)
 MAX_RETRY_AFTER = 120.0  # the SDK honours Retry-After up to two minutes and does not retry beyond
@@ -56,16 +65,20 @@ SENT, SERVER_SECONDS = "selfrag_sent", "selfrag_server_seconds"  # request and r
 class OpenAIChatModel:
     """A ChatModel backed by one OpenAI-compatible endpoint."""
 
+    PROTOCOL_NAME = "chat"  # part of the capability cache's key
+
     def __init__(
         self,
         endpoint: ResolvedEndpoint,
         *,
         client: AsyncOpenAI | None = None,
         http_client_factory: Callable[[], httpx2.AsyncClient] | None = None,
+        cache: CapCache | None = None,
     ) -> None:
         """`client`: use this AsyncOpenAI as it is (the caller owns it; its responses are not observed, so the
         limit on requests in flight stays at max_concurrency). `http_client_factory`: build our own
-        client per event loop over this transport (an ASGI app, a test's mock transport)."""
+        client per event loop over this transport (an ASGI app, a test's mock transport). `cache`: remember
+        the probe's findings there and reuse them (capcache.py); None probes in full, once per instance."""
         self._endpoint = endpoint
         self._own_client = client is None
         self._http_client_factory = http_client_factory
@@ -73,8 +86,13 @@ class OpenAIChatModel:
         if client is not None:
             self._given = client
         self._caps: Capabilities | None = None
-        self._ssl: ssl.SSLContext | None = None
+        self._cache = cache
         settings = endpoint.settings
+        self._cache_key = entry_key(endpoint.base_url, settings.model, self.PROTOCOL_NAME, settings.logprobs)
+        self._remembered = False  # the capabilities in use came from the cache, not from this process's probe
+        self._checking: asyncio.Task[None] | None = None  # the identity check running beside the first calls
+        self.origin = ""  # where the capabilities came from, for `selfrag doctor`
+        self._ssl: ssl.SSLContext | None = None
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
         self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
         self._pause = Pause()  # when the server will take requests again, after a 429 (ratelimit.py)
@@ -131,21 +149,29 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         """Close the clients this instance created (a client passed in stays the caller's)."""
+        if self._checking is not None and not self._checking.done():
+            self._checking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checking
+        self._checking = None
         if self._own_client:
             for client, _, _ in self._clients.values():
                 await client.close()
         self._clients = {}
 
     # -- capabilities ---------------------------------------------------------------------------------
-    async def capabilities(self, meter: Meter) -> Capabilities:
-        if self._caps is not None:
+    async def capabilities(self, meter: Meter, *, refresh: bool = False, thorough: bool = False) -> Capabilities:
+        """The endpoint's capabilities: this instance's, else remembered (with a cache), else probed.
+        `refresh`: probe afresh in full (all costs, latency waves) and remember that. `thorough`: when nothing
+        is remembered, probe in full rather than quick (`selfrag doctor`)."""
+        if self._caps is not None and not refresh:
             return self._caps
         _, _, lock = self._loop_state()
         async with lock:
-            if self._caps is None:
+            if self._caps is None or refresh:
                 trial = self.breaker.check()  # an endpoint that keeps failing is not probed again and again
                 try:
-                    caps = await self._probe(meter)
+                    caps = await (self._probe(meter) if self._cache is None else self._recall(meter, refresh, thorough))
                 finally:
                     if trial:
                         self.breaker.end_trial()
@@ -155,12 +181,134 @@ class OpenAIChatModel:
                 self._caps = caps
         return self._caps
 
-    async def _probe(self, meter: Meter) -> Capabilities:
-        model = self._endpoint.settings.model or await self._first_model(meter)
+    async def _recall(self, meter: Meter, refresh: bool, thorough: bool) -> Capabilities:
+        """Remembered capabilities when the server still reports the identity they were learned from and they
+        are young enough; else a probe (quick in a normal run, full on `refresh`), remembered for later.
+
+        With the model configured (so the remembered requests name the right model) a young entry is used at
+        once and the identity checked while the first calls run: a changed identity forgets the entry, and the
+        next call probes again. Without it (the remembered model may be gone), and for doctor, it is checked first.
+        """
+        assert self._cache is not None
+        entry = None
+        if not refresh:
+            entry, note = self._cache.read(self._cache_key)
+            if note:
+                log.warning("selfrag: %s", note)
+            if entry is not None and entry.capabilities.protocol != self.PROTOCOL_NAME:
+                entry = None
+        young = entry is not None and entry.fresh(entry.identity, time.time(), self._cache.max_age) is None
+        if entry is not None and young and not thorough and self._endpoint.settings.model:
+            self._use_remembered(entry)
+            self._checking = asyncio.create_task(self._check_identity(meter, entry))
+            return entry.capabilities
+        props, models = await asyncio.gather(self._fetch(meter, "/props"), self._models(meter))
+        identity = server_identity(props, models)
+        why = "asked to probe afresh (--refresh)" if refresh else "nothing remembered"
+        if entry is not None:
+            why = entry.fresh(identity, time.time(), self._cache.max_age) or ""
+            if not why:
+                self._use_remembered(entry)
+                return entry.capabilities
+        prefetched = {"/props": props, "/models": models}
+        caps = await self._probe(meter, quick=not (refresh or thorough), prefetched=prefetched)
+        learned_at = time.time()
+        note = self._cache.write(self._cache_key, Remembered(caps, identity, learned_at), self._endpoint.base_url)
+        if note:
+            log.warning("selfrag: %s; the next process probes again", note)
+        self._remembered = False
+        where = f"remembered in {self._cache.path(self._cache_key)}" if not note else "not remembered"
+        self.origin = f"probed {_when(learned_at)} ({why or 'the entry was stale'}); {where}"
+        return caps
+
+    def _use_remembered(self, entry: Remembered) -> None:
+        assert self._cache is not None
+        self._remembered = True
+        self.origin = f"remembered, probed {_when(entry.learned_at)} ({self._cache.path(self._cache_key)})"
+
+    async def _check_identity(self, meter: Meter, entry: Remembered) -> None:
+        """Beside the first calls: does the server still report the identity `entry` was learned from? If not,
+        forget it (on disk and here: the next call probes again). A failed GET says nothing (the calls see it)."""
+        try:
+            props, models = await asyncio.gather(self._fetch(meter, "/props"), self._models(meter))
+        except Exception:  # noqa: BLE001 - the answer's own calls meet the same failure and report it
+            return
+        if server_identity(props, models) == entry.identity or self._cache is None:
+            return
+        self._cache.forget(self._cache_key)
+        log.warning(
+            "selfrag: the server reports another identity (model, build or slots) than when its capabilities "
+            "were remembered: forgotten, probing again"
+        )
+        if self._caps is entry.capabilities:
+            self._caps, self._remembered = None, False
+
+    def forget(self, caps: Capabilities, error: LLMError, *, probe_again: bool) -> bool:
+        """An error contradicted the remembered `caps`: drop the entry on disk (and, with `probe_again`, in this
+        instance, so the next call probes). True when `caps` were remembered and are now forgotten."""
+        if self._cache is None or not self._remembered or caps is not self._caps:
+            return False
+        self._cache.forget(self._cache_key)
+        self._remembered = False
+        then = "probing again" if probe_again else "the next process probes again"
+        log.warning("selfrag: the remembered capabilities are contradicted (%s): forgotten, %s", str(error)[:200], then)
+        if probe_again:
+            self._caps = None
+        return True
+
+    async def _post_shaped(
+        self, caps: Capabilities, path: str, shape: Callable[[Capabilities], dict[str, Any]], meter: Meter
+    ) -> Any:
+        """POST a request shaped by `caps`; a 400 that contradicts remembered capabilities forgets them, probes
+        again and sends the request once more, shaped by what the probe found."""
+        try:
+            return await self._post(path, shape(caps), meter)
+        except LLMError as error:
+            if error.status != 400 or isinstance(error, ContextLengthError):
+                raise
+            if not self.forget(caps, error, probe_again=True):
+                raise
+        return await self._post(path, shape(await self.capabilities(meter)), meter)
+
+    async def _probe(
+        self, meter: Meter, *, quick: bool = False, prefetched: dict[str, object] | None = None
+    ) -> Capabilities:
+        known = prefetched or {}
+        model = self._endpoint.settings.model or first_id(known.get("/models")) or await self._first_model(meter)
         attempt = functools.partial(self._try, meter)
-        fetch = functools.partial(self._fetch, meter)
+
+        async def fetch(path: str) -> object:
+            return known[path] if path in known else await self._fetch(meter, path)
+
         private = is_private_host(self._endpoint.base_url)
-        return await probe(attempt, fetch, model, self._endpoint.settings, private=private)
+        return await probe(attempt, fetch, model, self._endpoint.settings, private=private, quick=quick)
+
+    async def _models(self, meter: Meter) -> object:
+        """`GET /models` beside the chat route: its JSON, or None. Not sent to OpenAI itself unless the model
+        is not configured (its list is long and says nothing about a change of server)."""
+        base = self._endpoint.base_url
+        if (base is None or is_openai(base)) and self._endpoint.settings.model:
+            return None
+
+        async def once() -> object:
+            client, gate, _ = self._loop_state()
+            async with gate:
+                try:
+                    raw = await client.with_options(max_retries=0).get("/models", cast_to=httpx2.Response)
+                except openai.APIError as error:
+                    if self._ours(error):
+                        raise
+                    meter.llm_calls += 1
+                    if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
+                        raise self._failed(error) from None
+                    return None
+            meter.llm_calls += 1
+            try:
+                return raw.json()
+            except ValueError:
+                return None
+
+        return await self._patiently(meter, once)
 
     async def _first_model(self, meter: Meter) -> str:
         async def once() -> Any:
@@ -288,7 +436,7 @@ class OpenAIChatModel:
         """One chat completion through the SDK's generic `post` (its retries, auth and errors), read by our own
         contract check rather than the SDK's models: OpenAI-compatible servers vary in what they send."""
         caps = await self.capabilities(meter)
-        data = await self._post("/chat/completions", self._params(request, caps), meter)
+        data = await self._post_shaped(caps, "/chat/completions", functools.partial(self._params, request), meter)
         try:
             response = read_completion(data, meter)
         except RefusalError:
@@ -326,7 +474,10 @@ class OpenAIChatModel:
                     raise
                 meter.llm_calls += attempts_spent(error, self._endpoint.settings.max_retries)
                 meter.failed_calls += 1
-                raise self._failed(error) from None
+                failed = self._failed(error)
+                if isinstance(error, openai.APITimeoutError) and self._caps and self._caps.parallel is not None:
+                    self.forget(self._caps, failed, probe_again=False)  # queued past the learned slots
+                raise failed from None
             finally:
                 if trial:
                     self.breaker.end_trial()
@@ -378,6 +529,18 @@ class OpenAIChatModel:
             params["logprobs"] = True
             params["top_logprobs"] = self._endpoint.settings.top_logprobs
         return params
+
+
+def first_id(models: object) -> str | None:
+    """The first model id of a `GET /models` body, or None."""
+    data = models.get("data") if isinstance(models, dict) else None
+    first = data[0] if isinstance(data, list) and data else None
+    model = first.get("id") if isinstance(first, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
 
 
 @functools.cache

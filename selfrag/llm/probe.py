@@ -11,6 +11,15 @@ Run once per endpoint (openai_chat.py sends the requests; every one is counted i
    count from its root (`GET /props`, else `GET /slots`), else, for a server on this machine or a private
    network, waves of identical plain calls sent together, unless a call is too fast to show a queue or too
    slow for a wave to fit the request timeout.
+
+`quick` (the first process of an endpoint whose findings are remembered, capcache.py): at most two rounds of
+calls stand before the first answer. The feature call goes out together with the server's slot report; the
+logprobs cost is measured only when `--logprobs auto` must decide on it, its plain and logprobs calls sent
+together unless the server serves one call at a time (then one after the other, as before); the schema's cost
+rides in that round or is left to `selfrag doctor --refresh`. Without a slot report, and only where a queue could
+make a request time out, one latency wave (of 4, or 2 when 4 would not fit the timeout) sent once, in the second
+round: a slow reply taken for a queue costs speed until the entry ages out (`selfrag doctor --refresh` sends
+the waves twice), a queue missed costs timeouts.
 """
 
 from __future__ import annotations
@@ -63,10 +72,19 @@ Fetch = Callable[[str], Awaitable[object]]  # GET a path at the server's root: i
 
 
 async def probe(
-    attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig, *, private: bool = True
+    attempt: Attempt,
+    fetch: Fetch,
+    model: str,
+    settings: EndpointConfig,
+    *,
+    private: bool = True,
+    quick: bool = False,
 ) -> Capabilities:
     """`private`: the server runs on this machine or a private network, where latency shows a queue; a hosted
-    API's latency varies too much for that (its limits come as 429s), so it is asked for slots only."""
+    API's latency varies too much for that (its limits come as 429s), so it is asked for slots only. `quick`:
+    at most two rounds of calls (see the module's docstring)."""
+    if quick:
+        return await _quick(attempt, fetch, model, settings, private)
     structured, offered, n, first = await _features(attempt, model)
     costs: dict[str, float] = {}
     solo = first.seconds if first is not None else None  # the server's time for one call (None: not observed)
@@ -86,6 +104,66 @@ async def probe(
         parallel=parallel.limit,
         parallel_reason=parallel.detail,
     )
+
+
+async def _quick(attempt: Attempt, fetch: Fetch, model: str, settings: EndpointConfig, private: bool) -> Capabilities:
+    """The features and the slot report in one round; the logprobs cost, or one latency wave, in a second only
+    when needed (both: a third)."""
+    features, props = await asyncio.gather(_features(attempt, model), fetch("/props"))
+    structured, offered, n, first = features
+    slots = None if isinstance(props, dict) and "total_slots" in props else await fetch("/slots")
+    count, note = reported_slots(props, slots)
+    solo = first.seconds if first is not None else None
+    costs: dict[str, float] = {}
+    if solo is not None and solo >= MEASURABLE and offered and settings.logprobs == "auto":
+        costs = await _costs_together(attempt, model, structured, settings.top_logprobs, together=count != 1)
+    use, reason = choose_logprobs(settings.logprobs, offered, costs.get("logprobs"))
+    if count is not None:
+        parallel = Parallelism(count, "server", f"the server reports {note}")
+    elif solo is None:
+        parallel = Parallelism(None, "none", "not measured: no probe call was timed")
+    elif harmless := cannot_queue_past(solo, settings.max_concurrency, settings.timeout):
+        parallel = Parallelism(None, "none", harmless)
+    elif not private:
+        parallel = Parallelism(None, "none", "not measured: a hosted API (its limits come as 429s)")
+    else:
+        parallel = _skipped(solo, settings.timeout) or await _one_wave(attempt, model, solo, settings)
+    return Capabilities(
+        model, structured, use, n, logprobs_offered=offered, logprobs_reason=reason, costs=tuple(costs.items()),
+        parallel=parallel.limit, parallel_reason=parallel.detail,
+    )  # fmt: skip
+
+
+async def _costs_together(
+    attempt: Attempt, model: str, structured: str, top_logprobs: int, *, together: bool
+) -> dict[str, float]:
+    """The logprobs cost (and the schema's, where offered) from calls sent in one round when the server serves
+    several at once (`together`), else one after the other. A logprobs cost over the limit is measured once
+    more, one call after the other, and the lower figure kept: a queue or a passing stall is not a cost."""
+    base = {"model": model, "messages": COUNT, "max_tokens": COST_TOKENS, "temperature": 0}
+    response_format = dict(FLAVOURS).get(structured) if structured != "json_object" else None
+    calls = [base, {**base, "logprobs": True, "top_logprobs": top_logprobs}]
+    if response_format is not None and together:
+        calls.append({**base, "response_format": response_format})
+    if together:
+        trials = await asyncio.gather(*(attempt(**params) for params in calls))
+    else:
+        trials = [await attempt(**params) for params in calls]
+    timed = [t.timed if t is not None else None for t in trials]
+    plain = timed[0]
+    costs: dict[str, float] = {}
+    if plain is None:
+        return costs
+    if timed[1] is not None:
+        cost = relative_cost(timed[1], plain)
+        if cost > LOGPROBS_WORTH:
+            again_plain, again = await attempt(**calls[0]), await attempt(**calls[1])
+            if again_plain is not None and again is not None and again_plain.timed and again.timed:
+                cost = min(cost, relative_cost(again.timed, again_plain.timed))
+        costs["logprobs"] = cost
+    if len(timed) > 2 and timed[2] is not None:
+        costs["schema"] = relative_cost(timed[2], plain)
+    return costs
 
 
 async def _features(attempt: Attempt, model: str) -> tuple[str, bool, bool, Timed | None]:
@@ -163,6 +241,26 @@ async def _parallelism(
         return Parallelism(None, "none", f"{prefix}not measured: {why}")
     learned = _skipped(solo, settings.timeout) or await _waves(attempt, model, settings.max_concurrency)
     return Parallelism(learned.limit, learned.source, prefix + learned.detail)
+
+
+async def _one_wave(attempt: Attempt, model: str, solo: float, settings: EndpointConfig) -> Parallelism:
+    """One wave of identical plain calls, of 4 (2 when 4 one after the other would not fit the timeout)."""
+    size = 4 if 4 * solo <= 0.8 * settings.timeout else 2
+    size = min(size, settings.max_concurrency)
+    if size < 2:
+        return Parallelism(None, "none", "not measured (max_concurrency 1)")
+    params = {"model": model, "messages": COUNT, "max_tokens": COST_TOKENS, "temperature": 0}
+    wave = await _wave(attempt, params, size)
+    if wave is None:
+        return Parallelism(None, "none", "a latency wave failed: not limited")
+    served, ratio = wave
+    if served is None:
+        detail = f"at least {size}: {size} identical calls sent together took about as long as one"
+        return Parallelism(None, "latency", detail)
+    return Parallelism(
+        served, "latency",
+        f"learned from latency: {size} identical calls sent together once, the slowest took {ratio:.1f}x the fastest",
+    )  # fmt: skip
 
 
 def _skipped(solo: float, timeout: float) -> Parallelism | None:

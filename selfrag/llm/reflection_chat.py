@@ -49,7 +49,8 @@ from ..errors import ConfigError, CritiqueError, LLMError, PromptNotSupportedErr
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
 from ..schema import Meter
 from .base import Capabilities, ChatModel, ChatRequest, ChatResponse, NativeLabels, TokenLogprob
-from .openai_chat import OpenAIChatModel, add_usage, first_choice
+from .capcache import CapCache
+from .openai_chat import OpenAIChatModel, add_usage, first_choice, first_id
 from .reflection import (
     PARAGRAPH_OPEN,
     GroupReading,
@@ -95,8 +96,9 @@ def uses_reflection_tokens(endpoint: EndpointConfig) -> bool:
 def open_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: Config | None = None) -> ChatModel:
     """The ChatModel for one configured endpoint: JSON chat, or a Self-RAG checkpoint's reflection tokens."""
     resolved = resolve_endpoint(endpoint, environ)
+    cache = CapCache.default(environ)
     if not uses_reflection_tokens(endpoint):
-        return OpenAIChatModel(resolved)
+        return OpenAIChatModel(resolved, cache=cache)
     config = config or Config()
     if config.critic is CriticMode.SEPARATE and config.critic_endpoint is None:
         raise ConfigError(
@@ -107,7 +109,7 @@ def open_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: Conf
         raise ConfigError("protocol reflection-tokens cannot write query variants: leave --query-variants unset")
     if config.pooled:
         raise ConfigError("protocol reflection-tokens writes from one passage at a time: leave --pooled off")
-    return ReflectionChatModel(resolved, threshold=_threshold(config))
+    return ReflectionChatModel(resolved, threshold=_threshold(config), cache=cache)
 
 
 def _threshold(config: Config) -> float:
@@ -116,7 +118,10 @@ def _threshold(config: Config) -> float:
 
 
 class ReflectionChatModel(OpenAIChatModel):
-    """A ChatModel over a Self-RAG checkpoint's `/v1/completions` (transport, limits and breaker inherited)."""
+    """A ChatModel over a Self-RAG checkpoint's `/v1/completions` (transport, limits, breaker and the capability
+    cache inherited: a 400 on a call that asks for logprobs the remembered probe found forgets them)."""
+
+    PROTOCOL_NAME = PROTOCOL
 
     def __init__(
         self, endpoint: ResolvedEndpoint, *, threshold: float = 0.2, max_tokens: int = SEGMENT_TOKENS, **kw: Any
@@ -126,8 +131,14 @@ class ReflectionChatModel(OpenAIChatModel):
         self.max_tokens = max_tokens
 
     # -- capabilities ---------------------------------------------------------------------------------
-    async def _probe(self, meter: Meter) -> Capabilities:
-        model = self._endpoint.settings.model or await self._first_model(meter)
+    async def _probe(
+        self, meter: Meter, *, quick: bool = False, prefetched: dict[str, object] | None = None
+    ) -> Capabilities:
+        """One completion, quick or not; the model from `prefetched` `/models` when it is not configured."""
+        model = (
+            self._endpoint.settings.model or first_id((prefetched or {}).get("/models"))
+            or await self._first_model(meter)
+        )  # fmt: skip
         prompt = format_prompt(PROBE_QUESTION)
         refused = False
         try:
@@ -175,8 +186,10 @@ class ReflectionChatModel(OpenAIChatModel):
         return decide(reading.label, reading.probs, self.threshold, has_cache=True)[0] is not Decision.NO
 
     async def _complete(self, caps: Capabilities, prompt: str, max_tokens: int, meter: Meter) -> Completion:
-        params = self._params(caps.model, prompt, max_tokens, caps.reading == "logprobs")
-        data = await self._post("/completions", params, meter)
+        def shape(caps: Capabilities) -> dict[str, Any]:
+            return self._params(caps.model, prompt, max_tokens, caps.reading == "logprobs")
+
+        data = await self._post_shaped(caps, "/completions", shape, meter)
         try:
             completion = read_text_completion(data, meter)
         except LLMError:

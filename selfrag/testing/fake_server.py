@@ -80,6 +80,8 @@ FAULTS = (
     "error-object",
     "malformed",
     "cut-prompt",
+    "no-schema",
+    "no-logprobs",
 )
 
 
@@ -95,6 +97,8 @@ class Stats:
     embedding_inputs: list[str] = field(default_factory=list)  # every text embedded, in arrival order
     open_connections: int = 0  # client connections not yet closed
     abandoned: int = 0  # chat requests whose client hung up before the reply
+    gets: list[str] = field(default_factory=list)  # the path of every GET (/props, /slots, /v1/models), in order
+    get_starts: list[float] = field(default_factory=list)  # when each of those arrived (time.monotonic)
 
     def rounds(self, gap: float) -> int:
         """Sequential rounds: requests starting within `gap` seconds of a round's first start join it."""
@@ -265,6 +269,9 @@ class FakeOpenAIServer:
     async def _respond(
         self, method: str, path: str, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
+        if method == "GET":
+            self.stats.gets.append(path)
+            self.stats.get_starts.append(time.monotonic())
         if method == "GET" and path in ("/props", "/slots") and self.reported_slots is not None:
             status, reply = self._slot_report(path)
             await _write(writer, status, json.dumps(reply).encode())
@@ -319,6 +326,14 @@ class FakeOpenAIServer:
     ) -> bool:
         """The reply to chat request `number` (1-based), misbehaving as `fault` says. False closes the socket."""
         fault = None if self.fault in ("none", "429-burst") else self.fault
+        if fault in ("no-schema", "no-logprobs"):  # a server without the feature: 400 on a request asking for it
+            fmt = payload.get("response_format") or {}
+            asked = fmt.get("type") == "json_schema" if fault == "no-schema" else bool(payload.get("logprobs"))
+            if asked:
+                feature = "response_format json_schema" if fault == "no-schema" else "logprobs"
+                await _write(writer, 400, json.dumps({"error": {"message": f"{feature} is not supported"}}).encode())
+                return True
+            fault = None
         if fault == "flaky":  # every other request fails with 503
             fault = "503" if number % 2 == 0 else None
         if fault == "429":  # every other request is rate limited, with a short Retry-After
@@ -453,6 +468,15 @@ class FakeOpenAIServer:
         }
 
 
+def is_probe(body: dict[str, Any]) -> bool:
+    """A chat request the capability probe sent (llm/probe.py's prompts), not one of the engine's own."""
+    from ..llm.probe import ASK, COUNT
+
+    messages = body.get("messages") or []
+    first = messages[0].get("content") if messages and isinstance(messages[0], dict) else None
+    return first in (ASK[0]["content"], COUNT[0]["content"])
+
+
 def legacy_choice(
     pieces: list[tuple[str, float, dict[str, float]]], payload: dict[str, Any], finish_reason: str = "stop"
 ) -> dict[str, Any]:
@@ -555,7 +579,14 @@ def main(argv: list[str] | None = None) -> int:
                 stats = server.stats
                 print(
                     json.dumps(
-                        {"requests": stats.requests, "max_in_flight": stats.max_in_flight, "spans": stats.spans}
+                        {
+                            "requests": stats.requests,
+                            "max_in_flight": stats.max_in_flight,
+                            "spans": stats.spans,
+                            "gets": stats.gets,
+                            "get_starts": stats.get_starts,
+                            "probes": sum(1 for b in stats.bodies if is_probe(b)),
+                        }
                     ),
                     flush=True,
                 )

@@ -138,7 +138,8 @@ def test_an_endpoint_failing_every_call_aborts_the_run_within_bounds_and_resume_
         assert len(records) == STREAK and {r["status"] for r in records} == {"failed"}  # the rest never started
         per_question = [r["usage"]["requests_sent"] for r in records]
         assert sum(per_question) == BREAKER and per_question[BREAKER:] == [0] * (STREAK - BREAKER)  # breaker open
-        assert sent == report["endpoint"]["probe_requests"] + BREAKER
+        # every request the server saw: the probe's (its GETs for the server's identity and slots too), the questions'
+        assert sent + len(server.stats.gets) == report["endpoint"]["probe_requests"] + BREAKER
 
         server.fault = None  # the endpoint comes back
         resumed = subprocess.run(command(tmp_path, server, out, "--resume"), cwd=ROOT, env=env,

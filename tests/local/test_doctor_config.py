@@ -48,6 +48,7 @@ def test_doctor_passes_every_check_against_a_reachable_endpoint(corpus_index, se
         "policies",
         "endpoint",
         "reachable",
+        "remembered",
         "model",
         "capabilities",
         "costs",
@@ -63,6 +64,7 @@ def test_doctor_passes_every_check_against_a_reachable_endpoint(corpus_index, se
     assert "logprobs not used (the endpoint gives no logprobs)" in lines["costs"]
     assert "no limit: not measured" in lines["parallel"]  # a fast server: no queue can reach the timeout
     assert " s (" in lines["call"]
+    assert "probed 20" in lines["remembered"] and "nothing remembered" in lines["remembered"]
     assert CANARY not in out
     assert all(auth == f"Bearer {CANARY}" for auth in server.stats.authorizations)  # sent, never printed
 

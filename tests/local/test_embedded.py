@@ -18,20 +18,27 @@ import httpx2
 import pytest
 
 from selfrag import Config, ConfigError, EndpointConfig, SelfRAG
+from selfrag.errors import UsageError
 from selfrag.llm.local import (
     INSTALL_MODEL,
     INSTALL_RUNTIME,
     MODEL_ALIAS,
+    ThreadChoice,
     auto_threads,
+    busy_between,
+    busy_now,
     cache_dir,
     cached_f16,
     cores,
+    cpu_ticks,
     embedded_chat,
     f16_path,
+    free_cores,
     load_runtime,
     local_model_path,
     serve,
     served,
+    thread_choice,
     upcast_f16,
 )
 from selfrag.retrieval.index import Index
@@ -84,8 +91,34 @@ def test_the_cache_folder_follows_selfrag_home_then_xdg_then_home(tmp_path):
 def test_threads_come_from_selfrag_threads_else_from_the_idle_cores():
     assert auto_threads({"SELFRAG_THREADS": "3"}) == 3
     assert 1 <= auto_threads({}) <= cores()
-    with pytest.raises(ConfigError, match="SELFRAG_THREADS"):
-        auto_threads({"SELFRAG_THREADS": "many"})
+    for bad in ("many", "0", "-2", "1.5"):
+        with pytest.raises(UsageError, match="SELFRAG_THREADS"):
+            auto_threads({"SELFRAG_THREADS": bad})
+
+
+STAT_BEFORE = (
+    "cpu  300 0 100 1000 0 0 0 0 0 0\ncpu0 100 0 50 500 0 0 0 0 0 0\ncpu1 200 0 50 500 0 0 0 0 0 0\nintr 1 2\n"
+)
+STAT_AFTER = "cpu  320 0 100 1020 0 0 0 0 0 0\ncpu0 100 0 50 520 0 0 0 0 0 0\ncpu1 220 0 50 500 0 0 0 0 0 0\nintr 1 2\n"
+
+
+def test_the_cores_busy_now_come_from_two_readings_of_proc_stat():
+    before, after = cpu_ticks(STAT_BEFORE), cpu_ticks(STAT_AFTER)
+    assert before == {0: (500, 650), 1: (500, 750)}  # the "cpu" total line is not a core
+    assert busy_between(before, after) == pytest.approx(1.0)  # cpu0 idle all along, cpu1 busy all along
+    assert cpu_ticks(STAT_AFTER, [1]) == {1: (500, 770)}  # only the cores this process may use
+    assert free_cores(2, 1.0) == 1 and free_cores(2, 0.3) == 2 and free_cores(2, 1.7) == 1
+    assert free_cores(4, 9) == 1  # never fewer than one
+
+
+def test_the_thread_choice_counts_what_is_busy_now_and_says_why():
+    choice = thread_choice({}, busy=(cores() - 1.0, "/proc/stat over 100 ms"))
+    assert choice.threads == 1 and "busy with other work (/proc/stat over 100 ms)" in choice.reason
+    idle = thread_choice({}, busy=(0.0, "/proc/stat over 100 ms"))
+    assert idle.threads == cores()
+    assert thread_choice({"SELFRAG_THREADS": "2"}, busy=(5.0, "x")) == ThreadChoice(2, "$SELFRAG_THREADS")
+    used, seen = busy_now(0.01)
+    assert 0 <= used <= cores() and seen
 
 
 def _fake_copy(source: Path, cache: Path, data: bytes, recorded_size: int) -> Path:
