@@ -85,6 +85,11 @@ class Config:
     # replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
     extract: bool = True  # evidence scorer: each chunk of several sentences also offers its own sentence that
     # shares most with the question, rated beside the model's (engine.critic.offered; no call)
+    ask_plainly: bool = True  # a sentence that restates the question is asked for once more, with the question
+    # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
+    # chunk's own best sentence competes (engine.critic.asked_again)
+    disowned: bool = True  # paper's scorer: sentences the model itself calls irrelevant and unsupported are
+    # declined where their beam has no other sentence left, so none becomes the answer alone (engine.critic.disowned)
     abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers
     # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
     # weights' own threshold with the evidence scorer, never with the paper's

@@ -38,6 +38,8 @@ ENGINE_FLAGS = (
     "hops",
     "ground",
     "extract",
+    "ask_plainly",
+    "disowned",
     "short_replies",
     "deadline",
     "max_llm_calls",
@@ -101,6 +103,18 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="with the evidence scorer, each retrieved chunk of several sentences also offers its own sentence "
         "that shares most with the question, rated beside the model's (no call; default on)",
+    )
+    search.add_argument(
+        "--ask-plainly",
+        action=argparse.BooleanOptionalAction,
+        help="a sentence that restates the question is asked for once more, the question after the document; "
+        "if that one restates it too, the document's own best sentence competes (one more call; default on)",
+    )
+    search.add_argument(
+        "--disowned",
+        action=argparse.BooleanOptionalAction,
+        help="with the paper's scorer, sentences the model calls irrelevant and unsupported are declined where "
+        "nothing else is left, so the answer abstains instead (no call; default on)",
     )
     search.add_argument(
         "--short-replies",

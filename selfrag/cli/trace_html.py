@@ -287,6 +287,7 @@ _FLAG_TITLES = {
     "about_the_document": "declined: it speaks of the document, not the world",
     "no_amount": "declined: the question asks how many or how much and it states no amount",
     "unsupported": "declined: its support is under the abstention cut",
+    "disowned": "declined: the model called it irrelevant and unsupported, and its beam had no other sentence",
     "superseded": "declined: its document is superseded by one also retrieved",
     "unstated": "declined: it states what its document does not hold, and no sentence of the document was its source",
     "quoted": "replaced by the sentence of its document it was drawn from (the model's stated what that one does not)",

@@ -70,7 +70,7 @@ def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_no
 
 def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_the_cut(engine):
     restated = fused("Which magazine cover did the actress appear on at age 13?")  # declined: restates the question
-    rude = {**script(restated), "generate_fused": restated}
+    rude = {**script(restated), "generate_fused": restated, "generate_direct": restated}  # asked again: the same
     result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."  # the written one declined, the document's stands
     offered = next(c for c in result.trace.steps[0].candidates if c.extracted)
