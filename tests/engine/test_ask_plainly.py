@@ -172,3 +172,34 @@ def test_a_restating_endpoint_answers_the_readmes_first_question_from_the_docume
     assert "$15" in result.answer and result.sources[0].doc_id == "late-returns-2026.md"
     restated = [c for step in result.trace.steps for c in step.candidates if c.flag == "restates_question"]
     assert restated  # the model did restate it
+
+
+def answerable_sample(stride: int) -> list[str]:
+    """Every `stride`-th question of each sample question set whose gold the documents state."""
+    import json
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "examples" / "questions"
+    picked = []
+    for path in sorted(folder.glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        picked += [row["question"] for row in rows if row["answer"] != "unsettled"][::stride]
+    return picked
+
+
+@pytest.mark.parametrize("answers_plainly", [True, False], ids=["answers-when-asked-plainly", "restates-always"])
+def test_a_restating_endpoint_answers_the_sample_question_sets_from_the_documents(sample_index, answers_plainly):
+    # the whole sets, counted: benchmarks/restating_endpoint.py (a few minutes); here every tenth answerable question
+    questions = answerable_sample(10)
+    assert len(questions) >= 25
+    responder = partial(restating_responder, answers_plainly=answers_plainly)
+    unanswered = []
+    with FakeOpenAIServer(responder=responder) as server:
+        config = Config(endpoint=EndpointConfig(base_url=server.base_url), nonce_seed="test")
+        with SelfRAG.from_index(sample_index, config, environ={}) as rag:
+            for question in questions:
+                result = rag.answer(question)
+                cited = bool(result.sources) and all(segment.chunk for segment in result.segments)
+                if result.abstention is not None or not cited:
+                    unanswered.append(question)
+    assert unanswered == []
