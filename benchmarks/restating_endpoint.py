@@ -11,9 +11,9 @@ network beyond 127.0.0.1: the counts say what the engine does with such replies,
 Per set and shape: questions the documents answer (gold not "unsettled"); of those, the ones answered from the
 documents (every sentence cites a document, or a short answer the documents decide stands alone, cited), the ones
 abstained, the ones answered otherwise (a sentence written without documents), and those whose answer cites the
-gold document; and the candidates the model wrote (every question, offered sentences aside), with how many
-restated the question (per 100). `--code DIR` runs another checkout's engine (e.g. an
-export of main) with this script's server.
+gold document; the candidates the model wrote (every question, offered sentences aside), with how many restated
+the question (per 100); and the mean `Usage.llm_calls` per question. `--code DIR` runs another checkout's engine
+(e.g. an export of main) with this script's server.
 
     python benchmarks/restating_endpoint.py                       # both shapes, every set
     python benchmarks/restating_endpoint.py --shape plain --set factoid-dev
@@ -38,7 +38,7 @@ README_GOLD = {"question": README_QUESTION, "answer": "$15", "doc": "late-return
 SHAPES = ("plain", "always")
 COLUMNS = (
     "set", "shape", "answerable", "answered from documents", "abstained", "answered otherwise", "gold document cited",
-    "candidates written", "restated", "restated per 100",
+    "candidates written", "restated", "restated per 100", "calls per question",
 )  # fmt: skip
 
 
@@ -61,9 +61,10 @@ def question_sets(names: list[str] | None) -> dict[str, list[dict[str, Any]]]:
 
 
 def count(rag: Any, rows: list[dict[str, Any]]) -> dict[str, int]:
-    tally = dict.fromkeys(("answerable", "answered", "abstained", "other", "gold", "written", "restated"), 0)
+    tally = dict.fromkeys(("answerable", "answered", "abstained", "other", "gold", "written", "restated", "calls"), 0)
     for row in rows:
         result = rag.answer(row["question"])
+        tally["calls"] += result.usage.llm_calls
         for step in result.trace.steps:
             written = [c for c in step.candidates if not c.extracted and c.error is None]
             tally["written"] += len(written)
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                         per_100 = 100 * t["restated"] / t["written"] if t["written"] else 0.0
                         lines.append(
                             [name, shape, t["answerable"], t["answered"], t["abstained"], t["other"], t["gold"],
-                             t["written"], t["restated"], f"{per_100:.0f}"]
+                             t["written"], t["restated"], f"{per_100:.0f}", f"{t['calls'] / len(rows):.1f}"]
                         )  # fmt: skip
                         print(json.dumps(dict(zip(COLUMNS, lines[-1], strict=True))), file=sys.stderr, flush=True)
                 finally:
