@@ -69,10 +69,9 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
     verdicts = run.deps.rater.trusts("yes_no")  # the model's own yes or no may stand as a sentence
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts) for c in candidates]
-    extract = ground and run.config.extract
     if run.config.ask_plainly:
-        tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts, offers=not extract)
-    if extract:
+        tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts)
+    if ground and run.config.extract:
         tidied += offered(tidied, run.question)
     if run.config.disowned and not run.deps.rater.from_documents:
         tidied = disowned(tidied, run)
@@ -90,14 +89,12 @@ async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     return [judged.get(id(c), c) for c in candidates]
 
 
-async def asked_again(
-    candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool, offers: bool
-) -> list[Candidate]:
+async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool) -> list[Candidate]:
     """For each sentence written from a chunk that restated the question, one more asked for plainly
     (`generator.ask_plainly`: the question after the document), judged and tidied as the first; where that one
-    is degenerate too or its call failed, and `offers` (the evidence scorer offers every chunk's sentence
-    anyway), the chunk's own best sentence competes (`offered`, a chunk of one sentence included), with the
-    latest critique of its chunk. A Self-RAG checkpoint's segment is not asked again: its prompt is fixed."""
+    is degenerate too or its call failed, the chunk's own best sentence competes (`offered`, a chunk of one
+    sentence included, with any scorer), with the latest critique of its chunk. A Self-RAG checkpoint's segment
+    is not asked again: its prompt is fixed."""
     restating = [
         c
         for c in candidates
@@ -115,7 +112,7 @@ async def asked_again(
     for first, again in zip(restating, written, strict=True):
         again = tidy(again, run.question, ground=ground, verdicts=verdicts)
         out.append(again)
-        if offers and not generator.usable(again):
+        if not generator.usable(again):
             judged = again.critique is not None and again.critique.support is not None
             out += offered([again if judged else first], run.question, alone=True)
     return out
@@ -131,7 +128,7 @@ def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
     beam (a sentence asked for again was written from the same chunk). `alone`: the model wrote nothing worth
     keeping from the chunk, so a chunk of one sentence offers that one too."""
     out: list[Candidate] = []
-    seen: set[tuple[str, str]] = set()
+    seen = {(c.parent.id, c.chunk.key) for c in candidates if c.extracted and c.chunk is not None}
     for candidate in candidates:
         chunk, critique = candidate.chunk, candidate.critique
         if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
