@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from ..errors import ContextLengthError, FatalLLMError, LLMError
+from ..errors import ContextLengthError, FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import CriticMode
 from ..llm.structured import Parsed
 from ..schema import Beam, Candidate, Chunk, Plan
@@ -77,12 +77,16 @@ async def ask_plainly(candidate: Candidate, run: Run) -> Candidate:
     """A candidate whose sentence restated the question, asked for once more from the same chunk, with the question
     after the document and a plain instruction to answer it (`generate_direct`; `generate_direct_segment` in
     separate mode, judged by the critic stage after): a new candidate of the same beam and chunk, `asked_again`;
-    a failed call is recorded on it, as any candidate's."""
+    a failed call is recorded on it, as any candidate's, and so is a writer that has no form for that prompt (a
+    Self-RAG checkpoint behind a separate critic: its prompt is fixed)."""
     fresh = Candidate(
         candidate.parent, candidate.index, candidate.chunk, candidate.retrieval_score, candidate.evidence,
         asked_again=True,
     )  # fmt: skip
-    return await _guard(fresh, _write_from_chunk(fresh, run))
+    try:
+        return await _guard(fresh, _write_from_chunk(fresh, run))
+    except PromptNotSupportedError as error:
+        return replace(fresh, error=f"{type(error).__name__}: {error}")
 
 
 async def _write_from_chunk(candidate: Candidate, run: Run) -> Candidate:

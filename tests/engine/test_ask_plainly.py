@@ -77,6 +77,14 @@ def test_a_failed_call_asking_again_lets_the_chunks_sentence_compete(engine):
     assert result.trace.steps[0].candidates[1].status == "failed"
 
 
+def test_a_writer_with_no_form_for_the_plain_prompt_is_not_asked_again_and_the_chunks_sentence_competes(engine):
+    from selfrag.errors import PromptNotSupportedError
+
+    fixed = PromptNotSupportedError("prompt 'generate_direct' has no form for protocol reflection-tokens")
+    result = engine(script(fixed), chunks=[REFUNDS], ndocs=1).answer(Q)  # a Self-RAG checkpoint's fixed prompt
+    assert result.answer == "They are accepted within 30 days of purchase [1]."
+
+
 def test_nothing_supported_the_answer_abstains(engine):
     disowning = fused(Q, relevance="irrelevant", support="no")  # restated again, and the model disowns the chunk
     result = engine(script(disowning), chunks=[REFUNDS], ndocs=1).answer(Q)
