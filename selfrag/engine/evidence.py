@@ -424,9 +424,11 @@ def degeneracy(
     chunk number, "The Prestige (film) #0"). A `segment` is one unit however many
     sentences it holds (a Self-RAG checkpoint's ends at its own [Retrieval] token). A short answer (fewer than
     `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer, not
-    a restatement."""
+    a restatement, unless it asks the question back ("Where is the workshop?")."""
     said = terms(sentence)
-    restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
+    asked_back = sentence.rstrip().endswith("?")  # a question is no answer, however short: "Where is the depot?"
+    long_enough = len(said) >= SHORT_ANSWER_TERMS or (asked_back and said)
+    restated = long_enough and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
     answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
     stated = not topic and not sentence.rstrip().endswith("?")
     asserts = stated and (asks_yes_no(question) or _takes_a_side(question, sentence))  # "Paris is ..." says yes

@@ -734,3 +734,13 @@ def test_fitting_the_answered_head_refuses_too_few_answers_one_class_and_bad_inp
     ):
         with pytest.raises(InputError, match=message):
             fit_answered(model, bad)
+
+
+def test_a_short_question_asked_back_restates_it_and_a_short_answer_does_not():
+    assert evidence.degeneracy("Where is the repair workshop?", "Where is the repair workshop?", []) == (
+        "restates_question"
+    )
+    assert evidence.degeneracy("Is it free?", "Is it free?", []) == "restates_question"
+    assert evidence.degeneracy("Where is the repair workshop?", "At the Depot?", []) is None  # new words: an answer
+    assert evidence.degeneracy("Where is the repair workshop?", "The repair workshop.", []) is None  # short, stated
+    assert evidence.degeneracy("Is it free?", "Yes.", []) is None
