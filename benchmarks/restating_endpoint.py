@@ -11,9 +11,10 @@ network beyond 127.0.0.1: the counts say what the engine does with such replies,
 Per set and shape: questions the documents answer (gold not "unsettled"); of those, the ones answered from the
 documents (every sentence cites a document, or a short answer the documents decide stands alone, cited), the ones
 abstained, the ones answered otherwise (a sentence written without documents), and those whose answer cites the
-gold document; the candidates the model wrote (every question, offered sentences aside), with how many restated
-the question (per 100); and the mean `Usage.llm_calls` per question. `--code DIR` runs another checkout's engine
-(e.g. an export of main) with this script's server.
+gold document; the questions the documents do not answer (gold "unsettled") and how many of those abstained or
+opened with "The documents don't settle it."; the candidates the model wrote (every question, offered sentences
+aside), with how many restated the question (per 100); and the mean `Usage.llm_calls` per question. `--code DIR`
+runs another checkout's engine (e.g. an export of main) with this script's server.
 
     python benchmarks/restating_endpoint.py                       # both shapes, every set
     python benchmarks/restating_endpoint.py --shape plain --set factoid-dev
@@ -38,7 +39,8 @@ README_GOLD = {"question": README_QUESTION, "answer": "$15", "doc": "late-return
 SHAPES = ("plain", "always")
 COLUMNS = (
     "set", "shape", "answerable", "answered from documents", "abstained", "answered otherwise", "gold document cited",
-    "candidates written", "restated", "restated per 100", "calls per question",
+    "unsettled", "unsettled: abstained or not settled", "candidates written", "restated", "restated per 100",
+    "calls per question",
 )  # fmt: skip
 
 
@@ -61,7 +63,9 @@ def question_sets(names: list[str] | None) -> dict[str, list[dict[str, Any]]]:
 
 
 def count(rag: Any, rows: list[dict[str, Any]]) -> dict[str, int]:
-    tally = dict.fromkeys(("answerable", "answered", "abstained", "other", "gold", "written", "restated", "calls"), 0)
+    tally = dict.fromkeys(
+        ("answerable", "answered", "abstained", "other", "gold", "unsettled", "held", "written", "restated", "calls"), 0
+    )
     for row in rows:
         result = rag.answer(row["question"])
         tally["calls"] += result.usage.llm_calls
@@ -70,6 +74,8 @@ def count(rag: Any, rows: list[dict[str, Any]]) -> dict[str, int]:
             tally["written"] += len(written)
             tally["restated"] += sum(c.flag == "restates_question" for c in written)
         if row["answer"] == "unsettled":
+            tally["unsettled"] += 1
+            tally["held"] += result.abstention is not None or result.answer.startswith("The documents don't settle it")
             continue
         tally["answerable"] += 1
         cited = bool(result.sources) and all(s.chunk for s in result.segments)  # a lead the documents decide: no
@@ -109,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                         per_100 = 100 * t["restated"] / t["written"] if t["written"] else 0.0
                         lines.append(
                             [name, shape, t["answerable"], t["answered"], t["abstained"], t["other"], t["gold"],
-                             t["written"], t["restated"], f"{per_100:.0f}", f"{t['calls'] / len(rows):.1f}"]
+                             t["unsettled"], t["held"], t["written"], t["restated"], f"{per_100:.0f}",
+                             f"{t['calls'] / len(rows):.1f}"]
                         )  # fmt: skip
                         print(json.dumps(dict(zip(COLUMNS, lines[-1], strict=True))), file=sys.stderr, flush=True)
                 finally:
