@@ -193,7 +193,7 @@ _AMOUNT_SAID = re.compile(
 )
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
-SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
+SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, unless it asks the question back
 COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
 DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
 MAX_SOURCES = 2  # a sentence is judged against at most this many chunks (HotpotQA's questions need two)
