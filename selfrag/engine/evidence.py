@@ -430,7 +430,7 @@ def degeneracy(
     long_enough = len(said) >= SHORT_ANSWER_TERMS or (asked_back and said)
     restated = long_enough and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
     answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
-    stated = not topic and not sentence.rstrip().endswith("?")
+    stated = not topic and not asked_back
     asserts = stated and (asks_yes_no(question) or _takes_a_side(question, sentence))  # "Paris is ..." says yes
     if restated and not answers and not asserts:
         return "restates_question"
