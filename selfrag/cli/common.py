@@ -302,6 +302,7 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
         flag = f" ({c.flag})" if c.flag else ""
         source = f"pooled, cites {c.chunk or '-'}" if c.pooled else c.chunk or "-"
         source += ", extracted" if c.extracted else ""
+        source += ", asked again" if c.asked_again else ""
         text = c.error or c.text
         print(
             clean_for_terminal(f"  [{c.status:>7}] {source}{labels}{score}{agg}{flag}: {text[:100]}"),

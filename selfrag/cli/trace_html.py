@@ -307,6 +307,9 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
     if c.extracted:
         title = "its document's own sentence, offered beside the model's and rated like it (no call wrote it)"
         badges.append(f'<span class="badge b-extracted" title="{title}">extracted</span>')
+    if c.asked_again:
+        title = "asked for once more, the question after the document, after its chunk's first sentence restated it"
+        badges.append(f'<span class="badge b-extracted" title="{title}">asked again</span>')
     if c.flag:  # why it was declined or cut, or that its document's own sentence replaced it
         badges.append(f'<span class="badge b-flag" title="{_e(_FLAG_TITLES.get(c.flag, c.flag))}">{_e(c.flag)}</span>')
     if on_path:

@@ -11,6 +11,7 @@ import pytest
 from helpers import by_document, fused
 
 from selfrag import Chunk, Config, SelfRAG
+from selfrag.cli.trace_html import render_trace_html
 from selfrag.config import EndpointConfig
 from selfrag.result import ABSTAIN_ANSWER, Result
 from selfrag.testing.fake_server import FakeOpenAIServer, restating_responder
@@ -43,6 +44,7 @@ def test_a_restated_question_is_asked_again_with_the_question_after_the_document
     prompt = asked.messages[1].content
     assert prompt.index("</document") < prompt.index(f"Question: {Q}")  # the question comes after the document
     assert result.usage.llm_calls == 3  # the decision, the first sentence, the one asked again
+    assert ">asked again</span>" in render_trace_html(result)
 
 
 def test_the_knob_off_the_restated_question_is_declined_and_the_answer_abstains(engine):
