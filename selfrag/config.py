@@ -20,7 +20,9 @@ VARIANT_KINDS = ("multi", "hyde", "decompose")  # query variants the LLM may wri
 DENSE_MODES = ("auto", "on", "off")
 LOGPROBS_MODES = ("auto", "on", "off")  # whether the engine asks for logprobs (see llm/costs.py)
 SCORERS = ("auto", "paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
-_ON = dict.fromkeys(("supersession", "filters", "ground", "extract", "hops", "lead", "decide"), True)
+_ON = dict.fromkeys(
+    ("supersession", "filters", "ask_plainly", "disowned", "ground", "extract", "hops", "lead", "decide"), True
+)
 # a preset: the scorer and every policy's switch (engine.policies); "paper" runs the paper's algorithm and nothing
 # else, "default" adds every policy, each safe with any model (a decided answer is checked before it is printed)
 PRESETS: dict[str, dict[str, object]] = {
@@ -99,6 +101,11 @@ class Config:
     # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
     extract: bool | None = None  # evidence scorer: each chunk of several sentences also offers its own sentence that
     # shares most with the question, rated beside the model's (engine.critic.offered; no call)
+    ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question
+    # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
+    # chunk's own best sentence competes (engine.critic.asked_again)
+    disowned: bool | None = None  # paper's scorer: sentences the model itself calls irrelevant and unsupported are
+    # declined where their beam has no other sentence left, so none becomes the answer alone (engine.critic.disowned)
     abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers
     # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
     # weights' own threshold with the evidence scorer, never with the paper's

@@ -82,13 +82,15 @@ class TraceCandidate(_Out):
     aggregate: float | None
     status: Literal["kept", "pruned", "failed", "gated"]
     # why it was cut or declined: restates_question, repeats_draft, several_sentences, about_the_document,
-    # no_amount, unsupported, superseded, unstated; quoted: replaced by the sentence of its chunk it was drawn from
+    # no_amount, unsupported, superseded, unstated, disowned; quoted: replaced by the sentence of its chunk it was
+    # drawn from
     flag: str | None = None
     fallback: bool = False
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
     second_hop: bool = False  # pruned in its step, then added to the answer by the second hop (engine.hops): kept
     written: str | None = None  # quoted: the model's own sentence, which stated what its chunk does not hold
     extracted: bool = False  # its chunk's own sentence, offered beside the model's (Config.extract): no call wrote it
+    asked_again: bool = False  # asked for plainly after its chunk's first sentence restated the question
     also: list[str] = []  # pooled: the other chunks its words come from, rated with the cited one
     error: str | None = None
     suspicious: list[str] = []  # injection markers in its chunk (text.looks_like_injection); a report only

@@ -140,12 +140,13 @@ class Candidate:
     error: str | None = None
     gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
     # restates_question | repeats_draft | several_sentences (cut) | about_the_document | no_amount | unsupported
-    # | superseded | unstated | quoted (replaced by its chunk's sentence)
+    # | superseded | unstated | disowned | quoted (replaced by its chunk's sentence)
     flag: str | None = None
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
     also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them
     written: str | None = None  # quoted: the sentence the model wrote, which stated what its chunk does not hold
     extracted: bool = False  # its chunk's own sentence, offered beside the model's (engine.critic.offered)
+    asked_again: bool = False  # written when its chunk's first sentence restated the question (Config.ask_plainly)
 
 
 @dataclass(slots=True)

@@ -71,6 +71,8 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "hops": False,
         "ground": False,
         "extract": False,
+        "ask_plainly": False,
+        "disowned": False,
         "short_replies": True,
     }
     assert set(values) == {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}

@@ -22,6 +22,8 @@ def test_every_prompt_loads_and_declares_its_inputs():
     assert book.names() == [
         "answer_lead",
         "critique_candidate",
+        "generate_direct",
+        "generate_direct_segment",
         "generate_fused",
         "generate_plain",
         "generate_pooled",

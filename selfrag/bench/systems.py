@@ -60,6 +60,8 @@ LATER_KNOBS: dict[str, Any] = {
     "hops": True,
     "ground": True,
     "extract": True,
+    "ask_plainly": True,
+    "disowned": True,
 }
 
 

@@ -44,6 +44,8 @@ ENGINE_FLAGS = (
     "ground",
     "extract",
     "filters",
+    "ask_plainly",
+    "disowned",
     "short_replies",
     "deadline",
     "max_llm_calls",
@@ -127,6 +129,18 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="decline sentences that restate the question, repeat the draft or speak of the document, and cut "
         "several sentences to one (no call; default on)",
+    )
+    search.add_argument(
+        "--ask-plainly",
+        action=argparse.BooleanOptionalAction,
+        help="a sentence that restates the question is asked for once more, the question after the document; "
+        "if that one restates it too, the document's own best sentence competes (one more call; default on)",
+    )
+    search.add_argument(
+        "--disowned",
+        action=argparse.BooleanOptionalAction,
+        help="with the paper's scorer, sentences the model calls irrelevant and unsupported are declined where "
+        "nothing else is left, so the answer abstains instead (no call; default on)",
     )
     search.add_argument(
         "--short-replies",
@@ -428,6 +442,7 @@ def print_step(step: TraceStep, stream: TextIO) -> None:
         flag = f" ({c.flag})" if c.flag else ""
         source = f"pooled, cites {c.chunk or '-'}" if c.pooled else c.chunk or "-"
         source += ", extracted" if c.extracted else ""
+        source += ", asked again" if c.asked_again else ""
         text = c.error or c.text
         print(
             clean_for_terminal(f"  [{c.status:>7}] {source}{labels}{score}{agg}{flag}: {text[:100]}"),

@@ -287,6 +287,7 @@ _FLAG_TITLES = {
     "about_the_document": "declined: it speaks of the document, not the world",
     "no_amount": "declined: the question asks how many or how much and it states no amount",
     "unsupported": "declined: its support is under the abstention cut",
+    "disowned": "declined: the model called it irrelevant and unsupported, and its beam had no other sentence",
     "superseded": "declined: its document is superseded by one also retrieved",
     "unstated": "declined: it states what its document does not hold, and no sentence of the document was its source",
     "quoted": "replaced by the sentence of its document it was drawn from (the model's stated what that one does not)",
@@ -306,6 +307,9 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
     if c.extracted:
         title = "its document's own sentence, offered beside the model's and rated like it (no call wrote it)"
         badges.append(f'<span class="badge b-extracted" title="{title}">extracted</span>')
+    if c.asked_again:
+        title = "asked for once more, the question after the document, after its chunk's first sentence restated it"
+        badges.append(f'<span class="badge b-extracted" title="{title}">asked again</span>')
     if c.flag:  # why it was declined or cut, or that its document's own sentence replaced it
         badges.append(f'<span class="badge b-flag" title="{_e(_FLAG_TITLES.get(c.flag, c.flag))}">{_e(c.flag)}</span>')
     if on_path:

@@ -121,8 +121,10 @@ def prune(pool: Iterable[Beam], width: int) -> tuple[Beam, ...]:
     return tuple(sorted(best.values(), key=_rank_key)[:width])
 
 
-def _rank_key(beam: Beam) -> tuple[float, int, str]:
-    return (-beam.aggregate, len(beam.segments), beam.id)
+def _rank_key(beam: Beam) -> tuple[float, int, tuple[tuple[int, str], ...]]:
+    """Best aggregate first, then the shorter draft, then the earlier candidate: its id's numbers compared as
+    numbers ("0.2" before "0.10"; a step's candidates are numbered in chunk-rank order)."""
+    return (-beam.aggregate, len(beam.segments), tuple((len(part), part) for part in beam.id.split(".")))
 
 
 def is_finished(frontier: Sequence[Beam], max_depth: int) -> bool:

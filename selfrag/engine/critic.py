@@ -6,6 +6,8 @@ A failed critic call leaves the candidate with conservative labels (irrelevant, 
 not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
 content filter is not a verdict on support: that candidate is dropped with the reason instead. With the
 evidence scorer each chunk of several sentences also offers its own sentence beside the model's (`offered`).
+A sentence that restated the question is asked for once more, plainly (`asked_again`, one more call); with the
+paper's scorer, sentences the model itself calls irrelevant and unsupported are not kept alone (`disowned`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Mode, Relevance, Support, Utility
 from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Plan
+from . import generator
 from .beam import s_rel, s_sup
 from .calibration import Rated
 from .context import Run, run_all
@@ -58,49 +61,124 @@ def gate(candidate: Candidate, run: Run) -> Candidate:
 
 async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
     """Separate mode: one critic call per written candidate, all at once. Then, in both modes, degenerate
-    sentences are cut or declined, the chunks offer their own sentences (`offered`, evidence scorer), the rater
-    gives P(relevant) and P(supported), and the gates run."""
-    pending = [c for c in candidates if c.error is None and c.critique is None and c.chunk is not None]
-    if pending:
-        run.meter.rounds += 1
-        judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
-        candidates = [judged.get(id(c), c) for c in candidates]
+    sentences are cut or declined, one that restated the question is asked for again (`asked_again`), the chunks
+    offer their own sentences (`offered`, evidence scorer), sentences the model disowns are declined where
+    nothing else is left (`disowned`, paper's scorer), the rater gives P(relevant) and P(supported), and the
+    gates run."""
+    candidates = await _judged(candidates, run)
     ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
     verdicts = run.deps.rater.trusts("yes_no")  # the model's own yes or no may stand as a sentence
     filters = bool(run.config.filters)
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts, filters=filters) for c in candidates]
+    if run.config.ask_plainly:
+        tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts)
     if ground and run.config.extract:
         tidied += offered(tidied, run.question)
+    if run.config.disowned and not run.deps.rater.from_documents:
+        tidied = disowned(tidied, run)
     candidates = rate([sourced(c, run.question) for c in tidied], run)
     return tuple(gate(c, run) for c in candidates)
 
 
-def offered(candidates: Sequence[Candidate], question: str) -> list[Candidate]:
+async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
+    """Separate mode: the candidates with the critic's labels, one call each for those written without them."""
+    pending = [c for c in candidates if c.error is None and c.critique is None and c.chunk is not None]
+    if not pending:
+        return list(candidates)
+    run.meter.rounds += 1
+    judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
+    return [judged.get(id(c), c) for c in candidates]
+
+
+async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool) -> list[Candidate]:
+    """For each sentence written from a chunk that restated the question, one more asked for plainly
+    (`generator.ask_plainly`: the question after the document), judged and tidied as the first; where that one
+    is degenerate too or its call failed, the chunk's own best sentence competes (`offered`, a chunk of one
+    sentence included, with any scorer), with the latest critique of its chunk. A Self-RAG checkpoint's segment
+    is not asked again: its prompt is fixed."""
+    restating = [
+        c
+        for c in candidates
+        if c.flag == "restates_question"
+        and c.chunk is not None
+        and not c.pooled
+        and c.critique is not None
+        and not c.critique.estimator.startswith("reflection")
+    ]
+    if not restating:
+        return []
+    run.meter.rounds += 1
+    written = await _judged(await run_all(generator.ask_plainly(c, run) for c in restating), run)
+    out = []
+    for first, again in zip(restating, written, strict=True):
+        again = tidy(again, run.question, ground=ground, verdicts=verdicts)
+        out.append(again)
+        if not generator.usable(again):
+            judged = again.critique is not None and again.critique.support is not None
+            out += offered([again if judged else first], run.question, alone=True)
+    return out
+
+
+def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = False) -> list[Candidate]:
     """The document's own sentence offered beside the model's (`extracted`, no call): for each chunk of
     several sentences that a candidate was written from, the sentence sharing most with the question
     (`evidence.best_sentence`), where it is not degenerate and says something else than the model's sentence.
     It shares its chunk's critique (its quote is itself) and is rated with the others. A small writer given a
     paragraph mostly copies its first sentence (23 of 33 candidates from chunks of three or more sentences on
-    HaluEval training questions), while the question's answer is often in another."""
-    out = []
+    HaluEval training questions), while the question's answer is often in another. A chunk offers once per
+    beam (a sentence asked for again was written from the same chunk). `alone`: the model wrote nothing worth
+    keeping from the chunk, so a chunk of one sentence offers that one too."""
+    out: list[Candidate] = []
+    seen = {(c.parent.id, c.chunk.key) for c in candidates if c.extracted and c.chunk is not None}
     for candidate in candidates:
         chunk, critique = candidate.chunk, candidate.critique
         if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
             continue
-        if candidate.flag == "superseded":  # its document yields to a newer one, and so do its sentences
+        if candidate.flag == "superseded" or candidate.extracted:  # its document yields to a newer one, and so do
+            continue  # its sentences; an offered sentence offers nothing more
+        if (candidate.parent.id, chunk.key) in seen:
             continue
         text = spaced(chunk.text)
-        if len(sentences(text)) < 2:
+        several = len(sentences(text)) >= 2
+        if not several and not alone:
             continue  # one sentence: what the writer read and wrote from
         draft = [segment.text for segment in candidate.parent.segments]
         best = best_sentence(question, text, draft)
-        if best == text or degeneracy(question, best, draft, text) is not None:
+        if (several and best == text) or degeneracy(question, best, draft, text) is not None:
             continue  # none worth keeping
         if terms(best) in (terms(candidate.text), terms(candidate.written or "")):
             continue  # the model wrote it already (or it stands quoted)
         quoted = replace(critique, quote_ok=True)
-        out.append(replace(candidate, text=best, critique=quoted, flag=None, written=None, gated=False, extracted=True))
+        seen.add((candidate.parent.id, chunk.key))
+        out.append(
+            replace(
+                candidate, text=best, critique=quoted, flag=None, written=None, gated=False, extracted=True,
+                asked_again=False,
+            )
+        )  # fmt: skip
     return out
+
+
+def disowned(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
+    """Sentences written from chunks that the model itself calls irrelevant and unsupported (the top label of
+    both) are declined, flagged `disowned`, where no other usable sentence of their beam is left: with the
+    paper's scorer such a sentence would otherwise be kept alone (utility 5 outweighs both labels), and the
+    answer abstains instead. Beside a sentence the model owns, a disowned one stays and ranks below it. One the
+    hard gates drop is left to them (their beam falls back to a sentence written without evidence)."""
+    live = [c for c in candidates if generator.usable(c) and not gate(c, run).gated]
+    owned = {c.parent.id for c in live if not _disowns(c)}
+    dropped = {id(c) for c in live if c.parent.id not in owned}
+    return [replace(c, gated=True, flag="disowned") if id(c) in dropped else c for c in candidates]
+
+
+def _disowns(candidate: Candidate) -> bool:
+    critique = candidate.critique
+    if critique is None or critique.relevance is None or critique.support is None:
+        return False  # written without documents: no verdict on any
+    if critique.status == "defaulted":
+        return False  # the critic's call failed: its labels are the engine's caution, not the model's verdict
+    irrelevant = Critique.top(critique.relevance) is Relevance.IRRELEVANT
+    return irrelevant and Critique.top(critique.support) is Support.NO
 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported

@@ -114,6 +114,9 @@ _REQUEST = re.compile(
     re.I,
 )
 _WHETHER = re.compile(r"^\s*(?:whether|if)\b", re.I)
+# where a question asked inside a longer one begins: after a semicolon, a colon, a dash, or "and", "but" or "so"
+# before an auxiliary verb ("What is the fee, and is there a deposit?")
+_CLAUSE = re.compile(rf"[;:]\s+|\s[-–—]\s+|,?\s+(?:and|but|so)\s+(?={AUXILIARY})", re.I)
 QUESTION_WORDS = r"(?:who|whom|whose|what|which|how|when|where|why)\b"
 # a yes/no question with no verb, as typed in a search box: what it asks of a thing ("Riverside Park station open in
 # winter?", "Rebalancing rides on e-bikes allowed?") or a value to confirm ("Commuter plan $15 a month now?")
@@ -190,7 +193,7 @@ _AMOUNT_SAID = re.compile(
 )
 RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
-SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, never a restated question
+SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, unless it asks the question back
 COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
 DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
 MAX_SOURCES = 2  # a sentence is judged against at most this many chunks (HotpotQA's questions need two)
@@ -411,7 +414,8 @@ def degeneracy(
 ) -> str | None:
     """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
     date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
-    France.", answers it, yes or, with a "not", no; not a `topic`, what a document was said to be about, which
+    France.", answers it, yes or, with a "not", no, and so does a statement taking a side on a yes/no question
+    asked inside a longer one (`_takes_a_side`); not a `topic`, what a document was said to be about, which
     states nothing), `repeats_draft`, `no_amount` (the question asks how many or how much, and neither the
     sentence nor the draft states an amount), `several_sentences` (three or more, or two copied from the chunk,
     or two of which the second speaks of the text; the caller may cut it with `best_sentence`, which skips the
@@ -420,11 +424,14 @@ def degeneracy(
     chunk number, "The Prestige (film) #0"). A `segment` is one unit however many
     sentences it holds (a Self-RAG checkpoint's ends at its own [Retrieval] token). A short answer (fewer than
     `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer, not
-    a restatement."""
+    a restatement, unless it asks the question back ("Where is the workshop?")."""
     said = terms(sentence)
-    restated = len(said) >= SHORT_ANSWER_TERMS and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
+    asked_back = sentence.rstrip().endswith("?")  # a question is no answer, however short: "Where is the depot?"
+    long_enough = len(said) >= SHORT_ANSWER_TERMS or (asked_back and said)
+    restated = long_enough and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
     answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
-    asserts = asks_yes_no(question) and not topic and not sentence.rstrip().endswith("?")  # "Paris is ..." says yes
+    stated = not topic and not asked_back
+    asserts = stated and (asks_yes_no(question) or _takes_a_side(question, sentence))  # "Paris is ..." says yes
     if restated and not answers and not asserts:
         return "restates_question"
     for earlier in draft:
@@ -444,6 +451,18 @@ def degeneracy(
     if asks_amount(question) and not any(map(states_amount, [*draft, sentence])):
         return "no_amount"  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
     return None
+
+
+def _takes_a_side(question: str, sentence: str) -> bool:
+    """The sentence answers a yes/no question asked inside the question (after a semicolon, a colon, a dash or an
+    "and": "I built a demand model; are we missing factors?") by taking a side in its words: it opens with "yes"
+    or "no", or denies what the question does not ("The model is not missing any factors."). Without a side it
+    may only restate what is asked."""
+    if not any(asks_yes_no(part) for part in _CLAUSE.split(question)[1:]):
+        return False
+    opening = words(sentence)[:1]
+    denied = any(map(denies, words(sentence))) and not any(map(denies, words(question)))
+    return opening in (["yes"], ["no"]) or denied
 
 
 def _nonce(sentence: str, chunk_text: str | None) -> bool:

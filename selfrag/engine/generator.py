@@ -10,6 +10,8 @@
 - Without chunks, one `generate_plain` sentence per beam.
 - A failed call becomes a Candidate with `error` set (recorded, then dropped); only fatal endpoint errors and
   exhausted budgets escape, cancelling the siblings.
+- `ask_plainly`: a candidate whose sentence restated the question is asked for once more, the question placed
+  after the document with a plain instruction to answer it (the critic stage decides which, `Config.ask_plainly`).
 - `fallback`: a beam left with no usable candidate (all failed, or all gated) gets one sentence written
   without evidence that asserts no corpus facts.
 """
@@ -21,7 +23,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from ..errors import ContextLengthError, FatalLLMError, LLMError
+from ..errors import ContextLengthError, FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import CriticMode
 from ..llm.replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from, quote_found
 from ..llm.structured import Parsed
@@ -71,6 +73,22 @@ async def _from_chunk(candidate: Candidate, run: Run) -> Candidate:
     return await _guard(candidate, _write_from_chunk(candidate, run))
 
 
+async def ask_plainly(candidate: Candidate, run: Run) -> Candidate:
+    """A candidate whose sentence restated the question, asked for once more from the same chunk, with the question
+    after the document and a plain instruction to answer it (`generate_direct`; `generate_direct_segment` in
+    separate mode, judged by the critic stage after): a new candidate of the same beam and chunk, `asked_again`;
+    a failed call is recorded on it, as any candidate's, and so is a writer that has no form for that prompt (a
+    Self-RAG checkpoint behind a separate critic: its prompt is fixed)."""
+    fresh = Candidate(
+        candidate.parent, candidate.index, candidate.chunk, candidate.retrieval_score, candidate.evidence,
+        asked_again=True,
+    )  # fmt: skip
+    try:
+        return await _guard(fresh, _write_from_chunk(fresh, run))
+    except PromptNotSupportedError as error:
+        return replace(fresh, error=f"{type(error).__name__}: {error}")
+
+
 async def _write_from_chunk(candidate: Candidate, run: Run) -> Candidate:
     """Write (and, fused, judge) from the chunk; if the prompt is too long for the model, once more with the
     chunk cut to half."""
@@ -91,11 +109,19 @@ async def _write_with(candidate: Candidate, run: Run, max_chars: int | None) -> 
         **document,
         **run.version_values(chunk, document["nonce"]),
     )
+    plainly = candidate.asked_again  # the question after the document, and asked to be answered
     if run.config.critic is CriticMode.SEPARATE:
-        parsed = await run.ask("generate_segment", logprobs=run.config.use_seqscore, **values)
+        logprobs = run.config.use_seqscore
+        if plainly:
+            parsed = await run.ask("generate_direct_segment", logprobs=logprobs, **values)
+        else:
+            parsed = await run.ask("generate_segment", logprobs=logprobs, **values)
         assert isinstance(parsed.value, WriteReply)
         return replace(candidate, text=parsed.value.sentence)
-    parsed = await run.ask("generate_fused", **values)
+    if plainly:
+        parsed = await run.ask("generate_direct", **values)
+    else:
+        parsed = await run.ask("generate_fused", **values)
     reply = parsed.value
     assert isinstance(reply, FusedReply)
     critique = critique_from(parsed, with_evidence=True, sentence_field="sentence")

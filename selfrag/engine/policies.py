@@ -30,6 +30,7 @@ class Policy:
     reads: str
     changes: str
     evidence_only: bool = False
+    paper_only: bool = False  # acts only with the paper's scorer (the evidence scorer has its own cut)
 
 
 POLICIES: tuple[Policy, ...] = (
@@ -38,6 +39,16 @@ POLICIES: tuple[Policy, ...] = (
         "filters", "candidates", "the sentence, the draft, the question",
         "declines a sentence restating the question, repeating the draft, about the document, or with no amount "
         "asked; cuts several sentences to one",
+    ),
+    Policy(
+        "ask_plainly", "candidates", "the sentence and the question",
+        "a sentence restating the question is asked for once more, the question after the document; restated "
+        "again, the chunk's own sentence competes (one more call)",
+    ),
+    Policy(
+        "disowned", "candidates", "the model's own critique of the beam's sentences",
+        "sentences the model calls irrelevant and unsupported are declined where nothing else is left, so none "
+        "becomes the answer alone", paper_only=True,
     ),
     Policy(
         "ground", "candidates", "the sentence and its chunk",
@@ -57,7 +68,11 @@ NAMES = tuple(policy.name for policy in POLICIES)
 def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
     """The policies that act on an answer: switched on, and (for those fitted on its ratings) under the evidence
     scorer (`evidence`); deciding only under the short answer."""
-    on = [p.name for p in POLICIES if getattr(config, p.name) and (evidence or not p.evidence_only)]
+    on = [
+        p.name
+        for p in POLICIES
+        if getattr(config, p.name) and (evidence or not p.evidence_only) and not (evidence and p.paper_only)
+    ]
     return tuple(name for name in on if name != "decide" or "lead" in on)
 
 

@@ -130,6 +130,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         also=[chunk.key for chunk in candidate.also],
         written=candidate.written,
         extracted=candidate.extracted,
+        asked_again=candidate.asked_again,
         error=candidate.error,
         suspicious=list(looks_like_injection(candidate.chunk.text)) if candidate.chunk else [],
     )

@@ -2,9 +2,11 @@
 
 It answers `GET /v1/models`, `POST /v1/embeddings` and `POST /v1/chat/completions` after a fixed latency, with
 replies that fit the requested JSON schema (`echo_responder`: sentences copied from the document in the prompt,
-so answers are grounded and citations checkable). It records every request's start and end time, the peak
-number in flight, and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs, resets, bodies cut short,
-bad bodies, rate limits). It runs in a background thread with its own event loop and binds only to 127.0.0.1.
+so answers are grounded and citations checkable; `restating_responder`: a small model that restates every
+question, and answers it only when the question comes after the document). It records every request's start
+and end time, the peak number in flight, and can misbehave on purpose (`fault`, one of FAULTS: errors, hangs,
+resets, bodies cut short, bad bodies, rate limits). It runs in a background thread with its own event loop and
+binds only to 127.0.0.1.
 
 Shaped like the servers people run locally, on request:
 - `slots=N`: at most N chat requests are served at once, the rest wait in a first-come queue (as llama.cpp's
@@ -146,6 +148,64 @@ def echo_responder(body: dict[str, Any], final_after: int = 2) -> str:
     if not props:
         return json.dumps({"answer": "yes"})
     return json.dumps({name: values.get(name, "") for name in props})
+
+
+_SHARED_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i if in is it its many much my of on or the this to was what "
+    "when where which who why will with you your".split()
+)
+
+
+def restating_responder(body: dict[str, Any], *, answers_plainly: bool = True, final_after: int = 2) -> str:
+    """A valid reply for the engine's prompts from a model that restates the question (as a 0.5B instruct model
+    did on the README's first question): every sentence it writes is the question itself, labelled relevant,
+    fully supported, utility 5, unless `answers_plainly` and the prompt puts the question after the document
+    (`generate_direct`). Asked so, it reads: it writes the document's sentence sharing most words with the
+    question that the draft does not hold yet, and judges it by those words (irrelevant and unsupported when none
+    are shared). A short answer (`answer_lead`) restates the question too; the answer is final once it holds
+    `final_after` sentences."""
+    fmt = body.get("response_format") or {}
+    props = ((fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}).get("properties", {})
+    user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    asked = re.search(r"^Question: (.*)$", user, re.M)
+    question = asked.group(1).strip() if asked else "What is asked?"
+    doc = re.search(r"<document[^>]*>\n(.*?)\n</document", user, re.S)
+    draft_at = user.find("Answer written so far:\n")
+    draft = user[draft_at:].split("\n\n", 1)[0].partition("\n")[2] if draft_at >= 0 else ""
+    done = 0 if "(nothing yet)" in draft else len(_sentences(draft))
+    plainly = doc is not None and asked is not None and asked.start() > doc.start()
+    sentence, relevance, support = question, "relevant", "fully"
+    if plainly and answers_plainly and doc is not None:
+        sentence, shared = _best_read(question, doc.group(1), draft)
+        relevance, support = ("relevant", "fully") if shared else ("irrelevant", "no")
+    values: dict[str, Any] = {
+        "retrieve": "yes",
+        "query": question,
+        "relevance": relevance,
+        "sentence": sentence,
+        "evidence": sentence,
+        "support": support,
+        "utility": 5,
+        "is_final": done + 1 >= final_after,
+        "retrieve_next": "yes",
+        "next_query": question,
+        "paraphrases": [question],
+        "hypothetical_answer": question,
+        "sub_questions": [],
+        "answer": question[:200],
+    }
+    return json.dumps({name: values.get(name, "") for name in props})
+
+
+def _best_read(question: str, document: str, draft: str) -> tuple[str, int]:
+    """The document's sentence (its title line aside) sharing most words with the question, stopwords aside, and
+    not already in the draft; with how many words it shares (ties: the earlier sentence)."""
+    asked = set(_WORD.findall(question.lower())) - _SHARED_STOPWORDS
+    lines = document.split("\n", 1)
+    parts = [s for s in _sentences(lines[-1]) if s not in draft] or _sentences(document) or [question]
+    scored = [(len(asked & set(_WORD.findall(part.lower()))), -i, part) for i, part in enumerate(parts)]
+    shared, _, best = max(scored)
+    return best, shared
 
 
 EMBEDDING_DIMENSIONS = 256

@@ -122,6 +122,9 @@ def test_ties_break_deterministically_on_length_then_id():
     a, b, c = beam("0.2", "a", 1.0, n=2), beam("0.1", "b", 1.0, n=2), beam("0.3", "c", 1.0, n=1)
     assert [k.id for k in prune([a, b, c], 3)] == ["0.3", "0.1", "0.2"]
     assert [k.id for k in prune([c, b, a], 3)] == ["0.3", "0.1", "0.2"]
+    # the eleventh candidate of a step comes after the third, as its number says
+    tied = [beam("0.10", "j", 1.0), beam("0.2", "k", 1.0), beam("0.11", "l", 1.0), beam("0.3", "m", 1.0)]
+    assert [k.id for k in prune(tied, 4)] == ["0.2", "0.3", "0.10", "0.11"]
 
 
 def test_stop_when_every_kept_beam_is_final_or_at_max_depth():

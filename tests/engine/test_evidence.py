@@ -637,6 +637,44 @@ def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does
     assert evidence.degeneracy(other, "The capital of France was founded as a city.", []) == "restates_question"
 
 
+FITTED = "We fitted bike demand on weather; are we missing factors?"
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "flaw"),
+    [
+        # a yes/no question asked after a statement: a side taken in the question's own words answers it
+        (FITTED, "Bike demand is not missing any factors.", None),
+        (FITTED, "No, bike demand is missing no factors.", None),
+        ("We fitted bike demand on weather: are we missing factors?", "Yes, bike demand is missing factors.", None),
+        (
+            "What is the late fee, and is there a deposit for a bike?",
+            "There is no deposit for a bike or late fee.",
+            None,
+        ),
+        # no side taken, or asked back: the question restated
+        (FITTED, "Bike demand is missing factors.", "restates_question"),
+        (FITTED, "Is bike demand not missing factors?", "restates_question"),
+        # a denial answers a yes/no question only: asked what the fee is, "no fee for ..." restates it
+        (
+            "What is the late fee for a bike returned after 24 hours?",
+            "There is no late fee for a bike returned after 24 hours.",
+            "restates_question",
+        ),
+        # the question denies already: saying "not" again takes no side
+        (
+            "We fitted bike demand; are we not missing factors?",
+            "Bike demand is not missing factors.",
+            "restates_question",
+        ),
+    ],
+)
+def test_a_side_taken_on_a_yes_no_question_asked_inside_a_longer_one_answers_it(question, sentence, flaw):
+    assert evidence.degeneracy(question, sentence, []) == flaw
+    # the whole question a yes/no one: any statement answers it, as before
+    assert evidence.degeneracy("Are we missing factors?", "We are not missing any factors.", []) is None
+
+
 @pytest.mark.parametrize(
     ("question", "yes_no"),
     [
@@ -698,3 +736,13 @@ def test_fitting_the_answered_head_refuses_too_few_answers_one_class_and_bad_inp
     ):
         with pytest.raises(InputError, match=message):
             fit_answered(model, bad)
+
+
+def test_a_short_question_asked_back_restates_it_and_a_short_answer_does_not():
+    assert evidence.degeneracy("Where is the repair workshop?", "Where is the repair workshop?", []) == (
+        "restates_question"
+    )
+    assert evidence.degeneracy("Is it free?", "Is it free?", []) == "restates_question"
+    assert evidence.degeneracy("Where is the repair workshop?", "At the Depot?", []) is None  # new words: an answer
+    assert evidence.degeneracy("Where is the repair workshop?", "The repair workshop.", []) is None  # short, stated
+    assert evidence.degeneracy("Is it free?", "Yes.", []) is None

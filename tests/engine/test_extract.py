@@ -70,7 +70,7 @@ def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_no
 
 def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_the_cut(engine):
     restated = fused("Which magazine cover did the actress appear on at age 13?")  # declined: restates the question
-    rude = {**script(restated), "generate_fused": restated}
+    rude = {**script(restated), "generate_fused": restated, "generate_direct": restated}  # asked again: the same
     result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."  # the written one declined, the document's stands
     offered = next(c for c in result.trace.steps[0].candidates if c.extracted)
@@ -78,7 +78,9 @@ def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_th
     cut = offered.critique.answer_support + 1e-3
     under = engine(rude, chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "abstain_below": cut}, lead=False).answer(Q)
     assert under.answer == ABSTAIN_ANSWER  # under the cut like any sentence: declined, and nothing else stands
-    assert [c.flag for c in under.trace.steps[0].candidates if c.extracted] == ["unsupported"]
+    # both chunks' own sentences (the one-sentence chunk offers its own where the model restated the question twice)
+    offered_flags = [c.flag for c in under.trace.steps[0].candidates if c.extracted]
+    assert offered_flags == ["unsupported", "unsupported"]
 
 
 def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_have_one(engine, tmp_path):

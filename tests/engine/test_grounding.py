@@ -228,7 +228,7 @@ def test_a_restated_question_is_declined_and_a_copied_passage_is_cut_to_one_sent
             }
         ),
     }
-    result = engine(script, ndocs=2, lead=False).answer(Q)
+    result = engine(script, ndocs=2, lead=False, ask_plainly=False).answer(Q)  # asked again: test_ask_plainly
     flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
     assert flags["policy-2026.md#0"] == ("gated", "restates_question")
     assert flags["policy-2024.md#0"] == ("kept", "several_sentences")
