@@ -36,7 +36,7 @@ def written(result: Result) -> list[tuple[str | None, bool, bool]]:
 
 
 def test_a_restated_question_is_asked_again_with_the_question_after_the_document(engine):
-    rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1)
+    rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1, lead=False)
     result = rag.answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]." and result.abstention is None
     assert written(result) == [("restates_question", False, False), (None, True, False)]
@@ -48,13 +48,15 @@ def test_a_restated_question_is_asked_again_with_the_question_after_the_document
 
 
 def test_the_knob_off_the_restated_question_is_declined_and_the_answer_abstains(engine):
-    rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1, ask_plainly=False)
+    rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1, lead=False, ask_plainly=False)
     result = rag.answer(Q)
     assert result.answer == ABSTAIN_ANSWER and not rag.chat.calls_to("generate_direct")
 
 
 def test_restated_again_the_chunks_own_sentence_competes_and_answers(engine):
-    rag = engine(script(RESTATED), chunks=[REFUNDS], ndocs=1)  # the paper's scorer: no sentence is offered else
+    rag = engine(
+        script(RESTATED), chunks=[REFUNDS], ndocs=1, lead=False
+    )  # the paper's scorer: no sentence is offered else
     result = rag.answer(Q)
     assert result.answer == "They are accepted within 30 days of purchase [1]."
     assert written(result) == [
@@ -67,14 +69,14 @@ def test_restated_again_the_chunks_own_sentence_competes_and_answers(engine):
 
 def test_a_chunk_of_one_sentence_offers_it_when_the_model_restates_twice(engine):
     one = Chunk("refunds.md", 0, ANSWER)
-    result = engine(script(RESTATED), chunks=[one], ndocs=1).answer(Q)
+    result = engine(script(RESTATED), chunks=[one], ndocs=1, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
 
 
 def test_a_failed_call_asking_again_lets_the_chunks_sentence_compete(engine):
     from selfrag.errors import LLMError
 
-    result = engine(script(LLMError("timed out")), chunks=[REFUNDS], ndocs=1).answer(Q)
+    result = engine(script(LLMError("timed out")), chunks=[REFUNDS], ndocs=1, lead=False).answer(Q)
     assert result.answer == "They are accepted within 30 days of purchase [1]."
     assert result.trace.steps[0].candidates[1].status == "failed"
 
@@ -83,13 +85,15 @@ def test_a_writer_with_no_form_for_the_plain_prompt_is_not_asked_again_and_the_c
     from selfrag.errors import PromptNotSupportedError
 
     fixed = PromptNotSupportedError("prompt 'generate_direct' has no form for protocol reflection-tokens")
-    result = engine(script(fixed), chunks=[REFUNDS], ndocs=1).answer(Q)  # a Self-RAG checkpoint's fixed prompt
+    result = engine(script(fixed), chunks=[REFUNDS], ndocs=1, lead=False).answer(
+        Q
+    )  # a Self-RAG checkpoint's fixed prompt
     assert result.answer == "They are accepted within 30 days of purchase [1]."
 
 
 def test_nothing_supported_the_answer_abstains(engine):
     disowning = fused(Q, relevance="irrelevant", support="no")  # restated again, and the model disowns the chunk
-    result = engine(script(disowning), chunks=[REFUNDS], ndocs=1).answer(Q)
+    result = engine(script(disowning), chunks=[REFUNDS], ndocs=1, lead=False).answer(Q)
     assert result.answer == ABSTAIN_ANSWER
     assert [c.flag for c in result.trace.steps[0].candidates] == ["restates_question", "restates_question", "disowned"]
     assert "1 disowned" in result.abstention.message
@@ -106,6 +110,7 @@ def test_separate_mode_asks_the_writer_plainly_and_the_critic_judges(engine):
         },
         chunks=[REFUNDS],
         ndocs=1,
+        lead=False,
         critic="separate",
     )
     result = rag.answer(Q)
@@ -114,7 +119,7 @@ def test_separate_mode_asks_the_writer_plainly_and_the_critic_judges(engine):
 
 
 def test_the_evidence_scorer_asks_again_too(engine):
-    rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1, scorer="evidence", abstain_below=0.0)
+    rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1, lead=False, scorer="evidence", abstain_below=0.0)
     result = rag.answer(Q)
     assert len(rag.chat.calls_to("generate_direct")) == 1
     assert (None, True, False) in written(result)  # it competes with the chunk's offered sentence
@@ -129,19 +134,21 @@ DISOWNED = fused("Orders ship within two business days from Lyon.", relevance="i
 def test_a_sentence_the_model_disowns_is_not_the_answer_alone(engine):
     table = by_document({"refunds.md": RESTATED, "shipping.md": DISOWNED})
     knobs = {"chunks": [REFUNDS, OTHER], "ndocs": 2, "ask_plainly": False}
-    result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": table}, **knobs).answer(Q)
+    result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": table}, **knobs, lead=False).answer(Q)
     assert result.answer == ABSTAIN_ANSWER  # utility 5 no longer outweighs irrelevant and unsupported
     flags = {c.chunk: (c.status, c.flag) for c in result.trace.steps[0].candidates}
     assert flags == {"refunds.md#0": ("gated", "restates_question"), "shipping.md#0": ("gated", "disowned")}
-    kept = engine({"retrieve_decide": DECIDE_YES, "generate_fused": table}, **knobs, disowned=False).answer(Q)
+    kept = engine({"retrieve_decide": DECIDE_YES, "generate_fused": table}, **knobs, lead=False, disowned=False).answer(
+        Q
+    )
     assert kept.answer == "Orders ship within two business days from Lyon [1]."  # as before the rule
 
 
 def test_beside_a_sentence_the_model_owns_a_disowned_one_competes_and_ranks_below(engine):
     table = by_document({"refunds.md": fused(ANSWER), "shipping.md": DISOWNED})
-    result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": table}, chunks=[REFUNDS, OTHER], ndocs=2).answer(
-        Q
-    )
+    result = engine(
+        {"retrieve_decide": DECIDE_YES, "generate_fused": table}, chunks=[REFUNDS, OTHER], ndocs=2, lead=False
+    ).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
     assert {c.chunk: c.status for c in result.trace.steps[0].candidates} == {
         "refunds.md#0": "kept",
@@ -151,7 +158,7 @@ def test_beside_a_sentence_the_model_owns_a_disowned_one_competes_and_ranks_belo
 
 def test_the_evidence_scorer_leaves_disowned_sentences_to_its_ratings(engine):
     knobs = {"chunks": [OTHER], "ndocs": 1, "scorer": "evidence", "abstain_below": 0.0, "ask_plainly": False}
-    result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": DISOWNED}, **knobs).answer(Q)
+    result = engine({"retrieve_decide": DECIDE_YES, "generate_fused": DISOWNED}, **knobs, lead=False).answer(Q)
     assert not any(c.flag == "disowned" for c in result.trace.steps[0].candidates)
 
 

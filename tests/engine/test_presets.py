@@ -17,8 +17,14 @@ RESTATED = "Who was born first, Pablo Trapero or Aleksander Ford?"  # a degenera
 
 
 def script() -> dict:
-    """Every sentence restates the question; no short-answer call is scripted (one would fail loudly)."""
-    return {"retrieve_decide": {"retrieve": "yes", "query": "born"}, "generate_fused": fused(RESTATED)}
+    """Every sentence restates the question, asked again plainly too; no short-answer call is scripted (one would
+    fail loudly)."""
+    restated = fused(RESTATED)
+    return {
+        "retrieve_decide": {"retrieve": "yes", "query": "born"},
+        "generate_fused": restated,
+        "generate_direct": restated,
+    }
 
 
 def test_every_policy_has_its_own_switch_and_every_preset_sets_them_all():
@@ -32,7 +38,8 @@ def test_every_policy_has_its_own_switch_and_every_preset_sets_them_all():
 def test_the_paper_preset_puts_no_policy_in_force_whatever_the_scorer(scorer):
     assert in_force(Config(preset="paper", scorer=scorer), evidence=scorer == "evidence") == ()
     assert Config(preset="paper").scorer == "paper"
-    assert set(in_force(Config(), evidence=True)) == set(NAMES)
+    assert set(in_force(Config(), evidence=True)) == set(NAMES) - {"disowned"}  # the evidence scorer has its cut
+    assert set(in_force(Config(), evidence=False)) == set(NAMES) - {"ground", "extract", "hops"}
 
 
 def test_the_paper_preset_runs_the_papers_algorithm_and_nothing_else(engine):
@@ -50,7 +57,7 @@ def test_the_default_preset_runs_its_policies_and_says_so(engine):
     result = rag.answer(QUESTION)
     assert result.lead == "Aleksander Ford." and result.lead_from == "dates"  # decided, with no call
     assert "restates_question" in {c.flag for step in result.trace.steps for c in step.candidates}
-    assert "policies in force: supersession, filters, lead, decide" in result.trace.policies
+    assert "policies in force: supersession, filters, ask_plainly, disowned, lead, decide" in result.trace.policies
 
 
 def test_a_policys_own_switch_wins_over_its_preset():

@@ -91,6 +91,7 @@ def strong_reader(case: Case) -> ScriptedChatModel:
     script = {
         "retrieve_decide": {"retrieve": "yes", "query": case.question},
         "generate_fused": write,
+        "generate_direct": write,  # asked again plainly, it answers the same
         "generate_plain": plain("The documents I was shown do not say.", utility=1),  # nothing was found
         "answer_lead": {"answer": lead},
     }

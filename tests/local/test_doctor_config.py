@@ -56,7 +56,8 @@ def test_doctor_passes_every_check_against_a_reachable_endpoint(corpus_index, se
         "call",
     ]
     assert all(line.startswith("ok ") for line in lines.values()), out
-    assert "preset default, scorer paper; policies in force: supersession, filters, lead, decide" in lines["policies"]
+    policies = "preset default, scorer paper; policies in force: supersession, filters, ask_plainly, disowned, lead"
+    assert policies + ", decide" in lines["policies"]
     assert "33 chunks from 33 documents" in lines["index"] and "selfrag-index" in lines["index"]
     assert server.base_url in lines["endpoint"] and "key from SELFRAG_API_KEY" in lines["endpoint"]
     assert "fake-model" in lines["model"]
