@@ -45,10 +45,14 @@ class ServerProcess:
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
         self.base_url = self.stdout.readline().strip()
 
-    def spans(self) -> list[tuple[float, float]]:
+    def stats(self) -> dict:
+        """Everything the server recorded so far."""
         self.stdin.write("stats\n")
         self.stdin.flush()
-        return [(start, end) for start, end, _ in json.loads(self.stdout.readline())["spans"]]
+        return json.loads(self.stdout.readline())
+
+    def spans(self) -> list[tuple[float, float]]:
+        return [(start, end) for start, end, _ in self.stats()["spans"]]
 
     def __enter__(self) -> ServerProcess:
         return self

@@ -22,30 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from overhead import TOPICS, corpus, rounds
+from overhead import TOPICS, ServerProcess, corpus, rounds
 
 from selfrag.retrieval.index import Index
 
 
-class Server:
-    """`python -m selfrag.testing.fake_server` in its own process; `stats()` is everything it recorded so far."""
-
-    def __init__(self, latency: float, final_after: int) -> None:
-        argv = [sys.executable, "-m", "selfrag.testing.fake_server", "--latency", str(latency),
-                "--final-after", str(final_after)]  # fmt: skip
-        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdin and self.process.stdout
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        self.base_url = self.stdout.readline().strip()
-
-    def stats(self) -> dict:
-        self.stdin.write("stats\n")
-        self.stdin.flush()
-        return json.loads(self.stdout.readline())
+class Server(ServerProcess):
+    """The fake server in its own process, closed by `close()`."""
 
     def close(self) -> None:
-        self.stdin.close()
-        self.process.wait(10)
+        self.__exit__()
 
 
 def ask(index: Path, server: Server, home: Path, question: str, extra: list[str]) -> tuple[float, dict]:
