@@ -158,6 +158,7 @@ def directors() -> dict:
         "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford country"},
         "generate_fused": fused("They were born in Lyon and Vienna."),
         "answer_lead": {"answer": "yes"},  # the model's coin flip: never asked here
+        "confirm_decision": {"verdict": "agree"},  # it agrees with what the documents decide
     }
 
 
@@ -330,7 +331,8 @@ def test_once_the_draft_states_the_amount_a_sentence_without_one_may_follow(engi
             }
         ),
     }
-    result = engine(script, chunks=CARGO, ndocs=2, max_depth=2).answer("How many cargo bikes does the co-op have?")
+    rag = engine(script, chunks=CARGO, ndocs=2, max_depth=2, confirm=False)
+    result = rag.answer("How many cargo bikes does the co-op have?")
     assert [s.text for s in result.segments] == ["The co-op has 6 cargo bikes.", "The cargo bikes are insured."]
 
 
@@ -379,7 +381,9 @@ def test_ask_prints_what_the_documents_decide_with_its_sources_where_it_would_ab
     assert main(["index", str(corpus), "--out", str(index), "--quiet"]) == 0
 
     # every sentence names cities no document holds; the model's short answer would say yes
-    invents = _replying({**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes"})
+    invents = _replying(
+        {**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes", "verdict": "agree"}
+    )
     with FakeOpenAIServer(responder=invents) as server:
         argv = ["ask", SAME_COUNTRY, "--index", str(index), "--base-url", server.base_url, "--lead"]
         assert main([*argv, "--scorer", "evidence", "--scorer-weights", weights, "--ndocs", "2"]) == 0
