@@ -174,6 +174,19 @@ async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_c
     assert not rag.chat.calls_to("answer_lead")
 
 
+def test_an_answer_that_would_stand_alone_needs_the_models_agreement_too(engine, weights):
+    disagrees = {**directors(), "confirm_decision": {"verdict": "disagree"}}
+    rag = engine(disagrees, chunks=DIRECTORS_AND_BIKES, ndocs=2, lead=True, scorer="evidence", scorer_weights=weights)
+    result = rag.answer(SAME_COUNTRY)
+    assert result.lead is None and result.abstention is not None  # the model does not agree: the abstention stands
+    [asked] = rag.chat.calls_to("confirm_decision")
+    assert dict(asked.values)["proposal"] == "No."
+    off = engine(
+        disagrees, chunks=DIRECTORS_AND_BIKES, ndocs=2, scorer="evidence", scorer_weights=weights, confirm=False
+    )
+    assert off.answer(SAME_COUNTRY).lead == "No." and not off.chat.calls_to("confirm_decision")
+
+
 @pytest.mark.parametrize(("counted", "confidence"), [({}, 0.5), ({"value": (6, 6)}, 7 / 8)])
 def test_where_no_sentence_is_supported_a_value_the_documents_state_stands_citing_it(
     engine, tmp_path, counted, confidence
