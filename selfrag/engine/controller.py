@@ -137,13 +137,13 @@ async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
         return done
     if lead.confirms(run, searched.kind, standing.source):
         agrees, asked = await _confirm_standing(run, standing, searched.deadline)
-        if not agrees:
-            return done  # the model does not agree: the abstention stands
+        if agrees is False:
+            return done  # the model does not agree: the abstention stands (None: it cannot be asked)
         standing = replace(standing, confirm=asked)
     return replace(done, abstention=None, short=standing)
 
 
-async def _confirm_standing(run: Run, standing: lead.Lead, deadline: float) -> tuple[bool, str]:
+async def _confirm_standing(run: Run, standing: lead.Lead, deadline: float) -> tuple[bool | None, str]:
     """The model's agreement with an answer that stands alone; none when the budget or the deadline is spent."""
     clause = standing.clause or " ".join(chunk.text for chunk in standing.cites)
     try:

@@ -317,6 +317,8 @@ async def _confirmed(run: Run, best: Beam, kind: str, chunks: list[Chunk], decid
     asking = [confirm(run, f"confirm{best.id}", clause, decided.text or ""), _asked_lead(run, best, kind, chunks)]
     verdict, lead = await run_all(asking)
     agrees, asked = verdict
+    if agrees is None:  # the model cannot be asked (a Self-RAG checkpoint): the decision stands, as without confirm
+        return replace(decided, confirm=asked)
     reply = lead.reply if lead else None
     read_as = lead.kind if lead and lead.kind else kind
     if read_as != kind:
@@ -330,9 +332,10 @@ async def _confirmed(run: Run, best: Beam, kind: str, chunks: list[Chunk], decid
     return replace(lead, refused=why, confirm=asked)
 
 
-async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool, str]:
+async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool | None, str]:
     """One closed-set call: does `clause` give `proposal` as the answer? (agrees, what was asked and replied, for
-    the trace); a failed call agrees with nothing."""
+    the trace); a failed call agrees with nothing; None where the model cannot pose the prompt (it does not read
+    so: the decision stands)."""
     asked = f'"{proposal}" from "{" ".join(clause.split())[:300]}"'
     nonce = run.document_values(key, Chunk("clause", 0, clause))["nonce"]
     try:
@@ -345,7 +348,9 @@ async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool,
         )
     except FatalLLMError:
         raise
-    except (LLMError, PromptNotSupportedError) as failed:
+    except PromptNotSupportedError:
+        return None, f"{asked}: not asked (the model cannot pose confirm_decision)"
+    except LLMError as failed:
         return False, f"{asked}: no reply ({type(failed).__name__})"
     agrees, p_agree = agreed(parsed)
     verdict = getattr(parsed.value, "verdict", "?")
