@@ -60,6 +60,13 @@ from .values import decide_value
 UNSETTLED = "The documents don't settle it."
 _VERDICTS = ("Yes.", "No.", UNSETTLED)  # the leads that say what a sentence's own opening yes or no would
 MAX_LEAD_WORDS = 12
+# what a model that reads is asked besides (the embedded model is not: its kind is the regexes')
+READING = """
+First read what the question asks, in whatever language it is written, and say it as "kind", before
+"answer": "yes_no" (answered by yes or no), "choice" (which of two options the question names), "factoid" (one
+name, number, date or short phrase), "list" (several things: steps, side effects, changes, rules),
+"explanation" (why, how, under what circumstances) or "other". The kind named below is a first guess, and may
+be wrong: answer by your own reading, and for a list, an explanation or other, answer ""."""
 _ASKING = terms("is are was were do does did has have had can could will would should may might which who whom whose "
                 "what both each one also")  # fmt: skip
 # a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
@@ -368,7 +375,9 @@ async def _asked_lead(run: Run, best: Beam, kind: str | None, chunks: list[Chunk
             "answer_lead",
             logprobs=False,
             question=run.question,
-            kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind or "", kind or "not known"),
+            kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind or "", kind or "factoid"),
+            reading="" if run.config.embedded else READING,
+            reply='{"answer": "..."}' if run.config.embedded else '{"kind": "...", "answer": "..."}',
             documents=run.documents(f"lead{best.id}", chunks) if chunks else "(no documents)",
         )
     except FatalLLMError:

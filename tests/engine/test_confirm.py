@@ -121,6 +121,8 @@ def test_a_yes_no_question_in_another_language_gets_the_models_yes_or_no(engine)
     events = list(_events(rag, question))
     result = events[-1].result
     assert result.lead == "No." and result.lead_from == "model"
+    [asked] = rag.chat.calls_to("answer_lead")
+    assert "in whatever language it is written" in asked.messages[0].content  # asked to read the kind
     kinds = [type(event) for event in events if isinstance(event, LeadEvent | SegmentEvent)]
     assert kinds[0] is LeadEvent  # the short answer comes first: the sentences waited for it
 
