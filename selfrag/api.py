@@ -127,7 +127,7 @@ class SelfRAG:
                 f"this engine rates with scorer {mine[0]!r} (weights {mine[1] or 'shipped'}); "
                 "a call cannot change it: make a SelfRAG with that config"
             )
-        return config.with_values(scorer=mine[0], scorer_weights=mine[1])
+        return config.with_values(scorer=mine[0], scorer_weights=mine[1], embedded=self.config.embedded)
 
     async def aanswer(self, question: str, *, conversation: str = "", config: Config | None = None) -> Result:
         """The answer's Result; `conversation` as in `astream` (its most recent 4,000 characters are used)."""

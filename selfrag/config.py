@@ -21,7 +21,8 @@ DENSE_MODES = ("auto", "on", "off")
 LOGPROBS_MODES = ("auto", "on", "off")  # whether the engine asks for logprobs (see llm/costs.py)
 SCORERS = ("auto", "paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
 _ON = dict.fromkeys(
-    ("supersession", "filters", "ask_plainly", "disowned", "ground", "extract", "hops", "lead", "decide"), True
+    ("supersession", "filters", "ask_plainly", "disowned", "ground", "extract", "hops", "lead", "decide", "confirm"),
+    True,
 )
 # a preset: the scorer and every policy's switch (engine.policies); "paper" runs the paper's algorithm and nothing
 # else, "default" adds every policy, each safe with any model (a decided answer is checked before it is printed)
@@ -91,6 +92,9 @@ class Config:
     lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
     decide: bool | None = None  # the documents may decide that short answer with no call (engine.compare,
     # engine.values), checked against the kept sentences first (lead.refuted); off: the model's own short answer
+    confirm: bool | None = None  # a decided short answer is printed only where the model, asked a closed-set question
+    # about the clause that decided it, agrees (prompts/confirm_decision.toml; one call); else the model's own short
+    # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (lead.reads_better)
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
     # draft, about the document, several at once: engine.critic.tidy)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
@@ -128,6 +132,8 @@ class Config:
     embedding_model: str | None = None  # None: the model the index was embedded with (a different one is refused)
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     critic_endpoint: EndpointConfig | None = None  # separate critic on another model (None: same endpoint)
+    embedded: bool = False  # the chat model is the embedded one (set by resolve_scorer, not a knob): its own reading
+    # of a question's kind and of a decision does not count (the regexes and the rules stand)
 
     def __post_init__(self) -> None:
         _check_choice("preset", self.preset, tuple(PRESETS))
@@ -339,7 +345,7 @@ def resolve_endpoint(endpoint: EndpointConfig, environ: Mapping[str, str]) -> Re
 def resolve_scorer(config: Config, *, embedded: bool) -> Config:
     """The config with `scorer` "auto" made concrete: the evidence scorer when the writer is the embedded model
     (its weights were fitted on that model's labels, and it beats the paper's critic there), else the paper's
-    (a stronger model's own labels may be worth more than weights fitted on a 135M model's)."""
+    (a stronger model's own labels may be worth more than weights fitted on a 135M model's); and `embedded` set."""
     if config.scorer != "auto":
-        return config
-    return config.with_values(scorer="evidence" if embedded else "paper")
+        return config if config.embedded == embedded else config.with_values(embedded=embedded)
+    return config.with_values(scorer="evidence" if embedded else "paper", embedded=embedded)

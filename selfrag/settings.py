@@ -34,7 +34,7 @@ from .files import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few lines; a larger one is not one
 ENDPOINT_FIELDS = {f.name for f in fields(EndpointConfig)} - {"api_key"}
-KNOB_FIELDS = {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint"}
+KNOB_FIELDS = {f.name for f in fields(Config)} - {"endpoint", "critic_endpoint", "embedded"}  # embedded: found out
 
 
 @dataclass(frozen=True, slots=True)

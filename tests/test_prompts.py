@@ -21,6 +21,7 @@ def test_every_prompt_loads_and_declares_its_inputs():
     book = PromptBook()
     assert book.names() == [
         "answer_lead",
+        "confirm_decision",
         "critique_candidate",
         "generate_direct",
         "generate_direct_segment",

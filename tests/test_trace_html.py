@@ -243,7 +243,7 @@ def test_the_short_answer_opens_the_answer_and_says_where_it_came_from(engine):
         "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford born"},
         "generate_fused": fused("Pablo Trapero (born 4 October 1971) is an Argentine film director."),
     }
-    dated = engine(script, ndocs=2, lead=True, chunks=born).answer(
+    dated = engine(script, ndocs=2, lead=True, chunks=born, confirm=False).answer(
         "Who was born first, Pablo Trapero or Aleksander Ford?"
     )
     page = _Page(render_trace_html(dated))

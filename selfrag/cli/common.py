@@ -101,6 +101,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "alone (default on)",
     )
     search.add_argument(
+        "--confirm",
+        action=argparse.BooleanOptionalAction,
+        help="a decided short answer is printed only where the model, asked one closed question about the clause "
+        "that decided it, agrees; else the model's own short answer (one call; an endpoint's model only; default "
+        "on, --preset paper: off)",
+    )
+    search.add_argument(
         "--pooled",
         action=argparse.BooleanOptionalAction,
         help="one more candidate per step written from all its chunks together, as plain RAG reads them "

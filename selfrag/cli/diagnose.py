@@ -163,10 +163,12 @@ def check_policies(config: Config, environ: Mapping[str, str]) -> Check:
     from ..engine.policies import explain
 
     embedded = resolve_endpoint(config.endpoint, environ).nothing_configured
-    scorer = resolve_scorer(config, embedded=embedded).scorer
+    resolved = resolve_scorer(config, embedded=embedded)
     writer = "the embedded model" if embedded else "an endpoint"
     why = f" (scorer auto: {writer})" if config.scorer == "auto" else ""
-    return Check("policies", True, explain(config, evidence=scorer == "evidence") + why)
+    if config.confirm and config.decide and config.lead and embedded:
+        why += " (confirm: the embedded model only where its own counts beat the rule's)"
+    return Check("policies", True, explain(resolved, evidence=resolved.scorer == "evidence") + why)
 
 
 # -- endpoint ---------------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     steps, citations, streamed, stop, failure, read = [], report.Citations(), 0, StopReason.MAX_DEPTH, None, ()
     written: list[Candidate] = []  # every candidate of every step, for the second hop
     kind = questions.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
+    # a question the regexes cannot read (another language) is put to a model that reads, which says its kind
+    asks = kind is not None or (run.config.lead and not run.config.embedded and not questions.read_here(run.question))
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):
@@ -60,7 +62,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         frontier = beam.prune(pool, run.config.beam_width)  # ⑤
         steps.append(report.trace_step(depth, step, frontier, run.meter, time.monotonic() - started))
         yield StepEvent(step=steps[-1])
-        settled = 0 if kind else report.committed_prefix(frontier)
+        settled = 0 if asks else report.committed_prefix(frontier)
         for index in range(streamed, settled):
             event = citations.event(index, frontier[0].segments[index])
             if event is not None:
@@ -70,7 +72,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             stop = StopReason.FINAL if all(b.final for b in frontier) else StopReason.MAX_DEPTH
             break
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
-    searched = Searched(stop, failure, tuple(read), tuple(written), kind, deadline)
+    searched = Searched(stop, failure, tuple(read), tuple(written), kind, deadline, asks)
     done = Finished(beam.best(frontier), steps, abstention)
     for finishing in FINISHING:  # after the paper's loop, the finishing policies, in order
         done = await finishing(done, searched, run)
@@ -84,13 +86,16 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    counted = lead.counted_kind(kind, said, [segment.text for segment in best.segments], source)
+    counted = lead.counted_kind(
+        short.kind if short and short.kind else kind, said, [segment.text for segment in best.segments], source
+    )
     reply, held = (short.reply, short.held) if short else (None, None)  # the call's own words, printed or not
     clause, refused = (short.clause if said else None, short.refused) if short else (None, None)
+    confirm = short.confirm if short else None
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
         abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
-        lead_held=held, lead_cites=cites, lead_clause=clause, lead_refused=refused,
+        lead_held=held, lead_cites=cites, lead_clause=clause, lead_refused=refused, lead_confirm=confirm,
     )  # fmt: skip
     yield DoneEvent(result=result)
 
@@ -98,8 +103,9 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
 @dataclass(frozen=True, slots=True)
 class Searched:
     """What the paper's loop leaves to the finishing policies: why it stopped, the first failure, the chunks its
-    last step read (when every candidate was declined), every candidate written, the question's kind (None: no
-    short answer) and the deadline."""
+    last step read (when every candidate was declined), every candidate written, the question's kind as the
+    regexes read it (None: none they know), the deadline, and whether a short answer is asked for (a kind, or a
+    question only a model that reads can read)."""
 
     stop: StopReason
     failure: str | None
@@ -107,6 +113,7 @@ class Searched:
     written: tuple[Candidate, ...]
     kind: str | None
     deadline: float
+    asks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +128,29 @@ class Finished:
 
 
 async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
-    """decide: where every sentence was declined, what the documents decide answers instead of an abstention."""
+    """decide: where every sentence was declined, what the documents decide answers instead of an abstention
+    (confirm: where the model, asked about the clause, agrees)."""
     if done.abstention is None or not run.config.decide:
         return done
     standing = lead.standing(run.question, searched.kind, searched.read)
-    return replace(done, abstention=None, short=standing) if standing else done
+    if standing is None or searched.kind is None:
+        return done
+    if lead.confirms(run, searched.kind, standing.source):
+        agrees, asked = await _confirm_standing(run, standing, searched.deadline)
+        if agrees is False:
+            return done  # the model does not agree: the abstention stands (None: it cannot be asked)
+        standing = replace(standing, confirm=asked)
+    return replace(done, abstention=None, short=standing)
+
+
+async def _confirm_standing(run: Run, standing: lead.Lead, deadline: float) -> tuple[bool | None, str]:
+    """The model's agreement with an answer that stands alone; none when the budget or the deadline is spent."""
+    clause = standing.clause or " ".join(chunk.text for chunk in standing.cites)
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await lead.confirm(run, "standing", clause, standing.text or "")
+    except (BudgetError, TimeoutError):
+        return False, "no reply (budget or deadline)"
 
 
 async def _hop(done: Finished, searched: Searched, run: Run) -> Finished:
@@ -145,7 +170,7 @@ async def _written(done: Finished, searched: Searched, run: Run) -> Finished:
 
 async def _short_answer(done: Finished, searched: Searched, run: Run) -> Finished:
     """lead (and decide, inside it): the short answer of a yes/no, choice or factoid question."""
-    if done.short is not None or not searched.kind or done.abstention is not None:
+    if done.short is not None or not searched.asks or done.abstention is not None:
         return done
     return replace(done, short=await _lead(done.best, run, searched.kind, searched.deadline))
 
@@ -211,7 +236,7 @@ def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], ru
     return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 
-async def _lead(best: Beam, run: Run, kind: str, deadline: float) -> lead.Lead | None:
+async def _lead(best: Beam, run: Run, kind: str | None, deadline: float) -> lead.Lead | None:
     """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
     spent."""
     try:

@@ -45,11 +45,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
-from ..llm.replies import LeadReply
+from ..llm.replies import SHORT_KINDS, LeadReply, agreed
 from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
+from ..text import neutralise_document
 from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
-from .context import Run
+from .context import Run, run_all
 from .evidence import sentences as sentences_of
 from .evidence import terms, words
 from .questions import choice_options, options, pair
@@ -59,6 +60,13 @@ from .values import decide_value
 UNSETTLED = "The documents don't settle it."
 _VERDICTS = ("Yes.", "No.", UNSETTLED)  # the leads that say what a sentence's own opening yes or no would
 MAX_LEAD_WORDS = 12
+# what a model that reads is asked besides (the embedded model is not: its kind is the regexes')
+READING = """
+First read what the question asks, in whatever language it is written, and say it as "kind", before
+"answer": "yes_no" (answered by yes or no), "choice" (which of two options the question names), "factoid" (one
+name, number, date or short phrase), "list" (several things: steps, side effects, changes, rules),
+"explanation" (why, how, under what circumstances) or "other". The kind named below is a first guess, and may
+be wrong: answer by your own reading, and for a list, an explanation or other, answer ""."""
 _ASKING = terms("is are was were do does did has have had can could will would should may might which who whom whose "
                 "what both each one also")  # fmt: skip
 # a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
@@ -82,7 +90,9 @@ class Lead:
     cites: tuple[Chunk, ...] = ()
     held: str | None = None
     clause: str | None = None  # what a decided lead rests on
-    refused: str | None = None  # a decision the check refused (`refuted`), its rule, and why
+    refused: str | None = None  # a decision the check refused (`refuted`, or the model did not agree), and why
+    kind: str | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
+    confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)
 
 
 def documents_decide(
@@ -266,7 +276,7 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     return f"{picks[0][:1].upper()}{picks[0][1:]}." if len(picks) == 1 else None  # "Kept." of "refunded or kept"
 
 
-async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
+async def write_lead(run: Run, best: Beam, kind: str | None) -> Lead | None:
     """The lead of a question of this kind (`question_kind`): from the documents where they decide it
     (`documents_decide`), else from one call. None when the call failed; a lead with no text when the reply is
     no usable short answer or only repeats the answer's first sentence."""
@@ -278,14 +288,17 @@ async def write_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     return lead
 
 
-async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
+async def _written_lead(run: Run, best: Beam, kind: str | None) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
     written = [s.text for s in best.segments]
     decision = documents_decide(run.question, kind, current_texts(chunks), written) if run.config.decide else None
     why = refuted(run.question, kind, decision, written) if decision is not None else None
     if decision is not None and why is None:  # cites the clause that decided it where the rule knows it
         cites = tuple(chunks[n] for n in decision.read)
-        return Lead(f"{decision.option}.", decision.by, cites=cites, clause=decision.clause or None)
+        decided = Lead(f"{decision.option}.", decision.by, cites=cites, clause=decision.clause or None)
+        if kind is None or not confirms(run, kind, decision.by):
+            return decided
+        return await _confirmed(run, best, kind, chunks, decided)
     refused = f"{decision.option}. by {decision.by}: {why}" if decision is not None else None
     lead = await _asked_lead(run, best, kind, chunks)
     if refused is None:
@@ -295,14 +308,76 @@ async def _written_lead(run: Run, best: Beam, kind: str) -> Lead | None:
     return replace(lead, refused=refused)
 
 
-async def _asked_lead(run: Run, best: Beam, kind: str, chunks: list[Chunk]) -> Lead | None:
-    """The model's own short answer, asked in one call and checked (`lead_text`); None when the call failed."""
+def confirms(run: Run, kind: str, rule: str) -> bool:
+    """A decision waits for the model's agreement (`Config.confirm`): any endpoint's model; the embedded one only
+    where its own training counts of the kind beat the rule's (`Rater.reads_better`)."""
+    if not run.config.confirm:
+        return False
+    return not run.config.embedded or run.deps.rater.reads_better(kind, rule)
+
+
+async def _confirmed(run: Run, best: Beam, kind: str, chunks: list[Chunk], decided: Lead) -> Lead | None:
+    """The decided lead where the model, asked about the clause that decided it, agrees; else the model's own
+    short answer (asked at the same time), or "The documents don't settle it." for a yes/no or choice. Where the
+    model reads the question as another kind, the rule read another question: the model's reading stands."""
+    clause = decided.clause or " ".join(c.text for c in decided.cites) or " ".join(c.text for c in chunks[:2])
+    asking = [confirm(run, f"confirm{best.id}", clause, decided.text or ""), _asked_lead(run, best, kind, chunks)]
+    verdict, lead = await run_all(asking)
+    agrees, asked = verdict
+    if agrees is None:  # the model cannot be asked (a Self-RAG checkpoint): the decision stands, as without confirm
+        return replace(decided, confirm=asked)
+    reply = lead.reply if lead else None
+    read_as = lead.kind if lead and lead.kind else kind
+    if read_as != kind:
+        why = f"{decided.text} by {decided.source}: the model reads a {read_as} question"
+        return replace(lead, refused=why, confirm=asked) if lead else None
+    if agrees:
+        return replace(decided, reply=reply, confirm=asked)
+    why = f"{decided.text} by {decided.source}: the model does not agree ({asked})"
+    if lead is None or (lead.text is None and kind in ("yes_no", "choice")):
+        return Lead(UNSETTLED, "model", reply, refused=why, confirm=asked)
+    return replace(lead, refused=why, confirm=asked)
+
+
+async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool | None, str]:
+    """One closed-set call: does `clause` give `proposal` as the answer? (agrees, what was asked and replied, for
+    the trace); a failed call agrees with nothing; None where the model cannot pose the prompt (it does not read
+    so: the decision stands)."""
+    asked = f'"{proposal}" from "{" ".join(clause.split())[:300]}"'
+    nonce = run.document_values(key, Chunk("clause", 0, clause))["nonce"]
+    try:
+        parsed = await run.ask(
+            "confirm_decision",
+            question=run.question,
+            nonce=nonce,
+            clause=neutralise_document(clause[: run.config.max_chunk_chars], nonce),
+            proposal=proposal,
+        )
+    except FatalLLMError:
+        raise
+    except PromptNotSupportedError:
+        return None, f"{asked}: not asked (the model cannot pose confirm_decision)"
+    except LLMError as failed:
+        return False, f"{asked}: no reply ({type(failed).__name__})"
+    agrees, p_agree = agreed(parsed)
+    verdict = getattr(parsed.value, "verdict", "?")
+    said = f"{verdict} (P(agree) {p_agree:.2f})" if p_agree is not None else verdict
+    return agrees, f"{asked}: {said}"
+
+
+async def _asked_lead(run: Run, best: Beam, kind: str | None, chunks: list[Chunk]) -> Lead | None:
+    """The model's own short answer, asked in one call and checked (`lead_text`); None when the call failed. An
+    endpoint's model also reads the question's kind (any language), and its reading decides: a list or an
+    explanation gets no short answer, a yes/no question its yes or no; the embedded model's kind is the
+    regexes' (`questions.question_kind`)."""
     try:
         parsed = await run.ask(
             "answer_lead",
             logprobs=False,
             question=run.question,
-            kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind, "factoid"),
+            kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind or "", kind or "factoid"),
+            reading="" if run.config.embedded else READING,
+            reply='{"answer": "..."}' if run.config.embedded else '{"kind": "...", "answer": "..."}',
             documents=run.documents(f"lead{best.id}", chunks) if chunks else "(no documents)",
         )
     except FatalLLMError:
@@ -310,12 +385,18 @@ async def _asked_lead(run: Run, best: Beam, kind: str, chunks: list[Chunk]) -> L
     except (LLMError, PromptNotSupportedError):  # a model that cannot pose the lead prompt gets no lead
         return None
     assert isinstance(parsed.value, LeadReply)
+    read_as = parsed.value.kind if parsed.value.kind and not run.config.embedded else None
+    if read_as is not None and read_as not in SHORT_KINDS:
+        return Lead(None, "model", parsed.value.answer, kind=read_as)  # a list or an explanation: no short answer
+    kind = read_as or kind
+    if kind is None:
+        return None
     read = [*(s.text for s in best.segments), *(c.text for c in chunks)]
     text = lead_text(kind, parsed.value.answer, read, run.question)
     if text not in (None, UNSETTLED) and not run.deps.rater.trusts(kind):
         # more often wrong than right in training: a yes/no question is not settled by what was read, and a
         # factoid gets no short answer (its sentences and their sources stand)
-        return Lead(UNSETTLED if kind == "yes_no" else None, "model", parsed.value.answer, held=text)
+        return Lead(UNSETTLED if kind == "yes_no" else None, "model", parsed.value.answer, held=text, kind=read_as)
     if kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
         text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
-    return Lead(text, "model", parsed.value.answer)
+    return Lead(text, "model", parsed.value.answer, kind=read_as)

@@ -61,19 +61,26 @@ POLICIES: tuple[Policy, ...] = (
         "decide", "finish", "the clauses of the documents read",
         "proposes the short answer with no call, checked against the kept sentences (lead.refuted)",
     ),
+    Policy(
+        "confirm", "finish", "the decided answer, the clause it rests on, the question",
+        "a decided short answer prints only where the model, asked about that clause, agrees (one call); else the "
+        "model's own short answer, or \"The documents don't settle it.\"",
+    ),
 )  # fmt: skip
 NAMES = tuple(policy.name for policy in POLICIES)
 
 
 def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
     """The policies that act on an answer: switched on, and (for those fitted on its ratings) under the evidence
-    scorer (`evidence`); deciding only under the short answer."""
+    scorer (`evidence`); deciding only under the short answer, confirming only a decision and only with an
+    endpoint's model (the embedded one confirms where its counts beat a rule's: none with the shipped weights)."""
     on = [
         p.name
         for p in POLICIES
         if getattr(config, p.name) and (evidence or not p.evidence_only) and not (evidence and p.paper_only)
     ]
-    return tuple(name for name in on if name != "decide" or "lead" in on)
+    on = [name for name in on if name != "decide" or "lead" in on]
+    return tuple(name for name in on if name != "confirm" or ("decide" in on and not config.embedded))
 
 
 def explain(config: Config, *, evidence: bool) -> str:

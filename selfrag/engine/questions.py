@@ -9,6 +9,8 @@
     options         the two names a choice question offers
     choice_options  the two options, names or two words in lower case ("before or after meals?")
     pair            the two names a yes/no question joins with "and" ("Are Ann Lee and Bob Day both directors?")
+    read_here       the regexes can read the question: it holds an English question word, auxiliary or article
+                    (else only a model that reads may say its kind: "Ist das Fahrrad wasserdicht?")
     follows_on      the user's earlier question that a follow-up goes on from ("Where can I borrow one?" after "Is a
                     helmet required?"), which the search adds to its query
 
@@ -131,6 +133,20 @@ def question_kind(question: str) -> str | None:
     if _WORTH_ASKED.match(asked) or (_TERSE.match(asked) and not _SPOKEN_VERB.search(asked)):
         return "factoid"  # a value named, asked with "what is" or with no verb at all ("Day pass price?")
     return None
+
+
+_ENGLISH = re.compile(
+    rf"\b(?:{AUXILIARY}|{QUESTION_WORDS}|(?:the|an|of|or|and|it|to|in|on|for|with|i|you|my|your|we|this|that|there)\b)",
+    re.I,
+)
+_WORDS_TO_TELL = 3  # a shorter question ("Hi!", "Day pass price?") is left to the regexes
+
+
+def read_here(question: str) -> bool:
+    """The question is one the regexes can read: it holds an English question word, auxiliary, article or
+    pronoun, or is too short to tell. One of three words or more that holds none ("Ist das Fahrrad
+    wasserdicht?") has its kind read by the model, where it can."""
+    return len(question.split()) < _WORDS_TO_TELL or bool(_ENGLISH.search(question))
 
 
 def options(question: str) -> tuple[str, str] | None:

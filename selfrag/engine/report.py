@@ -233,6 +233,7 @@ def build_result(
     lead_cites: Sequence[Chunk] = (),
     lead_clause: str | None = None,
     lead_refused: str | None = None,
+    lead_confirm: str | None = None,
 ) -> Result:
     citations = Citations()
     shown = citations.marked(lead, lead_cites) if lead else None  # a lead standing alone cites what decided it
@@ -291,6 +292,7 @@ def build_result(
         lead_held=lead_held,
         lead_clause=lead_clause,
         lead_refused=lead_refused,
+        lead_confirm=lead_confirm,
         policies=explain(config, evidence=rater.from_documents),
     )
     return Result(

@@ -126,10 +126,35 @@ class VariantsReply(Reply):
     sub_questions: list[str]  # decomposition: simpler questions whose answers together answer it
 
 
-class LeadReply(Reply):
-    """answer_lead: the short answer of a yes/no, choice or factoid question, read off the documents."""
+QUESTION_KINDS = ("yes_no", "choice", "factoid", "list", "explanation", "other")  # as the model reads a question
+SHORT_KINDS = ("yes_no", "choice", "factoid")  # the kinds that get a short answer printed first
+VERDICTS = ("agree", "disagree", "unclear")  # confirm_decision's closed set
 
+
+class LeadReply(Reply):
+    """answer_lead: the model's reading of the question's kind (None: not given; the regexes' reading stands) and
+    its short answer, read off the documents."""
+
+    kind: Literal[QUESTION_KINDS] | None = None  # type: ignore[valid-type]
     answer: str = Field(max_length=200)
+
+
+class ConfirmReply(Reply):
+    """confirm_decision: does the proposed short answer follow from the clause that decided it?"""
+
+    verdict: Literal[VERDICTS]  # type: ignore[valid-type]
+
+
+def agreed(parsed: Parsed) -> tuple[bool, float | None]:
+    """Whether the model agrees with a proposed short answer, and P(agree) where the reply has logprobs (then
+    agreement is P(agree) over one half; else the label written)."""
+    value, response = parsed.value, parsed.response
+    if response.tokens is not None:
+        found = label_distribution(response.text, response.tokens, "verdict", list(VERDICTS))
+        if found is not None:
+            p_agree = found.probs.get("agree", 0.0)
+            return p_agree > 0.5, p_agree
+    return getattr(value, "verdict", None) == "agree", None
 
 
 @cache
@@ -151,7 +176,16 @@ def shortened(model: type[BaseModel]) -> type[BaseModel]:
 
 REPLY_MODELS: dict[str, type[Reply]] = {
     model.__name__: model
-    for model in (DecideReply, FusedReply, PlainReply, WriteReply, CritiqueReply, VariantsReply, LeadReply)
+    for model in (
+        DecideReply,
+        FusedReply,
+        PlainReply,
+        WriteReply,
+        CritiqueReply,
+        VariantsReply,
+        LeadReply,
+        ConfirmReply,
+    )  # fmt: skip
 }
 
 

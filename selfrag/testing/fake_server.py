@@ -144,6 +144,8 @@ def echo_responder(body: dict[str, Any], final_after: int = 2) -> str:
         "paraphrases": [question_text],
         "hypothetical_answer": question_text,
         "sub_questions": [],
+        "kind": None,  # answer_lead: no reading of the question's kind (the regexes' stands)
+        "verdict": "agree",  # confirm_decision: agrees with every decision
     }
     if not props:
         return json.dumps({"answer": "yes"})

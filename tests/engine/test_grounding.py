@@ -158,6 +158,7 @@ def directors() -> dict:
         "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford country"},
         "generate_fused": fused("They were born in Lyon and Vienna."),
         "answer_lead": {"answer": "yes"},  # the model's coin flip: never asked here
+        "confirm_decision": {"verdict": "agree"},  # it agrees with what the documents decide
     }
 
 
@@ -171,6 +172,19 @@ async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_c
     assert {s.doc_id for s in result.sources} == {"trapero.md", "ford.md"}  # what decided it, not bikes.md
     assert [e.text for e in events if isinstance(e, LeadEvent)] == ["No [1, 2]."]  # streamed as printed
     assert not rag.chat.calls_to("answer_lead")
+
+
+def test_an_answer_that_would_stand_alone_needs_the_models_agreement_too(engine, weights):
+    disagrees = {**directors(), "confirm_decision": {"verdict": "disagree"}}
+    rag = engine(disagrees, chunks=DIRECTORS_AND_BIKES, ndocs=2, lead=True, scorer="evidence", scorer_weights=weights)
+    result = rag.answer(SAME_COUNTRY)
+    assert result.lead is None and result.abstention is not None  # the model does not agree: the abstention stands
+    [asked] = rag.chat.calls_to("confirm_decision")
+    assert dict(asked.values)["proposal"] == "No."
+    off = engine(
+        disagrees, chunks=DIRECTORS_AND_BIKES, ndocs=2, scorer="evidence", scorer_weights=weights, confirm=False
+    )
+    assert off.answer(SAME_COUNTRY).lead == "No." and not off.chat.calls_to("confirm_decision")
 
 
 @pytest.mark.parametrize(("counted", "confidence"), [({}, 0.5), ({"value": (6, 6)}, 7 / 8)])
@@ -330,7 +344,8 @@ def test_once_the_draft_states_the_amount_a_sentence_without_one_may_follow(engi
             }
         ),
     }
-    result = engine(script, chunks=CARGO, ndocs=2, max_depth=2).answer("How many cargo bikes does the co-op have?")
+    rag = engine(script, chunks=CARGO, ndocs=2, max_depth=2, confirm=False)
+    result = rag.answer("How many cargo bikes does the co-op have?")
     assert [s.text for s in result.segments] == ["The co-op has 6 cargo bikes.", "The cargo bikes are insured."]
 
 
@@ -379,7 +394,9 @@ def test_ask_prints_what_the_documents_decide_with_its_sources_where_it_would_ab
     assert main(["index", str(corpus), "--out", str(index), "--quiet"]) == 0
 
     # every sentence names cities no document holds; the model's short answer would say yes
-    invents = _replying({**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes"})
+    invents = _replying(
+        {**fused("They were born in Lyon and Vienna."), **DECIDE_YES, "answer": "yes", "verdict": "agree"}
+    )
     with FakeOpenAIServer(responder=invents) as server:
         argv = ["ask", SAME_COUNTRY, "--index", str(index), "--base-url", server.base_url, "--lead"]
         assert main([*argv, "--scorer", "evidence", "--scorer-weights", weights, "--ndocs", "2"]) == 0

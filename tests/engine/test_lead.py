@@ -271,7 +271,7 @@ def test_the_lead_reads_the_cited_chunks_first_then_the_rest_of_the_last_retriev
 
 async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine):
     script = lead_script("Since April 2026 refunds are accepted within 30 days.", "yes")
-    rag = engine(script, ndocs=1, lead=True)
+    rag = engine(script, ndocs=1, lead=True, confirm=False)
     events = [e async for e in rag.astream("Can I get a refund within 30 days?")]
     shown = [e for e in events if isinstance(e, LeadEvent | SegmentEvent)]
     assert isinstance(shown[0], LeadEvent) and shown[0].text == "Yes."
@@ -285,7 +285,7 @@ async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine)
 
 def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(engine):
     script = lead_script("Since April 2026 refunds are accepted within 30 days.", "no")
-    rag = engine(script, ndocs=2, lead=True)
+    rag = engine(script, ndocs=2, lead=True, confirm=False)
     result = rag.answer("Are refunds accepted within 14 days of purchase since April 2026?")
     assert result.lead == "No." and result.answer.startswith("No. ")
     call = rag.chat.calls_to("answer_lead")[0].messages[1].content
@@ -295,26 +295,28 @@ def test_a_yes_no_lead_reads_every_retrieved_document_not_only_the_cited_one(eng
 
 def test_a_yes_no_lead_the_answers_own_sentence_contradicts_says_the_documents_do_not_settle_it(engine):
     script = lead_script("Yes, since April 2026 refunds are accepted within 30 days.", "no")
-    result = engine(script, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    result = engine(script, ndocs=1, lead=True, confirm=False).answer("Can I get a refund within 30 days?")
     assert result.lead == UNSETTLED
     # the sentence keeps what it states and its citation, not a "Yes" that says the lead is wrong
     assert result.answer == f"{UNSETTLED} Since April 2026 refunds are accepted within 30 days [1]."
     assert [s.text for s in result.segments] == ["Since April 2026 refunds are accepted within 30 days."]
     assert result.trace.steps[0].candidates[0].text.startswith("Yes, since")  # the trace keeps what was written
     agreeing = {**script, "answer_lead": {"answer": "yes"}}
-    agreed = engine(agreeing, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    agreed = engine(agreeing, ndocs=1, lead=True, confirm=False).answer("Can I get a refund within 30 days?")
     assert agreed.lead == "Yes." and agreed.answer.startswith("Yes. Since April 2026")  # said once, first
 
 
 def test_a_sentence_that_is_only_the_yes_the_lead_withholds_is_not_printed(engine):
-    result = engine(lead_script("Yes.", "no"), ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    result = engine(lead_script("Yes.", "no"), ndocs=1, lead=True, confirm=False).answer(
+        "Can I get a refund within 30 days?"
+    )
     assert result.lead == UNSETTLED and result.answer == UNSETTLED
     assert result.segments == [] and result.sources == []
 
 
 def test_a_sentence_opening_with_no_as_a_word_does_not_contradict_a_yes(engine):
     script = lead_script("No receipt is needed for refunds within 30 days.", "yes")
-    result = engine(script, ndocs=1, lead=True).answer("Can I get a refund within 30 days?")
+    result = engine(script, ndocs=1, lead=True, confirm=False).answer("Can I get a refund within 30 days?")
     assert result.lead == "Yes."
     assert result.answer == "Yes. No receipt is needed for refunds within 30 days [1]."
 
@@ -341,23 +343,25 @@ def test_a_sentence_opens_with_its_answer_only_where_yes_or_no_stands_alone(sent
 
 
 def test_a_lead_that_only_repeats_the_first_sentence_is_not_printed(engine):
-    result = engine(lead_script("Thirty days", "thirty days"), ndocs=1, lead=True).answer("How long for a refund?")
+    result = engine(lead_script("Thirty days", "thirty days"), ndocs=1, lead=True, confirm=False).answer(
+        "How long for a refund?"
+    )
     assert result.lead is None and result.answer == "Thirty days [1]"
     assert result.trace.lead_reply == "thirty days"  # not printed, but the trace says what the call replied
-    longer = engine(lead_script("Refunds take thirty days", "thirty days"), ndocs=1, lead=True)
+    longer = engine(lead_script("Refunds take thirty days", "thirty days"), ndocs=1, lead=True, confirm=False)
     assert longer.answer("How long for a refund?").lead == "Thirty days."
 
 
 def test_a_factoid_whose_short_answer_the_sentences_do_not_hold_gets_no_lead(engine):
     script = lead_script("Since April 2026 refunds are accepted within 30 days.", "90 days")
-    result = engine(script, ndocs=1, lead=True).answer("How many days do I have for a refund?")
+    result = engine(script, ndocs=1, lead=True, confirm=False).answer("How many days do I have for a refund?")
     assert result.lead is None and result.answer == "Since April 2026 refunds are accepted within 30 days [1]."
     assert result.trace.lead_reply == "90 days" and result.lead_from is None  # why no lead: a number it invented
 
 
 def test_an_explanation_question_makes_no_lead_call(engine):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("Refunds take time because of checks.")}
-    rag = engine(script, ndocs=1, lead=True)
+    rag = engine(script, ndocs=1, lead=True, confirm=False)
     assert rag.answer("Why do refunds take time?").lead is None
     assert not rag.chat.calls_to("answer_lead")
 
@@ -377,7 +381,14 @@ def test_a_stated_short_answer_raises_the_confidence_by_its_training_rate(engine
             "answer_lead": {"answer": answer},
         }
         rag = engine(  # the sentence as written (grounding would quote the 2024 chunk it states 2026 against)
-            script, ndocs=1, lead=lead, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0, ground=False
+            script,
+            ndocs=1,
+            lead=lead,
+            scorer="evidence",
+            scorer_weights=str(weights),
+            abstain_below=0.0,
+            ground=False,
+            confirm=False,
         )
         return rag.answer(question).confidence
 
@@ -407,7 +418,14 @@ def test_a_factoid_the_model_gets_wrong_more_often_than_right_is_held_back(engin
         weights = tmp_path / f"lead-{counts[0]}.json"
         weights.write_text(replace(load_critic_model(), lead={"factoid": counts}).to_json())
         rag = engine(  # the sentence as written (grounding would quote the 2024 chunk it states 2026 against)
-            script, ndocs=1, lead=True, scorer="evidence", scorer_weights=str(weights), abstain_below=0.0, ground=False
+            script,
+            ndocs=1,
+            lead=True,
+            confirm=False,
+            scorer="evidence",
+            scorer_weights=str(weights),
+            abstain_below=0.0,
+            ground=False,
         )
         return rag.answer(question)
 
@@ -441,7 +459,7 @@ def directors_script(lead: str) -> dict:
 )
 def test_a_choice_the_documents_decide_leads_without_a_call_and_counts_apart(engine, question, by):
     script = directors_script("Pablo Trapero")  # the model's coin flip, not asked
-    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    rag = engine(script, ndocs=2, lead=True, confirm=False, chunks=DIRECTORS)
     result = rag.answer(question)
     assert result.lead == "Aleksander Ford." and result.lead_from == by
     assert result.answer.startswith("Aleksander Ford. Pablo Trapero (born 4 October 1971)")
@@ -459,7 +477,7 @@ def test_a_choice_the_documents_decide_leads_without_a_call_and_counts_apart(eng
 )
 def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_call(engine, question, lead, by):
     script = directors_script("yes" if lead == "No." else "no")  # the model's coin flip, not asked
-    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    rag = engine(script, ndocs=2, lead=True, confirm=False, chunks=DIRECTORS)
     result = rag.answer(question)
     assert (result.lead, result.lead_from) == (lead, by) and not rag.chat.calls_to("answer_lead")
     assert result.trace.lead_reply is None  # no call, no reply
@@ -468,7 +486,7 @@ def test_a_yes_no_question_about_two_names_the_documents_decide_leads_without_a_
 
 def test_a_yes_no_question_about_one_thing_a_document_states_leads_without_a_call_citing_it(engine):
     script = lead_script("Refunds take a few days.", "no")  # the model's coin flip, not asked
-    rag = engine(script, ndocs=2, lead=True)
+    rag = engine(script, ndocs=2, lead=True, confirm=False)
     result = rag.answer("Does the warranty cover manufacturing defects?")  # warranty.md: "covers ... defects"
     assert (result.lead, result.lead_from) == ("Yes.", "stated") and not rag.chat.calls_to("answer_lead")
     cited = [s.doc_id for s in result.sources if f"[{s.n}]" in result.answer.split(".")[0]]
@@ -479,17 +497,17 @@ def test_a_superseded_document_and_the_answers_own_sentences_decide_nothing(engi
     old, new = CHUNKS[0], CHUNKS[1]  # refunds within 14 days (2024), within 30 days (2026)
     superseded = replace(old, version=Version(current=False, date="2024", newer=(new.doc_id,)))
     script = lead_script("Refunds are accepted within 14 days of purchase.", "no")
-    rag = engine(script, ndocs=1, lead=True, chunks=[superseded])
+    rag = engine(script, ndocs=1, lead=True, confirm=False, chunks=[superseded])
     result = rag.answer("Are refunds accepted within 14 days?")  # only the 2024 policy says so
     assert result.lead_from == "model" and len(rag.chat.calls_to("answer_lead")) == 1
-    current = engine(script, ndocs=1, lead=True, chunks=[old])
+    current = engine(script, ndocs=1, lead=True, confirm=False, chunks=[old])
     assert current.answer("Are refunds accepted within 14 days?").lead_from == "stated"  # the same, current: decides
     assert documents_decide("Is the warranty free?", "yes_no", [], ["The warranty is free."]) is None
 
 
 def test_a_value_the_documents_state_leads_without_a_call_citing_it(engine):
     script = lead_script("Orders leave the warehouse quickly.", "a week")  # the model's reply: not asked
-    rag = engine(script, ndocs=3, lead=True, chunks=CHUNKS[2:])
+    rag = engine(script, ndocs=3, lead=True, confirm=False, chunks=CHUNKS[2:])
     result = rag.answer("How long do orders take to ship?")  # shipping.md: "ship within two business days"
     assert (result.lead, result.lead_from) == ("Within two business days.", "value")
     assert not rag.chat.calls_to("answer_lead") and result.trace.lead_reply is None
@@ -500,7 +518,7 @@ def test_a_value_the_documents_state_leads_without_a_call_citing_it(engine):
 def test_a_value_typed_as_into_a_search_box_gets_its_short_answer(engine):
     fees = [Chunk("fees.md", 0, "A day pass costs $6.00 and gives 24 hours of trips.", title="Fees")]
     script = lead_script("A day pass gives 24 hours of trips.", "24 hours")
-    result = engine(script, ndocs=1, lead=True, chunks=fees).answer("day pass price")
+    result = engine(script, ndocs=1, lead=True, confirm=False, chunks=fees).answer("day pass price")
     assert (result.lead, result.lead_from) == ("$6.00.", "value")
     assert result.answer.startswith("$6.00 [1].")
 
@@ -509,16 +527,16 @@ def test_a_value_two_current_documents_disagree_on_is_left_to_the_model_a_supers
     old, new = CHUNKS[0], CHUNKS[1]  # refunds within 14 days (2024), within 30 days (2026)
     script = lead_script("Refunds are accepted for a while.", "30 days")
     question = "How long after purchase are refunds accepted?"
-    both = engine(script, ndocs=2, lead=True, chunks=[old, new])
+    both = engine(script, ndocs=2, lead=True, confirm=False, chunks=[old, new])
     assert both.answer(question).lead_from == "model" and len(both.chat.calls_to("answer_lead")) == 1
     superseded = replace(old, version=Version(current=False, date="2024", newer=(new.doc_id,)))
-    result = engine(script, ndocs=2, lead=True, chunks=[superseded, new]).answer(question)
+    result = engine(script, ndocs=2, lead=True, confirm=False, chunks=[superseded, new]).answer(question)
     assert (result.lead, result.lead_from) == ("Within 30 days.", "value")
 
 
 def test_a_yes_no_question_the_documents_cannot_decide_asks_the_model(engine):
     script = directors_script("no")
-    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    rag = engine(script, ndocs=2, lead=True, confirm=False, chunks=DIRECTORS)
     result = rag.answer("Are Pablo Trapero and Aleksander Ford in the same family?")  # both "have" a family
     assert (result.lead, result.lead_from) == ("No.", "model") and len(rag.chat.calls_to("answer_lead")) == 1
 
@@ -546,7 +564,7 @@ def test_the_two_names_a_yes_no_question_joins_are_found(question, named):
 
 def test_a_choice_the_dates_cannot_settle_asks_the_model(engine):
     script = directors_script("Pablo Trapero")
-    rag = engine(script, ndocs=2, lead=True, chunks=DIRECTORS)
+    rag = engine(script, ndocs=2, lead=True, confirm=False, chunks=DIRECTORS)
     result = rag.answer("Who directed more films, Pablo Trapero or Aleksander Ford?")
     assert result.lead == "Pablo Trapero." and result.lead_from == "model"
     assert len(rag.chat.calls_to("answer_lead")) == 1

@@ -53,11 +53,14 @@ def test_the_paper_preset_runs_the_papers_algorithm_and_nothing_else(engine):
 
 
 def test_the_default_preset_runs_its_policies_and_says_so(engine):
-    rag = engine(script(), chunks=DIRECTORS, ndocs=2, lead=None)
+    confirming = {**script(), "answer_lead": {"answer": "Aleksander Ford"}, "confirm_decision": {"verdict": "agree"}}
+    rag = engine(confirming, chunks=DIRECTORS, ndocs=2, lead=None)
     result = rag.answer(QUESTION)
-    assert result.lead == "Aleksander Ford." and result.lead_from == "dates"  # decided, with no call
+    assert result.lead == "Aleksander Ford." and result.lead_from == "dates"  # decided, and the model agreed
+    assert len(rag.chat.calls_to("confirm_decision")) == 1 and "agree" in result.trace.lead_confirm
     assert "restates_question" in {c.flag for step in result.trace.steps for c in step.candidates}
-    assert "policies in force: supersession, filters, ask_plainly, disowned, lead, decide" in result.trace.policies
+    policies = "policies in force: supersession, filters, ask_plainly, disowned, lead, decide, confirm"
+    assert policies in result.trace.policies
 
 
 def test_a_policys_own_switch_wins_over_its_preset():

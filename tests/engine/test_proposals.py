@@ -29,12 +29,13 @@ CROSSINGS = [
 
 
 def script(sentence: str, lead: str) -> dict:
-    """A search that retrieves, writes `sentence` from each chunk, and a lead call that says `lead`: a strong
-    reader that answers from the documents."""
+    """A search that retrieves, writes `sentence` from each chunk, a lead call that says `lead`, and agreement
+    with a decision: a strong reader that answers from the documents."""
     return {
         "retrieve_decide": {"retrieve": "yes", "query": "q"},
         "generate_fused": fused(sentence),
         "answer_lead": {"answer": lead},
+        "confirm_decision": {"verdict": "agree"},
     }
 
 
@@ -138,7 +139,8 @@ def test_a_decision_a_kept_sentence_contradicts_is_not_printed_and_the_trace_say
 
 def test_deciding_can_be_turned_off_without_turning_the_short_answer_off(engine):
     question = "Who was born first, Pablo Trapero or Aleksander Ford?"
-    decided = engine(script("Aleksander Ford was born in 1908.", "Pablo Trapero"), chunks=DIRECTORS, ndocs=2, lead=True)
+    said = script("Aleksander Ford was born in 1908.", "Pablo Trapero")
+    decided = engine(said, chunks=DIRECTORS, ndocs=2, lead=True, confirm=False)
     assert decided.answer(question).lead == "Aleksander Ford." and not decided.chat.calls_to("answer_lead")
     rag = engine(
         script("Aleksander Ford was born in 1908.", "Aleksander Ford"),

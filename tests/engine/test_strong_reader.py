@@ -88,12 +88,19 @@ def strong_reader(case: Case) -> ScriptedChatModel:
         return fused("This document is about something else.", relevance="irrelevant", support="no", utility=1)
 
     lead = case.gold if case.gold is not None else "not settled"
+
+    def confirm(request: ChatRequest) -> dict:
+        """Agree where the proposed short answer says what the reader would: its own answer, read carefully."""
+        proposal = dict(request.values).get("proposal", "")
+        return {"verdict": "agree" if agrees(proposal, case) and proposal != UNSETTLED else "disagree"}
+
     script = {
         "retrieve_decide": {"retrieve": "yes", "query": case.question},
         "generate_fused": write,
         "generate_direct": write,  # asked again plainly, it answers the same
         "generate_plain": plain("The documents I was shown do not say.", utility=1),  # nothing was found
         "answer_lead": {"answer": lead},
+        "confirm_decision": confirm,
     }
     return ScriptedChatModel(script)
 

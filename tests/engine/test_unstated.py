@@ -123,6 +123,7 @@ def test_a_bare_yes_or_no_the_model_is_not_trusted_to_give_is_no_sentence_of_the
         "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford country"},
         "generate_fused": fused("Yes."),
         "answer_lead": {"answer": "yes"},
+        "confirm_decision": {"verdict": "agree"},
     }
     question = "Are Pablo Trapero and Aleksander Ford from the same country?"  # Argentine and Polish
     result = engine(script, chunks=DIRECTORS, ndocs=2, lead=True, **EVIDENCE).answer(question)
