@@ -18,6 +18,22 @@ class Decision(StrEnum):
     CONTINUE = "continue"
 
 
+class QuestionKind(StrEnum):
+    """What a question asks for. The regexes (`engine.questions`) know the first three; a model that reads may
+    also say a list, an explanation or other. Only the `short` kinds get a short answer printed first."""
+
+    YES_NO = "yes_no"
+    CHOICE = "choice"  # one of the options the question names
+    FACTOID = "factoid"  # one value: a name, a number, a date
+    LIST = "list"
+    EXPLANATION = "explanation"
+    OTHER = "other"
+
+    @property
+    def short(self) -> bool:
+        return self in (QuestionKind.YES_NO, QuestionKind.CHOICE, QuestionKind.FACTOID)
+
+
 class Relevance(StrEnum):
     """[Relevant] / [Irrelevant] (ISREL): does the chunk help answer the question?"""
 

@@ -8,6 +8,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .schema import Flag
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -81,10 +83,7 @@ class TraceCandidate(_Out):
     score: float | None
     aggregate: float | None
     status: Literal["kept", "pruned", "failed", "gated"]
-    # why it was cut or declined: restates_question, repeats_draft, several_sentences, about_the_document,
-    # no_amount, unsupported, superseded, unstated, disowned; quoted: replaced by the sentence of its chunk it was
-    # drawn from
-    flag: str | None = None
+    flag: Flag | None = None  # why it was declined, cut or replaced (a gate's drop shows in `status` alone)
     fallback: bool = False
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
     second_hop: bool = False  # pruned in its step, then added to the answer by the second hop (engine.hops): kept

@@ -8,11 +8,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TypeVar, overload
 
 from .labels import Decision, Relevance, Support, Utility
 
 L = TypeVar("L")  # a label type (Relevance, Support, Utility)
+
+
+class Flag(StrEnum):
+    """Why a candidate was declined, cut or replaced (None: kept as written). A flag that `drops` it makes it
+    never an answer; `several_sentences` and `quoted` change its text and keep it."""
+
+    GATED = "gated"  # an optional hard gate dropped it (Config.gate_irrelevant, Config.gate_unsupported)
+    SUPERSEDED = "superseded"  # its document yields to a newer version in hand
+    RESTATES_QUESTION = "restates_question"
+    REPEATS_DRAFT = "repeats_draft"
+    ABOUT_THE_DOCUMENT = "about_the_document"  # speaks of the document, or copies the prompt's machinery
+    NO_AMOUNT = "no_amount"  # the question asks how many or how much and nothing states an amount
+    UNSTATED = "unstated"  # states what its documents do not hold (or a bare verdict no document states)
+    DISOWNED = "disowned"  # the model calls it irrelevant and unsupported, and nothing else is left
+    UNSUPPORTED = "unsupported"  # its support is under the abstention cut, or it needed documents and had none
+    SEVERAL_SENTENCES = "several_sentences"  # cut to the one worth keeping
+    QUOTED = "quoted"  # replaced by the sentence of its chunk it was drawn from
+
+    @property
+    def drops(self) -> bool:
+        return self not in (Flag.SEVERAL_SENTENCES, Flag.QUOTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,15 +160,22 @@ class Candidate:
     critique: Critique | None = None
     plan: Plan | None = None
     error: str | None = None
-    gated: bool = False  # dropped by an optional hard gate, or declined (see `flag`)
-    # restates_question | repeats_draft | several_sentences (cut) | about_the_document | no_amount | unsupported
-    # | superseded | unstated | disowned | quoted (replaced by its chunk's sentence)
-    flag: str | None = None
+    flag: Flag | None = None  # why it was declined, cut or replaced
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
     also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them
     written: str | None = None  # quoted: the sentence the model wrote, which stated what its chunk does not hold
     extracted: bool = False  # its chunk's own sentence, offered beside the model's (engine.critic.offered)
     asked_again: bool = False  # written when its chunk's first sentence restated the question (Config.ask_plainly)
+
+    @property
+    def gated(self) -> bool:
+        """Declined or dropped by a gate: never an answer."""
+        return self.flag is not None and self.flag.drops
+
+    @property
+    def by_rule(self) -> bool:
+        """Declined, cut or replaced by one of the engine's rules (not dropped by an optional gate)."""
+        return self.flag is not None and self.flag is not Flag.GATED
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..engine.lead import UNSETTLED, counted_kind, documents_decide, lead_text
 from ..engine.questions import question_kind
+from ..labels import QuestionKind
 from ..result import UNSETTLED_KINDS
 from .metrics import answer_in
 
@@ -86,7 +87,7 @@ def held_back(record: Mapping[str, Any], lead: str, asked: str | None) -> str | 
         return str(record["lead_held"])
     if asked != "yes_no" or lead != UNSETTLED or record.get("lead_from") != "model":
         return None
-    said = lead_text("yes_no", str(record.get("lead_reply") or ""), ())
+    said = lead_text(QuestionKind.YES_NO, str(record.get("lead_reply") or ""), ())
     return said if said != UNSETTLED else None
 
 

@@ -189,7 +189,7 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Proposal:
     """The option the documents pick, as the question writes it, and what picked it; `read` the texts holding
     the sentences that decided it, where the rule knows them (`decide_stated`; else `read_from` finds them);
     `clause` the words it rests on, for the trace and the check before it is printed (`lead.refuted`)."""
@@ -200,23 +200,23 @@ class Decision:
     clause: str = field(default="", compare=False)  # not what was decided: equal decisions may rest elsewhere
 
 
-def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Decision | None:
+def decide(question: str, offered: tuple[str, str], texts: Sequence[str]) -> Proposal | None:
     """The option the documents pick, by dates for a choice about time, by a trait otherwise; None when they
     cannot."""
     order = asked_order(question, offered)
     if order is not None:
         picked = _by_dates(question, offered, _split(texts), order)
-        return Decision(picked[0], "dates", clause=picked[1]) if picked else None
+        return Proposal(picked[0], "dates", clause=picked[1]) if picked else None
     counted = asked_count(question, offered)
     if counted is not None:
         picked = _by_counts(counted, offered, _split(texts))
-        return Decision(picked, "counts") if picked else None
+        return Proposal(picked, "counts") if picked else None
     trait = asked_trait(question, offered)
     picked = _by_trait(trait, offered, _split(texts), question) if trait else None
-    return Decision(picked[0], "traits", clause=picked[1]) if picked else None
+    return Proposal(picked[0], "traits", clause=picked[1]) if picked else None
 
 
-def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -> Decision | None:
+def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -> Proposal | None:
     """The documents' "Yes" or "No" to a yes/no question about two names (`engine.questions.pair`), or None. The
     same or different people ("from the same country?") or year ("in the same year?") is compared between the
     two names' own sentences; otherwise the words the question asks of both ("both film directors?") decide:
@@ -234,7 +234,7 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
         alike = _alike(named, own, split, by=by)
         if alike is None:
             return None
-        return Decision("Yes" if alike == (same.group(1).lower() == "same") else "No", "same")
+        return Proposal("Yes" if alike == (same.group(1).lower() == "same") else "No", "same")
     if _ALIKE.search(rest):  # "in the same band": both having one does not make it the same
         return None
     asked = _traits(rest) - _ASKING - _YES_NO_WORDS - _traits(" ".join(named))
@@ -246,8 +246,8 @@ def decide_yes_no(question: str, named: tuple[str, str], texts: Sequence[str]) -
     held = sorted(len(words_said) for words_said, _ in said)
     clause = " / ".join(part for _, part in said if part)
     if held == [len(asked), len(asked)]:
-        return Decision("Yes", "both", clause=clause)
-    return Decision("No", "one", clause=clause) if held == [0, len(asked)] else None
+        return Proposal("Yes", "both", clause=clause)
+    return Proposal("No", "one", clause=clause) if held == [0, len(asked)] else None
 
 
 def _said_of(asked: frozenset[str], own: Sequence[str], question: str) -> tuple[frozenset[str], str] | None:
@@ -269,7 +269,7 @@ def _said_of(asked: frozenset[str], own: Sequence[str], question: str) -> tuple[
     return frozenset(said), " ".join(holding)
 
 
-def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
+def decide_stated(question: str, texts: Sequence[str]) -> Proposal | None:
     """The documents' "Yes" or "No" to a yes/no question about one thing ("Is a helmet required?"): "No" when
     every clause that holds all the words it asks denies one of them ("Wearing a helmet is not required by law
     in Millbrook, but ..."), "Yes" when every such clause holds them undenied; None when none holds them all,
@@ -297,7 +297,7 @@ def decide_stated(question: str, texts: Sequence[str]) -> Decision | None:
     if bool(said[False]) == bool(said[True]):
         return None
     denied = bool(said[True])
-    return Decision("No" if denied else "Yes", "stated", tuple(sorted(said[denied])), " / ".join(read[denied]))
+    return Proposal("No" if denied else "Yes", "stated", tuple(sorted(said[denied])), " / ".join(read[denied]))
 
 
 def read_from(names: tuple[str, str], texts: Sequence[str]) -> tuple[int, ...]:

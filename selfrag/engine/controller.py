@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from ..errors import BudgetError, LLMError
-from ..labels import Mode
+from ..labels import Mode, QuestionKind
 from ..result import Abstention, DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
 from . import beam, critic, generator, hops, lead, questions, report, retriever
@@ -50,7 +50,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             break
         written += [candidate for candidate, _ in step.outcomes]
         children = [child for _, child in step.outcomes if child is not None]
-        if not children and not any(c.flag for c, _ in step.outcomes):
+        if not children and not any(c.by_rule for c, _ in step.outcomes):
             stop, failure = StopReason.LLM_FAILURE, next((c.error for c, _ in step.outcomes if c.error), None)
             break
         pool = [*(b for b in frontier if b.final), *_stopped(step), *children]
@@ -77,25 +77,20 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     for finishing in FINISHING:  # after the paper's loop, the finishing policies, in order
         done = await finishing(done, searched, run)
     best, steps, abstention, short = done.best, done.steps, done.abstention, done.short
-    said, source = (short.text, short.source) if short and short.text else (None, None)
-    cites = short.cites if short else ()  # a lead that stands alone cites what decided it
-    if said:
-        yield LeadEvent(text=citations.marked(said, cites))
+    said = short.text if short and short.text else None
+    if short and said:
+        yield LeadEvent(text=citations.marked(said, short.cites))  # standing alone, it cites what decided it
     for index in range(streamed, len(best.segments)):
         event = citations.event(index, best.segments[index])
         if event is not None:
             yield event
     wall = time.monotonic() - started
-    counted = lead.counted_kind(
-        short.kind if short and short.kind else kind, said, [segment.text for segment in best.segments], source
-    )
-    reply, held = (short.reply, short.held) if short else (None, None)  # the call's own words, printed or not
-    clause, refused = (short.clause if said else None, short.refused) if short else (None, None)
-    confirm = short.confirm if short else None
+    read_as = short.kind if short and short.kind else kind
+    source = short.source if short and said else None
+    counted = lead.counted_kind(read_as, said, [segment.text for segment in best.segments], source)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
-        abstention=abstention, lead=said, lead_kind=counted, lead_from=source, lead_reply=reply,
-        lead_held=held, lead_cites=cites, lead_clause=clause, lead_refused=refused, lead_confirm=confirm,
+        abstention=abstention, short=short, short_kind=counted,
     )  # fmt: skip
     yield DoneEvent(result=result)
 
@@ -111,7 +106,7 @@ class Searched:
     failure: str | None
     read: tuple[Chunk, ...]
     written: tuple[Candidate, ...]
-    kind: str | None
+    kind: QuestionKind | None
     deadline: float
     asks: bool = False
 
@@ -236,7 +231,7 @@ def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], ru
     return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 
-async def _lead(best: Beam, run: Run, kind: str | None, deadline: float) -> lead.Lead | None:
+async def _lead(best: Beam, run: Run, kind: QuestionKind | None, deadline: float) -> lead.Lead | None:
     """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
     spent."""
     try:
@@ -250,7 +245,7 @@ def _stopped(step: StepOutcome) -> list[Beam]:
     """Live beams that got no child because their candidates were declined: a beam with sentences stops
     there (it does not grow by an unsupported or degenerate sentence); one without any has nothing to keep."""
     grown = {c.parent.id for c, child in step.outcomes if child is not None}
-    declined = {c.parent.id for c, _ in step.outcomes if c.flag}
+    declined = {c.parent.id for c, _ in step.outcomes if c.by_rule}
     return [replace(b, final=True) for b in step.live if b.id in declined - grown and b.segments]
 
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import FatalLLMError, LLMError, RefusalError
-from ..labels import Decision, Mode, Relevance, Support, Utility
+from ..labels import Decision, Mode, QuestionKind, Relevance, Support, Utility
 from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
-from ..schema import Candidate, Critique, Plan
+from ..schema import Candidate, Critique, Flag, Plan
 from . import generator
 from .beam import s_rel, s_sup
 from .calibration import Rated
@@ -56,7 +56,7 @@ def gate(candidate: Candidate, run: Run) -> Candidate:
         return candidate
     irrelevant = run.config.gate_irrelevant and Critique.top(critique.relevance) is Relevance.IRRELEVANT
     unsupported = run.config.gate_unsupported and Critique.top(critique.support) is Support.NO
-    return replace(candidate, gated=True) if irrelevant or unsupported else candidate
+    return replace(candidate, flag=Flag.GATED) if irrelevant or unsupported else candidate
 
 
 async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
@@ -67,7 +67,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     gates run."""
     candidates = await _judged(candidates, run)
     ground = run.config.ground and run.deps.rater.from_documents  # the paper's scorer keeps the paper's sentences
-    verdicts = run.deps.rater.trusts("yes_no")  # the model's own yes or no may stand as a sentence
+    verdicts = run.deps.rater.trusts(QuestionKind.YES_NO)  # the model's own yes or no may stand as a sentence
     filters = bool(run.config.filters)
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts, filters=filters) for c in candidates]
     if run.config.ask_plainly:
@@ -99,7 +99,7 @@ async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool
     restating = [
         c
         for c in candidates
-        if c.flag == "restates_question"
+        if c.flag is Flag.RESTATES_QUESTION
         and c.chunk is not None
         and not c.pooled
         and c.critique is not None
@@ -134,7 +134,7 @@ def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
         chunk, critique = candidate.chunk, candidate.critique
         if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
             continue
-        if candidate.flag == "superseded" or candidate.extracted:  # its document yields to a newer one, and so do
+        if candidate.flag is Flag.SUPERSEDED or candidate.extracted:  # its document yields to a newer one, and so do
             continue  # its sentences; an offered sentence offers nothing more
         if (candidate.parent.id, chunk.key) in seen:
             continue
@@ -152,7 +152,7 @@ def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
         seen.add((candidate.parent.id, chunk.key))
         out.append(
             replace(
-                candidate, text=best, critique=quoted, flag=None, written=None, gated=False, extracted=True,
+                candidate, text=best, critique=quoted, flag=None, written=None, extracted=True,
                 asked_again=False,
             )
         )  # fmt: skip
@@ -168,7 +168,7 @@ def disowned(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     live = [c for c in candidates if generator.usable(c) and not gate(c, run).gated]
     owned = {c.parent.id for c in live if not _disowns(c)}
     dropped = {id(c) for c in live if c.parent.id not in owned}
-    return [replace(c, gated=True, flag="disowned") if id(c) in dropped else c for c in candidates]
+    return [replace(c, flag=Flag.DISOWNED) if id(c) in dropped else c for c in candidates]
 
 
 def _disowns(candidate: Candidate) -> bool:
@@ -184,7 +184,14 @@ def _disowns(candidate: Candidate) -> bool:
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
 # is the rater's own verdict, in `rate`)
 DECLINED = frozenset(
-    {"superseded", "restates_question", "repeats_draft", "about_the_document", "no_amount", "unstated"}
+    {
+        Flag.SUPERSEDED,
+        Flag.RESTATES_QUESTION,
+        Flag.REPEATS_DRAFT,
+        Flag.ABOUT_THE_DOCUMENT,
+        Flag.NO_AMOUNT,
+        Flag.UNSTATED,
+    }
 )
 
 
@@ -202,7 +209,7 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, f
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
     if _outdated(candidate):
-        return replace(candidate, gated=True, flag="superseded")
+        return replace(candidate, flag=Flag.SUPERSEDED)
     if not filters and not ground:
         return candidate
     draft = [segment.text for segment in candidate.parent.segments]
@@ -212,19 +219,19 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, f
     chunk_text = candidate.chunk.text if candidate.chunk else None
     ids = tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
     flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole, ids=ids) if filters else None
-    if flaw == "several_sentences":
+    if flaw is Flag.SEVERAL_SENTENCES:
         cut, topic = unframed(best_sentence(question, candidate.text, draft))
         flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)
-        candidate = replace(candidate, text=cut, flag="several_sentences")
+        candidate = replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES)
     if ground and flaw is None:
         if chunk_text is not None:
             candidate, flaw = _grounded(candidate, question, draft, chunk_text)
         if flaw is None and not verdicts and asks_yes_no(question) and _bare_verdict(candidate.text):
-            flaw = "unstated"
-    return replace(candidate, gated=True, flag=flaw) if flaw else candidate
+            flaw = Flag.UNSTATED
+    return replace(candidate, flag=flaw) if flaw else candidate
 
 
-def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text: str) -> tuple[Candidate, str | None]:
+def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text: str) -> tuple[Candidate, Flag | None]:
     """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
     they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
     replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
@@ -239,8 +246,8 @@ def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text:
         return candidate, None
     quote = source_sentence(question, candidate.text, chunk_text, draft)
     if quote is None:
-        return candidate, "unstated"
-    return replace(candidate, text=quote, flag="quoted", written=candidate.text), None
+        return candidate, Flag.UNSTATED
+    return replace(candidate, text=quote, flag=Flag.QUOTED, written=candidate.text), None
 
 
 def _bare_verdict(sentence: str) -> bool:
@@ -294,9 +301,9 @@ def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
             )
             candidate = replace(candidate, critique=critique)
             if rating.support < run.abstain_below:
-                candidate = replace(candidate, gated=True, flag="unsupported")
+                candidate = replace(candidate, flag=Flag.UNSUPPORTED)
         elif _without_documents(candidate) and _documents_needed(run):
-            candidate = replace(candidate, gated=True, flag="unsupported")
+            candidate = replace(candidate, flag=Flag.UNSUPPORTED)
         out.append(candidate)
     return out
 

@@ -51,6 +51,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from ..schema import Flag
+
 FEATURES = (
     "rank_inv",
     "score_rel",
@@ -411,7 +413,7 @@ def degeneracy(
     topic: bool = False,
     segment: bool = False,
     ids: Sequence[str] = (),
-) -> str | None:
+) -> Flag | None:
     """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
     date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
     France.", answers it, yes or, with a "not", no, and so does a statement taking a side on a yes/no question
@@ -433,23 +435,23 @@ def degeneracy(
     stated = not topic and not asked_back
     asserts = stated and (asks_yes_no(question) or _takes_a_side(question, sentence))  # "Paris is ..." says yes
     if restated and not answers and not asserts:
-        return "restates_question"
+        return Flag.RESTATES_QUESTION
     for earlier in draft:
         before = terms(earlier)
         if said and before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
-            return "repeats_draft"
+            return Flag.REPEATS_DRAFT
     parts = [sentence] if segment else sentences(sentence)
     copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
     if len(parts) >= 3 or (len(parts) == 2 and copied):
-        return "several_sentences"
+        return Flag.SEVERAL_SENTENCES
     if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
-        return "about_the_document"
+        return Flag.ABOUT_THE_DOCUMENT
     if any(re.search(rf"{re.escape(doc)}\s*#\s*\d", sentence, re.IGNORECASE) for doc in ids if doc):
-        return "about_the_document"  # "The Prestige (film) #0": a document's id as the prompt shows it
+        return Flag.ABOUT_THE_DOCUMENT  # "The Prestige (film) #0": a document's id as the prompt shows it
     if len(parts) == 2 and _ABOUT_DOCUMENT.match(parts[1]):
-        return "several_sentences"  # "Helmets are advised. The sentence is also about e-bikes.": cut to the first
+        return Flag.SEVERAL_SENTENCES  # "Helmets are advised. The sentence is also about e-bikes.": cut to the first
     if asks_amount(question) and not any(map(states_amount, [*draft, sentence])):
-        return "no_amount"  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
+        return Flag.NO_AMOUNT  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
     return None
 
 

@@ -199,7 +199,7 @@ async def fallback(live: Sequence[Beam], candidates: Sequence[Candidate], run: R
     """One evidence-free sentence for each live beam that was left with no usable candidate because its calls
     failed or a hard gate dropped them all. A beam whose candidates were declined (unsupported, degenerate)
     gets none: it stops, or the answer abstains (controller)."""
-    stranded = [b for b in live if not any(usable(c) or c.flag for c in candidates if c.parent.id == b.id)]
+    stranded = [b for b in live if not any(usable(c) or c.by_rule for c in candidates if c.parent.id == b.id)]
     if not stranded:
         return ()
     had_chunks = {c.parent.id for c in candidates if c.chunk is not None}

@@ -45,11 +45,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
-from ..llm.replies import SHORT_KINDS, LeadReply, agreed
+from ..labels import QuestionKind
+from ..llm.replies import LeadReply, agreed
 from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from ..text import neutralise_document
-from .compare import Decision, decide, decide_stated, decide_yes_no, read_from
+from .compare import Proposal, decide, decide_stated, decide_yes_no, read_from
 from .context import Run, run_all
 from .evidence import sentences as sentences_of
 from .evidence import terms, words
@@ -91,28 +92,28 @@ class Lead:
     held: str | None = None
     clause: str | None = None  # what a decided lead rests on
     refused: str | None = None  # a decision the check refused (`refuted`, or the model did not agree), and why
-    kind: str | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
+    kind: QuestionKind | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
     confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)
 
 
 def documents_decide(
-    question: str, kind: str | None, texts: Sequence[str], written: Sequence[str] = ()
-) -> Decision | None:
+    question: str, kind: QuestionKind | None, texts: Sequence[str], written: Sequence[str] = ()
+) -> Proposal | None:
     """What the documents decide with no call: a choice (`compare.decide`), a yes/no question about two names
     (`compare.decide_yes_no`), one about one thing that a clause of `texts` states or denies
     (`compare.decide_stated`), or the value a factoid question asks that the clauses holding its words state
     (`values.decide_value`). The answer's own sentences, `written`, are read by the first two only: a sentence
     the model wrote does not state what the documents say. None for other questions and where they cannot."""
-    if kind == "choice" and (offered := options(question)) is not None:
+    if kind == QuestionKind.CHOICE and (offered := options(question)) is not None:
         return decide(question, offered, [*texts, *written])
-    if kind == "yes_no" and (named := pair(question)) is not None:
+    if kind == QuestionKind.YES_NO and (named := pair(question)) is not None:
         return decide_yes_no(question, named, [*texts, *written])
-    if kind == "factoid":
+    if kind == QuestionKind.FACTOID:
         return decide_value(question, texts)
-    return decide_stated(question, texts) if kind == "yes_no" else None
+    return decide_stated(question, texts) if kind == QuestionKind.YES_NO else None
 
 
-def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead | None:
+def standing(question: str, kind: QuestionKind | None, chunks: Sequence[Chunk]) -> Lead | None:
     """The answer instead of an abstention, when no sentence was supported well enough: a choice, a yes/no
     question or a value that the chunks read decide (`documents_decide`) is answered by that alone, citing the
     chunks it was read from; None otherwise. Only a decision stands so: the documents decided it by their dates,
@@ -126,9 +127,9 @@ def standing(question: str, kind: str | None, chunks: Sequence[Chunk]) -> Lead |
     return Lead(f"{decision.option}.", decision.by, cites=tuple(chunks[n] for n in read), clause=decision.clause)
 
 
-def _read_from(question: str, kind: str | None, texts: Sequence[str]) -> tuple[int, ...]:
+def _read_from(question: str, kind: QuestionKind | None, texts: Sequence[str]) -> tuple[int, ...]:
     """The texts a decision about two names (a choice's options, a yes/no question's pair) read from."""
-    names = options(question) if kind == "choice" else pair(question)
+    names = options(question) if kind == QuestionKind.CHOICE else pair(question)
     return read_from(names, texts) if names else ()
 
 
@@ -146,18 +147,18 @@ def lead_chunks(best: Beam, limit: int) -> list[Chunk]:
     return list(unique.values())[: max(limit, 1)]
 
 
-def lead_text(kind: str, answer: str, read: Sequence[str], question: str = "") -> str | None:
+def lead_text(kind: QuestionKind, answer: str, read: Sequence[str], question: str = "") -> str | None:
     """The lead to print, or None when the model's short answer cannot be used as one. `read`: the texts the
     lead may take its words from (the documents it read and the answer's sentences)."""
     said = " ".join(answer.split()).strip(" .!\"'")
     word = said.lower().split(maxsplit=1)[0].strip(",.;:!") if said else ""
-    if kind == "yes_no":
+    if kind == QuestionKind.YES_NO:
         if word in ("yes", "no"):
             return f"{word.capitalize()}."
         return UNSETTLED
     if said.lower().startswith("not settled"):
-        return UNSETTLED if kind == "choice" else None
-    if kind == "choice":
+        return UNSETTLED if kind == QuestionKind.CHOICE else None
+    if kind == QuestionKind.CHOICE:
         return _chosen(said, choice_options(question))
     if not said or len(said.split()) > MAX_LEAD_WORDS:
         return None
@@ -195,7 +196,7 @@ def contradicted(lead: str, sentences: Sequence[str]) -> bool:
     return any(opening_answer(sentence) == ("no" if said == "yes" else "yes") for sentence in sentences)
 
 
-def refuted(question: str, kind: str | None, decision: Decision, sentences: Sequence[str]) -> str | None:
+def refuted(question: str, kind: QuestionKind | None, decision: Proposal, sentences: Sequence[str]) -> str | None:
     """Why a decided short answer may not be printed, or None: a kept sentence opens with the other yes or no
     (`contradicted`), or a kept sentence or the clause the decision rests on denies what the answer says (a "Yes."
     or a chosen option over "The Vela Lite is not waterproof": `scope.reading`). A decision is a proposal; the
@@ -205,10 +206,10 @@ def refuted(question: str, kind: str | None, decision: Decision, sentences: Sequ
     against = next((s for s in stating if contradicted(said, [s])), None)
     if against is not None:
         return f"a kept sentence opens against it: {against!r}"
-    if decision.option == "No" or kind not in ("yes_no", "choice"):
+    if decision.option == "No" or kind not in (QuestionKind.YES_NO, QuestionKind.CHOICE):
         return None  # a "No." is not refuted by a sentence stating the words asked of one thing or name
     asked = terms(question) - _ASKING
-    chosen = terms(decision.option) if kind == "choice" else frozenset()
+    chosen = terms(decision.option) if kind == QuestionKind.CHOICE else frozenset()
     for text in (decision.clause, *sentences):
         for part in sentences_of(text):
             held = terms(part)
@@ -250,7 +251,7 @@ def echoes(lead: str, sentences: Sequence[str]) -> bool:
 
 
 def counted_kind(
-    kind: str | None, lead: str | None, sentences: Sequence[str], source: str | None = "model"
+    kind: QuestionKind | None, lead: str | None, sentences: Sequence[str], source: str | None = "model"
 ) -> str | None:
     """The kind whose training rate the confidence takes for this short answer, or None: a stated answer that
     says more than the sentences after it, or "The documents don't settle it." (`UNSETTLED_KINDS`: it states no
@@ -261,7 +262,7 @@ def counted_kind(
         return UNSETTLED_KINDS.get(kind or "")
     if kind is None or not lead:
         return None
-    if kind == "yes_no" or not terms(lead) <= terms(" ".join(sentences)):
+    if kind == QuestionKind.YES_NO or not terms(lead) <= terms(" ".join(sentences)):
         return source if source in DECIDED else kind
     return None
 
@@ -276,7 +277,7 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     return f"{picks[0][:1].upper()}{picks[0][1:]}." if len(picks) == 1 else None  # "Kept." of "refunded or kept"
 
 
-async def write_lead(run: Run, best: Beam, kind: str | None) -> Lead | None:
+async def write_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead | None:
     """The lead of a question of this kind (`question_kind`): from the documents where they decide it
     (`documents_decide`), else from one call. None when the call failed; a lead with no text when the reply is
     no usable short answer or only repeats the answer's first sentence."""
@@ -288,7 +289,7 @@ async def write_lead(run: Run, best: Beam, kind: str | None) -> Lead | None:
     return lead
 
 
-async def _written_lead(run: Run, best: Beam, kind: str | None) -> Lead | None:
+async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
     written = [s.text for s in best.segments]
     decision = documents_decide(run.question, kind, current_texts(chunks), written) if run.config.decide else None
@@ -303,12 +304,14 @@ async def _written_lead(run: Run, best: Beam, kind: str | None) -> Lead | None:
     lead = await _asked_lead(run, best, kind, chunks)
     if refused is None:
         return lead
-    if lead is None or (lead.text is None and kind == "choice"):  # the rule's pick was refused, the model's is none
+    if lead is None or (
+        lead.text is None and kind == QuestionKind.CHOICE
+    ):  # the rule's pick was refused, the model's is none
         return Lead(UNSETTLED, "model", lead.reply if lead else None, refused=refused)
     return replace(lead, refused=refused)
 
 
-def confirms(run: Run, kind: str, rule: str) -> bool:
+def confirms(run: Run, kind: QuestionKind, rule: str) -> bool:
     """A decision waits for the model's agreement (`Config.confirm`): any endpoint's model; the embedded one only
     where its own training counts of the kind beat the rule's (`Rater.reads_better`)."""
     if not run.config.confirm:
@@ -316,7 +319,7 @@ def confirms(run: Run, kind: str, rule: str) -> bool:
     return not run.config.embedded or run.deps.rater.reads_better(kind, rule)
 
 
-async def _confirmed(run: Run, best: Beam, kind: str, chunks: list[Chunk], decided: Lead) -> Lead | None:
+async def _confirmed(run: Run, best: Beam, kind: QuestionKind, chunks: list[Chunk], decided: Lead) -> Lead | None:
     """The decided lead where the model, asked about the clause that decided it, agrees; else the model's own
     short answer (asked at the same time), or "The documents don't settle it." for a yes/no or choice. Where the
     model reads the question as another kind, the rule read another question: the model's reading stands."""
@@ -334,7 +337,7 @@ async def _confirmed(run: Run, best: Beam, kind: str, chunks: list[Chunk], decid
     if agrees:
         return replace(decided, reply=reply, confirm=asked)
     why = f"{decided.text} by {decided.source}: the model does not agree ({asked})"
-    if lead is None or (lead.text is None and kind in ("yes_no", "choice")):
+    if lead is None or (lead.text is None and kind in (QuestionKind.YES_NO, QuestionKind.CHOICE)):
         return Lead(UNSETTLED, "model", reply, refused=why, confirm=asked)
     return replace(lead, refused=why, confirm=asked)
 
@@ -365,7 +368,7 @@ async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool 
     return agrees, f"{asked}: {said}"
 
 
-async def _asked_lead(run: Run, best: Beam, kind: str | None, chunks: list[Chunk]) -> Lead | None:
+async def _asked_lead(run: Run, best: Beam, kind: QuestionKind | None, chunks: list[Chunk]) -> Lead | None:
     """The model's own short answer, asked in one call and checked (`lead_text`); None when the call failed. An
     endpoint's model also reads the question's kind (any language), and its reading decides: a list or an
     explanation gets no short answer, a yes/no question its yes or no; the embedded model's kind is the
@@ -385,8 +388,8 @@ async def _asked_lead(run: Run, best: Beam, kind: str | None, chunks: list[Chunk
     except (LLMError, PromptNotSupportedError):  # a model that cannot pose the lead prompt gets no lead
         return None
     assert isinstance(parsed.value, LeadReply)
-    read_as = parsed.value.kind if parsed.value.kind and not run.config.embedded else None
-    if read_as is not None and read_as not in SHORT_KINDS:
+    read_as = QuestionKind(parsed.value.kind) if parsed.value.kind and not run.config.embedded else None
+    if read_as is not None and not read_as.short:
         return Lead(None, "model", parsed.value.answer, kind=read_as)  # a list or an explanation: no short answer
     kind = read_as or kind
     if kind is None:
@@ -396,7 +399,9 @@ async def _asked_lead(run: Run, best: Beam, kind: str | None, chunks: list[Chunk
     if text not in (None, UNSETTLED) and not run.deps.rater.trusts(kind):
         # more often wrong than right in training: a yes/no question is not settled by what was read, and a
         # factoid gets no short answer (its sentences and their sources stand)
-        return Lead(UNSETTLED if kind == "yes_no" else None, "model", parsed.value.answer, held=text, kind=read_as)
-    if kind == "yes_no" and text is not None and contradicted(text, [s.text for s in best.segments]):
+        return Lead(
+            UNSETTLED if kind == QuestionKind.YES_NO else None, "model", parsed.value.answer, held=text, kind=read_as
+        )
+    if kind == QuestionKind.YES_NO and text is not None and contradicted(text, [s.text for s in best.segments]):
         text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
     return Lead(text, "model", parsed.value.answer, kind=read_as)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from ..conversation import questions_asked
+from ..labels import QuestionKind
 from .compare import PEOPLE
 from .evidence import AUXILIARY, QUESTION_WORDS, asks_yes_no, terms, unwrapped
 
@@ -112,26 +113,26 @@ _OPENER = re.compile(
 )
 
 
-def question_kind(question: str) -> str | None:
+def question_kind(question: str) -> QuestionKind | None:
     """yes_no, choice, factoid, or None for a question whose answer is an explanation; a polite request by what
     it asks ("Could you please give me the phone number?" asks a value)."""
     if asks_yes_no(question):
-        return "yes_no"
+        return QuestionKind.YES_NO
     if (asked := unwrapped(question)) != question:
         return question_kind(asked)
     if choice_options(question) is not None:
-        return "choice"
+        return QuestionKind.CHOICE
     if _NOT_FACTOID.match(question) or _NOT_FACTOID.match(_TOLD.split(question.strip())[-1]):
         return None  # a list or an explanation: no short answer
     if _FACTOID.search(question) and not _EXPLAIN.match(question):
-        return "factoid"
+        return QuestionKind.FACTOID
     if _VALUE.search(question) and not _TWO_QUESTIONS.search(question) and not _EXPLAIN.match(question):
-        return "factoid"
+        return QuestionKind.FACTOID
     asked = _TOLD.split(question.strip())[-1]
     if _TWO_QUESTIONS.search(question) or _EXPLAIN.match(asked):
         return None
     if _WORTH_ASKED.match(asked) or (_TERSE.match(asked) and not _SPOKEN_VERB.search(asked)):
-        return "factoid"  # a value named, asked with "what is" or with no verb at all ("Day pass price?")
+        return QuestionKind.FACTOID  # a value named, asked with "what is" or with no verb at all ("Day pass price?")
     return None
 
 

@@ -14,7 +14,6 @@ from ..result import (
     ABSTAIN_ANSWER,
     Abstention,
     CritiqueOut,
-    LeadSource,
     Result,
     SegmentEvent,
     SegmentOut,
@@ -25,10 +24,11 @@ from ..result import (
     TraceStep,
     Usage,
 )
-from ..schema import Beam, Candidate, Chunk, Critique, Meter, Segment
+from ..schema import Beam, Candidate, Chunk, Critique, Flag, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
 from .calibration import PaperRater, Rater, answer_support
+from .lead import Lead
 from .policies import explain
 from .state import RunInfo, StepOutcome, StopReason
 
@@ -124,7 +124,7 @@ def _trace_candidate(candidate: Candidate, child: Beam | None, kept: set[str]) -
         score=child.segments[-1].score if child else None,
         aggregate=child.aggregate if child else None,
         status=status,
-        flag=candidate.flag,
+        flag=None if candidate.flag is Flag.GATED else candidate.flag,  # a gate's drop is its status alone
         fallback=candidate.index < 0,
         pooled=candidate.pooled,
         also=[chunk.key for chunk in candidate.also],
@@ -225,18 +225,15 @@ def build_result(
     *,
     rater: Rater | None = None,
     abstention: Abstention | None = None,
-    lead: str | None = None,
-    lead_kind: str | None = None,
-    lead_from: LeadSource | None = None,
-    lead_reply: str | None = None,
-    lead_held: str | None = None,
-    lead_cites: Sequence[Chunk] = (),
-    lead_clause: str | None = None,
-    lead_refused: str | None = None,
-    lead_confirm: str | None = None,
+    short: Lead | None = None,
+    short_kind: str | None = None,
 ) -> Result:
+    """The answer and its trace. `short`: the short answer as the finishing policies left it (printed first where
+    it has text; its call's reply, held answer, clause and refusal go to the trace either way); `short_kind`:
+    the kind whose rate the confidence takes for it (`lead.counted_kind`)."""
     citations = Citations()
-    shown = citations.marked(lead, lead_cites) if lead else None  # a lead standing alone cites what decided it
+    said = short.text if short is not None and short.text else None
+    shown = citations.marked(said, short.cites) if short is not None and said else None  # alone, it cites its clause
     segments, parts = [], []
     for index, segment in enumerate(best.segments):
         event = citations.event(index, segment)
@@ -265,7 +262,7 @@ def build_result(
         words = sum(len(s.text.split()) for s in best.segments)
         supports = [_answer_support(c) for c in rated if c.p_relevant is not None and c.p_supported is not None]
         sure = rater.answer_confidence([_support(c) for c in rated], supports, words)
-    confidence = rater.with_lead(sure, lead_kind, alone=bool(lead) and not best.segments)
+    confidence = rater.with_lead(sure, short_kind, alone=bool(said) and not best.segments)
     usage = Usage(
         llm_calls=meter.llm_calls,
         prompt_tokens=meter.prompt_tokens,
@@ -288,11 +285,11 @@ def build_result(
         prompts=dict(info.prompts),
         capabilities=dict(info.capabilities),
         final_path=[".".join(path[: i + 1]) for i in range(len(path))],
-        lead_reply=lead_reply,
-        lead_held=lead_held,
-        lead_clause=lead_clause,
-        lead_refused=lead_refused,
-        lead_confirm=lead_confirm,
+        lead_reply=short.reply if short else None,
+        lead_held=short.held if short else None,
+        lead_clause=short.clause if short and said else None,
+        lead_refused=short.refused if short else None,
+        lead_confirm=short.confirm if short else None,
         policies=explain(config, evidence=rater.from_documents),
     )
     return Result(
@@ -303,8 +300,8 @@ def build_result(
         confidence=round(confidence, 6),
         stop_reason=stop_reason.value,
         abstention=abstention,
-        lead=lead,
-        lead_from=lead_from,
+        lead=said,
+        lead_from=short.source if short and said else None,
         usage=usage,
         trace=trace,
         model=info.model,

@@ -76,7 +76,7 @@ def unread(live: Sequence[Beam], plans: Sequence[Plan], candidates: Sequence[Can
     out = []
     for i, (beam, step_plan) in enumerate(zip(live, plans, strict=True)):
         own = [c for c in candidates if c.parent.id == beam.id]
-        if not beam.segments and step_plan.decision is Decision.NO and own and all(c.flag for c in own):
+        if not beam.segments and step_plan.decision is Decision.NO and own and all(c.by_rule for c in own):
             out.append(i)
     return out
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .compare import MONTH, YEAR, Decision, clauses
+from .compare import MONTH, YEAR, Proposal, clauses
 from .evidence import NUMBER_WORDS, denies, terms, words
 from .questions import VALUE_NAMES
 from .scope import DENIAL_REACH, reading
@@ -113,7 +113,7 @@ def _pattern(sort: str) -> re.Pattern[str]:
     return re.compile(rf"{_SO_MANY}\s+(?:[\w-]+\s+)?{re.escape(thing)}(?:s|es)?\b", re.I)
 
 
-def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
+def decide_value(question: str, texts: Sequence[str]) -> Proposal | None:
     """The value the clauses of `texts` holding the question's words all state, by "value", citing the texts
     they are in; None where they cannot (module docstring)."""
     sort = asked_value(question)
@@ -142,7 +142,7 @@ def decide_value(question: str, texts: Sequence[str]) -> Decision | None:
     if len(said) != 1:
         return None
     value, read = next(iter(said.values()))
-    return Decision(value[0].upper() + value[1:], "value", tuple(sorted(read)))  # "Every six weeks"
+    return Proposal(value[0].upper() + value[1:], "value", tuple(sorted(read)))  # "Every six weeks"
 
 
 def _the_one_asked(found: set[str], asked: frozenset[str], question: str, sort: str, clause: str) -> set[str] | None:

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ..labels import Decision, Relevance, Support, Utility
+from ..labels import Decision, QuestionKind, Relevance, Support, Utility
 from ..schema import Critique, Plan
 from .logprobs import label_distribution, mean_token_prob
 from .structured import Parsed
@@ -126,8 +126,7 @@ class VariantsReply(Reply):
     sub_questions: list[str]  # decomposition: simpler questions whose answers together answer it
 
 
-QUESTION_KINDS = ("yes_no", "choice", "factoid", "list", "explanation", "other")  # as the model reads a question
-SHORT_KINDS = ("yes_no", "choice", "factoid")  # the kinds that get a short answer printed first
+QUESTION_KINDS = tuple(kind.value for kind in QuestionKind)  # as the model reads a question (a Literal: the schema)
 VERDICTS = ("agree", "disagree", "unclear")  # confirm_decision's closed set
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from selfrag.engine.compare import (
-    Decision,
+    Proposal,
     asked_order,
     asked_trait,
     date_after,
@@ -92,14 +92,14 @@ def test_words_scattered_over_a_sentence_do_not_name_an_option():
 )
 def test_the_dates_pick_the_option_the_question_asks_for(question, answer):
     offered = PEOPLE if question.index("Pablo") < question.index("Aleksander") else PEOPLE[::-1]
-    assert decide(question, offered, TEXTS) == (Decision(answer, "dates") if answer else None)
+    assert decide(question, offered, TEXTS) == (Proposal(answer, "dates") if answer else None)
 
 
 def test_a_tie_or_a_missing_date_decides_nothing():
     same_year = ["Summit was created in 1990.", "Crosstrack was created in March 1990."]
     assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), same_year) is None
     months = ["Summit was created in May 1990.", "Crosstrack was created in March 1990."]
-    assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), months) == Decision(
+    assert decide("Was Summit or Crosstrack created first?", ("Summit", "Crosstrack"), months) == Proposal(
         "Crosstrack", "dates"
     )
     one = ["Summit was created in 1990.", "Crosstrack is a ski resort."]
@@ -155,7 +155,7 @@ BANDS = [  # HaluEval's way: two paragraphs in one text, the space after a full 
     ],
 )  # fmt: skip
 def test_a_trait_said_of_one_option_only_or_far_more_picks_it(question, offered, answer):
-    assert decide(question, offered, BANDS) == (Decision(answer, "traits") if answer else None)
+    assert decide(question, offered, BANDS) == (Proposal(answer, "traits") if answer else None)
 
 
 # -- a yes/no question about two names -------------------------------------------------------------------------
@@ -172,15 +172,15 @@ FILMS = [
 @pytest.mark.parametrize(
     ("question", "named", "decision"),
     [
-        ("Are Pylon and Rivermaya from the same country?", ("Pylon", "Rivermaya"), Decision("No", "same")),
+        ("Are Pylon and Rivermaya from the same country?", ("Pylon", "Rivermaya"), Proposal("No", "same")),
         ("Are Bruce Dickinson and Roger Daltrey of the same nationality?", ("Bruce Dickinson", "Roger Daltrey"),
-         Decision("Yes", "same")),
-        ("Are Pylon and Rivermaya of different nationalities?", ("Pylon", "Rivermaya"), Decision("Yes", "same")),
+         Proposal("Yes", "same")),
+        ("Are Pylon and Rivermaya of different nationalities?", ("Pylon", "Rivermaya"), Proposal("Yes", "same")),
         ("Did The Castaway Cowboy and The Straight Story come out in the same year?",
-         ("The Castaway Cowboy", "The Straight Story"), Decision("No", "same")),  # 1974 against 1999
-        ("Are Pylon and Rivermaya both rock bands?", ("Pylon", "Rivermaya"), Decision("Yes", "both")),
+         ("The Castaway Cowboy", "The Straight Story"), Proposal("No", "same")),  # 1974 against 1999
+        ("Are Pylon and Rivermaya both rock bands?", ("Pylon", "Rivermaya"), Proposal("Yes", "both")),
         ("Are Bruce Dickinson and Roger Daltrey both airline pilots?", ("Bruce Dickinson", "Roger Daltrey"),
-         Decision("No", "one")),  # said of one, of the other not at all
+         Proposal("No", "one")),  # said of one, of the other not at all
         ("Are Bruce Dickinson and Roger Daltrey both singers and pilots?", ("Bruce Dickinson", "Roger Daltrey"),
          None),  # "pilot" found for one, "singer" for both: in part
         ("Are Pylon and Rivermaya in the same family?", ("Pylon", "Rivermaya"), None),  # no family named
@@ -190,7 +190,7 @@ FILMS = [
         ("Are Pylon and Rivermaya both older bands?", ("Pylon", "Rivermaya"), None),  # a comparison
         ("Are Pylon and Oasis both rock bands?", ("Pylon", "Oasis"), None),  # Oasis has no sentence of its own
         ("Are The Castaway Cowboy and Rivermaya from the same country?", ("The Castaway Cowboy", "Rivermaya"),
-         Decision("No", "same")),
+         Proposal("No", "same")),
         ("Are Bruce Dickinson and The Straight Story from the same country?", ("Bruce Dickinson", "The Straight Story"),
          None),  # the film's sentences name no people
     ],
@@ -213,16 +213,16 @@ PLACES = [
 @pytest.mark.parametrize(
     ("question", "named", "decision"),
     [
-        ("Are Lysichiton and Ageratum in the same family?", ("Lysichiton", "Ageratum"), Decision("No", "same")),
-        ("Do Lysichiton and Orontium belong to the same family?", ("Lysichiton", "Orontium"), Decision("Yes", "same")),
-        ("Are Lysichiton and Ageratum of different families?", ("Lysichiton", "Ageratum"), Decision("Yes", "same")),
+        ("Are Lysichiton and Ageratum in the same family?", ("Lysichiton", "Ageratum"), Proposal("No", "same")),
+        ("Do Lysichiton and Orontium belong to the same family?", ("Lysichiton", "Orontium"), Proposal("Yes", "same")),
+        ("Are Lysichiton and Ageratum of different families?", ("Lysichiton", "Ageratum"), Proposal("Yes", "same")),
         # "the rose family" names no family by its Latin name, and a subfamily is not a family
         ("Are Arthropodium and Peraphyllum in the same family?", ("Arthropodium", "Peraphyllum"), None),
         ("Were Eatza Pizza and Your Pie founded in the same state?", ("Eatza Pizza", "Your Pie"),
-         Decision("No", "same")),  # Arizona against Georgia
+         Proposal("No", "same")),  # Arizona against Georgia
         # "Colorado" is the aqueduct's own name, not where it is: both are in California
         ("Are Colorado River Aqueduct and Eastside Canal in the same state?",
-         ("Colorado River Aqueduct", "Eastside Canal"), Decision("Yes", "same")),
+         ("Colorado River Aqueduct", "Eastside Canal"), Proposal("Yes", "same")),
         ("Are Eastside Canal and Lake Vega in the same state?", ("Eastside Canal", "Lake Vega"), None),  # no state
     ],
 )  # fmt: skip
@@ -252,10 +252,10 @@ ALIASED = [
 
 def test_a_name_given_before_the_sentences_verb_makes_the_sentence_its_own():
     question = "Do Robert Fleischman and Jimmy Barnes have the same nationality?"
-    assert decide_yes_no(question, ("Robert Fleischman", "Jimmy Barnes"), ALIASED) == Decision("No", "same")
+    assert decide_yes_no(question, ("Robert Fleischman", "Jimmy Barnes"), ALIASED) == Proposal("No", "same")
     assert date_after("Jimmy Barnes", ALIASED) == (1956, 4, 28)  # the date before the name is his
     assert decide("Who was born first, Robert Fleischman or Jimmy Barnes?", ("Robert Fleischman", "Jimmy Barnes"),
-                  ALIASED) == Decision("Robert Fleischman", "dates")  # fmt: skip
+                  ALIASED) == Proposal("Robert Fleischman", "dates")  # fmt: skip
 
 
 def test_a_name_after_the_verb_or_opening_a_later_sentence_is_read_as_before():
@@ -277,9 +277,9 @@ def test_each_word_of_a_compound_is_said_but_a_language_is_no_people():
         "important English-language novelists of the 20th century.",
     ]
     named = ("Naser Mestarihi", "Justin Sane")
-    assert decide_yes_no("Are Naser Mestarihi and Justin Sane both singers?", named, texts) == Decision("Yes", "both")
+    assert decide_yes_no("Are Naser Mestarihi and Justin Sane both singers?", named, texts) == Proposal("Yes", "both")
     question = "Are both Elizabeth Jane Howard and Patrick White from the same country?"
-    assert decide_yes_no(question, ("Elizabeth Jane Howard", "Patrick White"), texts) == Decision("No", "same")
+    assert decide_yes_no(question, ("Elizabeth Jane Howard", "Patrick White"), texts) == Proposal("No", "same")
 
 
 # -- a choice about how many ------------------------------------------------------------------------------------
@@ -295,9 +295,9 @@ GENERA = [
 @pytest.mark.parametrize(
     ("question", "offered", "decision"),
     [
-        ("Which genus has more species, Fir or Chelone?", ("Fir", "Chelone"), Decision("Fir", "counts")),  # 48 > 4
-        ("Which genus has fewer species, Fir or Chelone?", ("Fir", "Chelone"), Decision("Chelone", "counts")),
-        ("Does Chelone or Fir have more species?", ("Chelone", "Fir"), Decision("Fir", "counts")),
+        ("Which genus has more species, Fir or Chelone?", ("Fir", "Chelone"), Proposal("Fir", "counts")),  # 48 > 4
+        ("Which genus has fewer species, Fir or Chelone?", ("Fir", "Chelone"), Proposal("Chelone", "counts")),
+        ("Does Chelone or Fir have more species?", ("Chelone", "Fir"), Proposal("Fir", "counts")),
         # a year is no count of missions: Lodewijk van den Berg's sentences state none
         ("Who flew on more Space Shuttle missions, Piers Sellers or Lodewijk van den Berg?",
          ("Piers Sellers", "Lodewijk van den Berg"), None),
@@ -321,9 +321,9 @@ HELMETS = [
 @pytest.mark.parametrize(
     ("question", "decision"),
     [
-        ("Is a helmet required?", Decision("No", "stated", (0,))),  # "not" right before an asked word
-        ("Are the loan helmets free?", Decision("Yes", "stated", (0,))),
-        ("Must children in the box wear helmets?", Decision("Yes", "stated", (1,))),  # the "not" is another clause's
+        ("Is a helmet required?", Proposal("No", "stated", (0,))),  # "not" right before an asked word
+        ("Are the loan helmets free?", Proposal("Yes", "stated", (0,))),
+        ("Must children in the box wear helmets?", Proposal("Yes", "stated", (1,))),  # the "not" is another clause's
         ("Are e-bikes allowed on the trails?", None),  # "allowed" and "trails" sit in two clauses
         ("Is a helmet required by the co-op?", None),  # no clause holds every word asked
         ("Is a helmet not required?", None),  # a question that denies is not decided by words found
@@ -338,11 +338,11 @@ def test_a_yes_no_question_about_one_thing_is_decided_by_a_clause_holding_all_it
 def test_clauses_that_disagree_decide_nothing():
     said = ["Wearing a helmet is not required by law.", "A helmet is required on group rides."]
     assert decide_stated("Is a helmet required?", said) is None
-    assert decide_stated("Is a helmet required?", said[1:]) == Decision("Yes", "stated", (0,))
-    assert decide_stated("Is a helmet required?", ["A helmet isn’t required."]) == Decision("No", "stated", (0,))
+    assert decide_stated("Is a helmet required?", said[1:]) == Proposal("Yes", "stated", (0,))
+    assert decide_stated("Is a helmet required?", ["A helmet isn’t required."]) == Proposal("No", "stated", (0,))
 
 
 def test_a_list_items_no_is_not_the_next_items():
     plans = "- **Rider**: a plan with no monthly fee.\n- **Commuter**: a monthly plan that includes unlimited trips."
-    assert decide_stated("Does the Commuter plan include unlimited trips?", [plans]) == Decision("Yes", "stated", (0,))
-    assert decide_stated("Does the Rider plan have a monthly fee?", [plans]) == Decision("No", "stated", (0,))
+    assert decide_stated("Does the Commuter plan include unlimited trips?", [plans]) == Proposal("Yes", "stated", (0,))
+    assert decide_stated("Does the Rider plan have a monthly fee?", [plans]) == Proposal("No", "stated", (0,))

@@ -8,7 +8,7 @@ import pytest
 from helpers import DIRECTORS, fused, plain
 
 from selfrag import Chunk
-from selfrag.engine.compare import Decision, decide, decide_stated, decide_yes_no
+from selfrag.engine.compare import Proposal, decide, decide_stated, decide_yes_no
 from selfrag.engine.evidence import terms
 from selfrag.engine.lead import UNSETTLED, refuted
 from selfrag.engine.scope import reading
@@ -170,9 +170,9 @@ def test_a_question_the_rules_cannot_read_gets_an_answer_not_a_traceback(engine,
 
 def test_a_chosen_option_a_kept_sentence_denies_the_trait_of_is_refuted():
     question = "Which medicine is safe during pregnancy, Calmex or Dormira?"
-    picked = Decision("Calmex", "traits", clause="Calmex is a medicine that is safe for adults.")
+    picked = Proposal("Calmex", "traits", clause="Calmex is a medicine that is safe for adults.")
     assert refuted(question, "choice", picked, ["Calmex is not safe during pregnancy."])
     assert refuted(question, "choice", picked, ["Dormira is not safe during pregnancy."]) is None  # the other one
     assert refuted(question, "choice", picked, ["Calmex is safe during pregnancy."]) is None
-    said_no = Decision("No", "stated", clause="Overtime is paid to all staff apart from managers.")
+    said_no = Proposal("No", "stated", clause="Overtime is paid to all staff apart from managers.")
     assert refuted("Is overtime paid to managers?", "yes_no", said_no, ["Yes, managers are paid overtime."])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.compare import Decision
+from selfrag.engine.compare import Proposal
 from selfrag.engine.values import asked_value, decide_value
 
 CARGO = (
@@ -69,9 +69,9 @@ def test_a_value_every_clause_holding_the_questions_words_states_is_the_answer(q
 
 def test_the_heading_counts_for_the_clause_and_the_text_read_is_cited():
     question = "How far ahead do I need to reserve a cargo bike?"  # "cargo" and "reserved" in the clause itself
-    assert decide_value(question, [SERVICE, CARGO]) == Decision("At least two hours", "value", (1,))
+    assert decide_value(question, [SERVICE, CARGO]) == Proposal("At least two hours", "value", (1,))
     # "The price is $4 per hour" names no cargo bike: its document's heading does
-    assert decide_value("How much per hour is a cargo bike?", [SERVICE, CARGO]) == Decision(
+    assert decide_value("How much per hour is a cargo bike?", [SERVICE, CARGO]) == Proposal(
         "$4 per hour", "value", (1,)
     )
 
@@ -93,19 +93,19 @@ def test_no_value_where_the_clauses_do_not_settle_one(question, texts):
 
 def test_the_same_value_written_in_two_clauses_agrees_with_itself():
     texts = ["Send a dispute within 30 days.", "Send your dispute to the bookkeeper Within 30 days."]
-    assert decide_value("How long do I have to send a dispute?", texts) == Decision("Within 30 days", "value", (0, 1))
+    assert decide_value("How long do I have to send a dispute?", texts) == Proposal("Within 30 days", "value", (0, 1))
 
 
 def test_a_or_an_is_a_number_only_after_a_qualifier():
     day_pass = ["A day pass costs $6.00 and is valid for 24 hours."]  # "a day" names the pass, not its length
-    assert decide_value("How long is a day pass valid?", day_pass) == Decision("24 hours", "value", (0,))
-    assert decide_value("How long do I have to report a fault?", ["Report a fault within an hour."]) == Decision(
+    assert decide_value("How long is a day pass valid?", day_pass) == Proposal("24 hours", "value", (0,))
+    assert decide_value("How long do I have to report a fault?", ["Report a fault within an hour."]) == Proposal(
         "Within an hour", "value", (0,)
     )
 
 
 def test_a_value_the_question_itself_gives_is_not_its_answer():
     texts = ["Student membership costs $9 per month.", "Student membership was $8 per month in 2025."]
-    assert decide_value("Student membership was $8 a month in 2025; what does it cost now?", texts) == Decision(
+    assert decide_value("Student membership was $8 a month in 2025; what does it cost now?", texts) == Proposal(
         "$9 per month", "value", (0,)
     )
