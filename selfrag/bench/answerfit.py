@@ -1,8 +1,8 @@
 """The answer's confidence fitted on the answers training runs gave (`selfrag bench fit-confidence`).
 
-The shipped confidence map reads one input, the mean P(supported) of the answer's sentences, and on HaluEval
-training answers that input does not rank right answers above wrong ones (AUROC about 0.5): the map can only sit
-near one right rate, and samples of the same pool run from 25 % to 45 % right. The answered head
+The shipped confidence map reads one input, the mean P(supported) of the answer's sentences, and that input does
+not rank a small model's answers, so the map can only sit near one right rate (docs/decisions.md, the calibrated
+confidence). The answered head
 (`engine.calibration`) reads the answer as the engine gave it: the mean P(supported) and the mean answer support
 of its sentences, and how many words they state. This module reads those inputs back from run records, each
 sentence matched to the candidate it was kept from, the answer support recomputed under the weights being fitted

@@ -19,8 +19,8 @@ The file has the QA scorer's format (`engine.calibration.CriticModel`), read the
 
 The heads are fitted from every training claim's top-`ndocs` BM25 chunks with no model call: the model's own
 labels and the quote check are held neutral, so their weights come out zero (on claims the 135M model's labels
-agree with gold at chance: benchmarks/README.md). The confidence map needs the model's verdicts, so it is fitted
-on training runs (`bench run --split train`) re-voted with the new heads; without them it is the identity.
+agree with gold at chance: docs/archive/benchmark-rounds.md). The confidence map needs the model's verdicts, so it
+is fitted on training runs (`bench run --split train`) re-voted with the new heads; without them it is the identity.
 """
 
 from __future__ import annotations

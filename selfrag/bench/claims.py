@@ -24,8 +24,8 @@ dataset's training claims only by `selfrag bench fit-claims`) the critic is evid
   abstains when nothing supports a sentence;
 - where the weights carry a polarity head (`refutes`, fitted on the training claims' supporting and refuting
   evidence), a chunk's verdict is that head's, P(refutes) over 0.5 voting CONTRADICT and the rest SUPPORT, and the
-  writer's own verdict is kept as `model_label`: on 240 of CLIMATE-FEVER's training claims the 135M model
-  called 17 of the 18 refuting sentences it was shown supporting (benchmarks/README.md);
+  writer's own verdict is kept as `model_label` (a small model's verdicts carry nothing on CLIMATE-FEVER: the
+  seventh round in docs/archive/benchmark-rounds.md);
 - confidence: the weights' calibration map of the largest weight for a verdict, of one minus it for NEI.
 """
 

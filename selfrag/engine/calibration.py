@@ -22,7 +22,7 @@
                    claim protocol's verdict, once a chunk settles a claim, in the claim weights only
 
 Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
-training ids only (its `fitted_on` and `benchmarks/README.md` say which), and `selfrag critic fit` refits it
+training ids only (its `fitted_on` and docs/decisions.md say which), and `selfrag critic fit` refits it
 from a user's own judged data. A file is validated before use (format, version, feature names, shapes, finite
 numbers) and a bad one is refused with a message naming it. Fitting is L2-regularised logistic regression by
 Newton's method in numpy (`selfrag.fit.critic`); the engine only reads and checks the file.
@@ -405,9 +405,8 @@ class EvidenceRater:
 
     @property
     def weighs_utility(self) -> bool:
-        # f is its P(relevant) + P(supported) alone: the 135M model's ISUSE label ranks the candidates that hold the
-        # answer at chance (AUROC 0.54 on 1,022 HaluEval training candidates, against 0.79 for P(relevant) +
-        # P(supported)), and at w_use 0.5 it outweighed them; the heads do not read it either
+        # f is its P(relevant) + P(supported) alone: a small model's ISUSE label ranks the candidates that hold the
+        # answer at chance, and at w_use 0.5 it outweighed them (docs/decisions.md); the heads do not read it either
         return False
 
     @property
@@ -417,9 +416,8 @@ class EvidenceRater:
     def trusts(self, kind: str) -> bool:
         """A yes or no, or a name, number or date, the model states is printed only where the training counts
         show it right more often than wrong (`beats_a_coin`): a short answer is read first and plainly, and one
-        that is more often wrong misleads more than it tells. The shipped counts (HaluEval training answers whose
-        sentences were wrong) hold the 135M model's yes or no right on 14 of 27, its factoid on 10 of 58. Its
-        choice between two options is printed as before (`HELD_KINDS`): counted 3 times, too few to judge."""
+        that is more often wrong misleads more than it tells (the shipped counts: docs/decisions.md). Its choice
+        between two options is printed as before (`HELD_KINDS`): too few were counted to judge."""
         if kind not in HELD_KINDS:
             return True
         right, of = self.model.lead.get(kind, (0, 0))
@@ -450,8 +448,8 @@ class EvidenceRater:
         saying the documents don't settle the question (`UNSETTLED_KINDS`) answers nothing: the confidence is how
         often such training answers were right, whatever their sentences' support (a sentence that backs one
         name of a yes/no question does not say yes or no). A short answer that stands `alone`, no sentence after
-        it (`lead.standing`), is as sure as its kind's counts say however few they are: 7 of 8 for 6 right of 6,
-        a half for none, never the 0 of sentences that are not there."""
+        it (`lead.standing`), is as sure as its kind's counts say however few they are (Laplace's rule: a half
+        for none), never the 0 of sentences that are not there."""
         rate = self.model.lead_rate(kind, least=0 if alone else MIN_LEAD_ANSWERS)
         if rate is None:
             return confidence
@@ -465,8 +463,8 @@ class EvidenceRater:
 def reads_better(counts: Mapping[str, tuple[int, int]], kind: str, rule: str) -> bool:
     """The model's short answers of `kind` were right more often than the decisions of `rule` (Laplace's rule on
     each's training counts), on at least MIN_LEAD_ANSWERS of the model's; against a rule with no counts, the
-    model must beat a coin (`beats_a_coin`). The shipped counts: the 135M model's yes or no 14 of 27, factoid
-    10 of 58, against the rules' 41 of 49 ("one") to 95 of 96 ("both"): no rule is put to it."""
+    model must beat a coin (`beats_a_coin`). With the shipped counts the embedded model beats no rule
+    (docs/decisions.md, `confirm`)."""
     right, of = counts.get(kind, (0, 0))
     if of < MIN_LEAD_ANSWERS:
         return False

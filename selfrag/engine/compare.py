@@ -33,18 +33,16 @@ question about one thing ("Is a helmet required?") by a clause holding every wor
                   look at first), to cite them
 
 An option's own sentences are the first it opens ("Pablo Trapero (born 1971) is ..."), else the first naming it
-before its verb, as a stage name is ("James Dixon Swan (born 1956), better known as Jimmy Barnes, is ..."): on
-HaluEval's 1,310 training yes/no and choice questions, each read with BM25's top 5 (`selfrag bench fit-lead
---decided-on halueval`), the second kind decided 33 more, 25 of them right as the metric reads them.
+before its verb, as a stage name is ("James Dixon Swan (born 1956), better known as Jimmy Barnes, is ...").
 
 Every rule reads what a sentence says of the words it matched (`engine.scope`): a trait denied ("The Vela Lite
 is not waterproof") is not said, and a negation, exception or condition whose reach is unclear decides nothing.
 A choice by dates reads the date of the event asked ("opened in 1932", not "designed in 1890": `asked_event`).
 What a rule decides is a proposal: `lead.refuted` checks it against the kept sentences before it is printed.
 
-A small model answers these questions by a coin flip between the two names even when both documents state the
-dates; comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no
-model. Where this cannot decide, the model's short answer stands.
+Comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no model.
+Where this cannot decide, the model's short answer stands. What each rule decides on training data, and why it
+exists: docs/decisions.md (`decide`).
 """
 
 from __future__ import annotations

@@ -124,8 +124,8 @@ def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
     several sentences that a candidate was written from, the sentence sharing most with the question
     (`evidence.best_sentence`), where it is not degenerate and says something else than the model's sentence.
     It shares its chunk's critique (its quote is itself) and is rated with the others. A small writer given a
-    paragraph mostly copies its first sentence (23 of 33 candidates from chunks of three or more sentences on
-    HaluEval training questions), while the question's answer is often in another. A chunk offers once per
+    paragraph mostly copies its first sentence, while the question's answer is often in another
+    (docs/decisions.md, `extract`). A chunk offers once per
     beam (a sentence asked for again was written from the same chunk). `alone`: the model wrote nothing worth
     keeping from the chunk, so a chunk of one sentence offers that one too."""
     out: list[Candidate] = []

