@@ -293,7 +293,8 @@ def build_result(
         lead_clause=lead_clause,
         lead_refused=lead_refused,
         lead_confirm=lead_confirm,
-        policies=explain(config, evidence=rater.from_documents),
+        policies=explain(config, evidence=rater.from_documents, fitted_for=info.fitted_for),
+        weights_warning=info.weights_warning,
     )
     return Result(
         question=question,
