@@ -84,12 +84,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     fitted = done.model
     sizes = fitted.fitted_on["sizes"]
+    cut = (
+        f"abstention cut {fitted.abstain_threshold:.4f} on {'the answers head' if fitted.answers else 'P(rel)·P(sup)'}"
+    )
+    if not fitted.abstain_threshold:
+        cut = "no abstention cut (too few right answers to promise keeping most of them: raise --limit)"
     print(
         f"wrote {escape_name(str(out))}: weights for {fitted_for.describe()}, fitted on {sizes['rows']} candidates "
-        f"of {sizes['questions']} questions and {sizes['unanswerable_questions']} held out; abstention cut "
-        f"{fitted.abstain_threshold:.4f} on {'the answers head' if fitted.answers else 'P(rel)·P(sup)'}, "
-        f"confidence map a={fitted.confidence.a:.2f} c={fitted.confidence.c:.2f}; {done.calls} calls for "
-        f"{done.chunks} chunks"
+        f"of {sizes['questions']} questions and {sizes['unanswerable_questions']} held out; {cut}; confidence map "
+        f"a={fitted.confidence.a:.2f} c={fitted.confidence.c:.2f}; {done.calls} calls for {done.chunks} chunks"
     )
     if args.out or resolved.nothing_configured:
         print("selfrag: use them with --scorer-weights " + escape_name(str(out)), file=sys.stderr)
