@@ -255,9 +255,17 @@ async def _ask_all(chat: ChatModel, chunks: Sequence[Chunk], path: Path, stream:
 async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> dict[str, Any]:
     """One chunk's record: "ok" with its question and answer, "unusable" with why (not asked again), or "failed"
     at the endpoint (asked again on resume). A fatal endpoint error is raised."""
-    run = Run(Deps(chat, as_searcher(None), prompts), Config(nonce_seed="selfrag-calibrate"), "", "", Meter(), b"cal")
+    searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched: a question is asked of its chunk
+    run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), "", "", Meter(), b"cal")
+    block = run.document_values("calibrate", chunk)
     try:
-        parsed = await run.ask("calibrate_question", logprobs=False, **run.document_values("calibrate", chunk))
+        parsed = await run.ask(
+            "calibrate_question",
+            logprobs=False,
+            nonce=block["nonce"],
+            doc_id=block["doc_id"],
+            document=block["document"],
+        )
     except FatalLLMError:
         raise
     except LLMError as error:

@@ -62,12 +62,15 @@ def parse_fitted_for(value: Any, where: str) -> FittedFor:
     """A `model` block as `FittedFor.to_dict` writes it; ConfigError naming `where` otherwise."""
     said = value if isinstance(value, dict) else {}
     model, endpoint, identity = said.get("id"), said.get("endpoint"), said.get("identity", "")
-    texts = all(isinstance(v, str) and 0 < len(v.strip()) <= 500 for v in (model, endpoint))
-    if not texts or not isinstance(identity, str) or len(identity) > 200:
+    if not (_text(model, 500) and _text(endpoint, 500) and (identity == "" or _text(identity, 200))):
         raise ConfigError(
             f'{where}: model must be {{"id": ..., "endpoint": ...}}, the model the weights were fitted for; refit them'
         )
-    return FittedFor(model, endpoint, identity)
+    return FittedFor(str(model), str(endpoint), str(identity))
+
+
+def _text(value: Any, most: int) -> bool:
+    return isinstance(value, str) and 0 < len(value.strip()) and len(value) <= most
 
 
 def endpoint_name(resolved: ResolvedEndpoint) -> str:
