@@ -64,6 +64,7 @@ def test_weights_are_keyed_by_the_endpoint_and_the_model_as_configured(tmp_path)
     assert find(env, url, None) == first and find(env, url, "qwen2.5:7b") == named
     assert named.name.startswith("qwen2.5-7b-")  # a slug people can read; the hash is what is matched
     assert find(env, "http://127.0.0.1:9000/v1", None) is None and find(env, url, "llama") is None
+    assert find({}, url, None) is None  # an empty environment names no data folder: nothing is found
     picked = scoring(Config(endpoint=EndpointConfig(base_url=url)), env)
     assert (picked.scorer, picked.scorer_weights) == ("evidence", str(first))
 

@@ -94,7 +94,11 @@ def place(environ: Mapping[str, str], endpoint: str, model: str | None, model_id
 
 
 def find(environ: Mapping[str, str], endpoint: str, model: str | None) -> Path | None:
-    """The weights calibrated for `model` (as configured) at `endpoint`: the newest file of its hash, if any."""
+    """The weights calibrated for `model` (as configured) at `endpoint`: the newest file of its hash, if any; none
+    for an environment that names no data folder ($SELFRAG_HOME, $XDG_CACHE_HOME, $HOME), as code that passes an
+    empty one asks (the capability cache reads it so too)."""
+    if not any(environ.get(name) for name in ("SELFRAG_HOME", "XDG_CACHE_HOME", "HOME")):
+        return None
     folder = cache_dir(environ) / WEIGHTS_FOLDER
     try:
         found = [p for p in folder.glob(f"*-{key(endpoint, model)}.json") if p.is_file()]
