@@ -40,7 +40,7 @@ from selfrag.bench.general import GROUPS, Question, Said, judge, load_set, tally
 from selfrag.bench.progress import Progress  # noqa: E402
 from selfrag.bench.runner import open_endpoint  # noqa: E402
 from selfrag.cli.common import add_engine_options, engine_flags  # noqa: E402
-from selfrag.config import resolve_endpoint, resolve_scorer  # noqa: E402
+from selfrag.engine.fitted import scoring  # noqa: E402
 from selfrag.errors import SelfRagError, UsageError  # noqa: E402
 from selfrag.result import Result  # noqa: E402
 from selfrag.retrieval.ingest import index_paths  # noqa: E402
@@ -122,8 +122,7 @@ async def answer_all(
     judged = []
     chat = None
     if not args.no_model:
-        embedded = resolve_endpoint(config.endpoint, os.environ).nothing_configured
-        config = resolve_scorer(config, embedded=embedded)  # as `SelfRAG` does when it opens the model itself
+        config = scoring(config, os.environ)  # as `SelfRAG` does when it opens the model itself (engine/fitted.py)
         inner, endpoint = open_endpoint(config, os.environ, threads=args.threads)
         chat = CachedChatModel(inner, RequestCache(args.cache) if args.cache else None, endpoint=endpoint)
     try:

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from .config import Config, EndpointConfig, resolve_endpoint, resolve_scorer
 from .conversation import clip_history
-from .engine.calibration import Rater, rater_for
+from .engine.calibration import EvidenceRater, Rater, rater_for
 from .engine.context import Deps, Run
 from .engine.controller import search
+from .engine.fitted import other_model, scoring
 from .engine.state import RunInfo
 from .errors import BudgetError, ConfigError, InputError
 from .llm.base import ChatModel
@@ -50,12 +51,15 @@ class SelfRAG:
     ) -> None:
         self.config = config or Config()
         env = os.environ if environ is None else environ
+        if chat is None:  # the embedded model's shipped weights, or those calibrated for (or named for) an endpoint's
+            self.config = scoring(self.config, env)
+        else:  # a chat passed in: rated as the config says
+            self.config = resolve_scorer(self.config, embedded=False)
+        rater = rater or rater_for(self.config.scorer, self.config.scorer_weights)
+        self.fitted_for = rater.model.made_for if isinstance(rater, EvidenceRater) else None
         self.chat = chat or default_chat(self.config.endpoint, env, self.config)
         if critic_chat is None and self.config.critic_endpoint is not None:
             critic_chat = open_chat(self.config.critic_endpoint, env, self.config)
-        embedded = chat is None and resolve_endpoint(self.config.endpoint, env).nothing_configured
-        self.config = resolve_scorer(self.config, embedded=embedded)
-        rater = rater or rater_for(self.config.scorer, self.config.scorer_weights)
         self.deps = Deps(self.chat, as_searcher(index), prompts or PromptBook(), critic_chat, rater)
         self._runner: asyncio.Runner | None = None
         self._finalizer: weakref.finalize | None = None
@@ -109,8 +113,13 @@ class SelfRAG:
             raise BudgetError(
                 f"the deadline of {run.config.deadline:g}s passed before a sentence was written"
             ) from None
+        fitted, weights = self.fitted_for, self.config.scorer_weights or "shipped"
         info = RunInfo(
-            prompts=self.deps.prompts.versions(), capabilities=capabilities.report(), model=str(self.chat.name)
+            prompts=self.deps.prompts.versions(),
+            capabilities=capabilities.report(),
+            model=str(self.chat.name),
+            fitted_for=fitted.describe() if fitted else "",
+            weights_warning=other_model(fitted, capabilities.model, weights) if fitted else "",
         )
         async for event in search(run, info, deadline):
             yield event

@@ -86,9 +86,11 @@ class Config:
     preset: str = "default"  # which policies are on (PRESETS): default (safe with any model) | paper (the
     # paper's algorithm only); a switch set on its own (lead, decide, ground, ...) wins over the preset's
     scorer: str | None = None  # paper: the model's labels alone; evidence: labels + evidence features, fitted;
-    # auto: evidence on the embedded model (where the weights were fitted and measured to win), paper on an
-    # endpoint; None: the preset's (default: auto; paper: paper)
-    scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag critic fit` (None: shipped)
+    # auto: evidence on the embedded model (where the weights were fitted and measured to win), and on an
+    # endpoint whose model has weights (engine.fitted.pick: `selfrag calibrate`, or scorer_weights), else paper;
+    # None: the preset's (default: auto; paper: paper)
+    scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag calibrate` or `selfrag critic
+    # fit` (None: those calibrated for the endpoint's model, else the shipped ones on the embedded model)
     lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
     decide: bool | None = None  # the documents may decide that short answer with no call (engine.compare,
     # engine.values), checked against the kept sentences first (lead.refuted); off: the model's own short answer
@@ -345,7 +347,8 @@ def resolve_endpoint(endpoint: EndpointConfig, environ: Mapping[str, str]) -> Re
 def resolve_scorer(config: Config, *, embedded: bool) -> Config:
     """The config with `scorer` "auto" made concrete: the evidence scorer when the writer is the embedded model
     (its weights were fitted on that model's labels, and it beats the paper's critic there), else the paper's
-    (a stronger model's own labels may be worth more than weights fitted on a 135M model's); and `embedded` set."""
+    (a stronger model's own labels may be worth more than weights fitted on a 135M model's); and `embedded` set.
+    An endpoint's model with weights of its own has had its scorer made evidence first (`engine.fitted.pick`)."""
     if config.scorer != "auto":
         return config if config.embedded == embedded else config.with_values(embedded=embedded)
     return config.with_values(scorer="evidence" if embedded else "paper", embedded=embedded)

@@ -127,6 +127,7 @@ class Trace(_Out):
     lead_refused: str | None = None  # a short answer a rule proposed and the check refused, the rule, and why
     lead_confirm: str | None = None  # the decision the model was asked to confirm, the clause, and its reply
     policies: str = ""  # which preset, scorer and policies were in force (engine.policies.explain)
+    weights_warning: str = ""  # the scorer's weights were fitted for another model than the one that answered
 
 
 ABSTAIN_ANSWER = "The documents do not say."

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import pexpect
 
+import selfrag
 from selfrag.testing.fake_server import FakeOpenAIServer
 
 PROMPT = ">>>"  # prompt_toolkit draws the trailing space with a cursor move
@@ -81,6 +83,21 @@ def test_the_chat_shows_the_scorer_it_rates_with_and_keeps_it(index_dir, tmp_pat
         exchange(child, "/show", "scorer = paper")
         child.sendcontrol("d")
         left(child)
+
+
+def test_weights_fitted_for_another_model_are_said_once_per_chat(index_dir, tmp_path):
+    shipped = str(Path(selfrag.__file__).parent / "data" / "critic-v1.json")  # the embedded model's
+    with FakeOpenAIServer() as server:
+        child = spawn(index_dir, server, tmp_path, "--scorer-weights", shipped)
+        said = ""
+        for question in ("How many days for refunds?", "And for members?"):
+            child.sendline(question)
+            child.expect_exact("Confidence: ")
+            child.expect_exact(PROMPT)
+            said += child.before
+        child.sendcontrol("d")
+        left(child)
+    assert said.count("selfrag: warning: the critic weights") == 1 and "not fake-model" in said
 
 
 def test_a_greeting_is_answered_without_a_search_and_left_out_of_the_memory(index_dir, tmp_path):

@@ -10,12 +10,15 @@ import re
 import socket
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from bench.fixtures import write_hotpot
 
+import selfrag
 from selfrag.cli import main
 
+SHIPPED_WEIGHTS = Path(selfrag.__file__).parent / "data" / "critic-v1.json"
 pytestmark = pytest.mark.usefixtures("clean_env")  # conftest.clean_env
 
 
@@ -35,12 +38,13 @@ def test_ask_prints_a_cited_answer_and_a_sources_footer(index_dir, server, capsy
 
 def test_ask_with_the_evidence_scorer_states_its_confidence_as_a_probability(index_dir, server, capsys):
     question = "How many days do I have for refunds?"
+    weights = ["--scorer-weights", str(SHIPPED_WEIGHTS)]  # an endpoint's model has none of its own here
     code = main(["ask", question, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence",
-                 "--abstain-below", "0"])  # fmt: skip
+                 "--abstain-below", "0", *weights])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
     main(["ask", question, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence",
-          "--abstain-below", "0", "--json"])  # fmt: skip
+          "--abstain-below", "0", "--json", *weights])  # fmt: skip
     percent = round(100 * json.loads(capsys.readouterr().out)["confidence"])
     assert out.strip().splitlines()[-1] == f"Confidence: {percent} % that this answer is supported and right."
 

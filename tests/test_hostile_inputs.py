@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import io
+import json
 import os
 import re
 import shutil
@@ -305,16 +306,19 @@ def test_scorer_weights_with_a_scorer_that_reads_none_is_a_usage_error_before_an
     index_dir, server, tmp_path, capsys
 ):
     base = ["ask", QUESTION, "--index", str(index_dir), "--base-url", server.base_url]
-    assert main([*base, "--scorer-weights", str(SHIPPED_WEIGHTS)]) == 2  # auto: the paper scorer on an endpoint
+    assert main([*base, "--scorer", "paper", "--scorer-weights", str(SHIPPED_WEIGHTS)]) == 2
     err = one_line(capsys.readouterr().err)
     assert "--scorer-weights" in err and "only the evidence scorer reads weights" in err and "paper" in err
-    assert main([*base, "--scorer", "paper", "--scorer-weights", str(SHIPPED_WEIGHTS)]) == 2
-    capsys.readouterr()
     assert main([*base, "--scorer-weights", str(tmp_path / "nope.json")]) == 2
     assert "no such file" in one_line(capsys.readouterr().err)
+    assert main([*base, "--scorer", "evidence"]) == 2  # no weights fitted for this endpoint's model
+    assert "selfrag calibrate" in one_line(capsys.readouterr().err)
     assert server.stats.requests == 0
     copied = shutil.copy(SHIPPED_WEIGHTS, tmp_path / "mine.json")
     assert main([*base, "--scorer", "evidence", "--scorer-weights", str(copied), "--abstain-below", "0"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--scorer-weights", str(copied), "--abstain-below", "0", "--json"]) == 0  # auto reads them
+    assert "scorer evidence (weights" in json.loads(capsys.readouterr().out)["trace"]["policies"]
 
 
 # --- no lost turn ----------------------------------------------------------------------------------------------

@@ -52,6 +52,13 @@ class JudgeQuestionReply(Reply):
     question: str
 
 
+class CalibrateQuestionReply(Reply):
+    """calibrate_question: one question that the chunk answers, and its short answer copied from the chunk."""
+
+    question: str
+    answer: str
+
+
 class JudgeScoreReply(Reply):
     """judge_answer: an LLM judge's contextual accuracy and completeness of an answer, 1-5 each."""
 
@@ -68,6 +75,7 @@ BENCH_REPLY_MODELS: dict[str, type[Reply]] = {
         RagVerdictReply,
         ClaimCandidateReply,
         JudgeQuestionReply,
+        CalibrateQuestionReply,
         JudgeScoreReply,
     )
 }

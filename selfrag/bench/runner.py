@@ -87,6 +87,7 @@ class RunOptions:
     unanswerable: bool = False  # the sampled questions with their gold chunks taken out of the corpus
     stale_dated: bool = False  # stale copies dated before their gold snippet (supersession can then act)
     environ: Mapping[str, str] | None = None
+    given: ds.Dataset | None = None  # a dataset built in code (`selfrag calibrate`), asked instead of `dataset`
 
 
 @dataclass
@@ -136,7 +137,8 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
     for flag, path in (("--out", options.out), ("--run-dir", options.run_dir)):
         if path is not None and "\x00" in str(path):
             raise InputError(f"{flag} {str(path)!r} holds a NUL byte; pass a real folder name")
-    dataset = ds.load(options.dataset, options.data_path, options.split).of_kind(options.kind)
+    dataset = options.given or ds.load(options.dataset, options.data_path, options.split)
+    dataset = dataset.of_kind(options.kind)
     dataset = dataset.sample(options.limit, options.seed)
     if options.corpus_size is not None:
         dataset = dataset.with_corpus_size(options.corpus_size, options.seed)

@@ -20,10 +20,10 @@ from typing import NoReturn
 from .. import __version__
 from ..errors import SelfRagError, SettingTypeError, UsageError
 from ..text import clean_for_terminal, redact_secrets
-from . import ask, bench, chat, config_cmd, critic, doctor, index, judge, search, session
+from . import ask, bench, calibrate, chat, config_cmd, critic, doctor, index, judge, search, session
 from .common import check_outputs, refuse_nul_bytes
 
-COMMANDS = (index, ask, search, chat, session, doctor, config_cmd, bench, judge, critic)
+COMMANDS = (index, ask, search, chat, session, doctor, config_cmd, bench, judge, critic, calibrate)
 
 
 class Parser(argparse.ArgumentParser):

@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
                 f"--trace-html {escape_name(args.trace_html)}: {error.strerror or error}; the page was not written"
             ) from None
         print(f"selfrag: wrote the search tree to {escape_name(str(written))}", file=sys.stderr)
+    if result.trace.weights_warning:  # weights fitted for another model: used as asked, never silently
+        print(clean_for_terminal(f"selfrag: warning: {result.trace.weights_warning}"), file=sys.stderr)
     if result.trace.capabilities.get("note"):  # the reading an endpoint fell back to, said once
         print(f"selfrag: note: {result.trace.capabilities['note']}", file=sys.stderr)
     if result.stop_reason in ("budget", "deadline", "llm_failure"):

@@ -85,6 +85,12 @@ class Session:
         self.memory = memory or ChatSession(rag)
         self.last: Result | None = None
         self.trace = False
+        self.warned: set[str] = set()  # warnings said once per chat, not after every answer
+
+    def warn_once(self, warning: str) -> None:
+        if warning and warning not in self.warned:
+            self.warned.add(warning)
+            print(clean_for_terminal(f"selfrag: warning: {warning}"), file=sys.stderr)
 
     def command(self, line: str) -> bool:
         """Run a slash command; False means leave."""
@@ -181,6 +187,7 @@ class Session:
                     self.last = event.result
                     print()
                     print(render_footer(event.result))
+                    self.warn_once(event.result.trace.weights_warning)
                     self.memory.record(question, event.result, recalled)
                 elif self.trace:
                     print_step(event.step, sys.stderr)

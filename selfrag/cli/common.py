@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import LOGPROBS_MODES, PRESETS, PROTOCOLS, Config, resolve_endpoint, resolve_scorer
+from ..config import LOGPROBS_MODES, PRESETS, PROTOCOLS, Config
 from ..engine.report import with_marker
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..labels import CriticMode, Mode
 from ..result import Result, SegmentEvent, Source, TraceStep
 from ..text import clean_for_terminal, escape_name, inert_markdown, repair_text
@@ -85,8 +85,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument(
         "--scorer",
         choices=["auto", "paper", "evidence"],
-        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted; auto: evidence on "
-        "the embedded model, paper on an endpoint (default: the preset's, auto or paper)",
+        help="paper: the model's labels alone; evidence: labels plus evidence checks, fitted for the model; auto: "
+        "evidence where there are weights for the model (the embedded model's ship; an endpoint's come from "
+        "`selfrag calibrate` or --scorer-weights), else paper (default: the preset's, auto or paper)",
     )
     search.add_argument(
         "--lead",
@@ -155,7 +156,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         const=True,
         help="cap the sentence, evidence quote and next query the model may write (faster on small local models)",
     )
-    search.add_argument("--scorer-weights", metavar="FILE", help="weights from `selfrag critic fit` (default: shipped)")
+    search.add_argument(
+        "--scorer-weights",
+        metavar="FILE",
+        help="weights from `selfrag calibrate` or `selfrag critic fit` (default: those calibrated for this endpoint "
+        "and model, else the shipped ones on the embedded model)",
+    )
     search.add_argument(
         "--abstain-below",
         type=float,
@@ -333,22 +339,24 @@ def _check_folder(folder: Path, shown: str) -> None:
 
 def check_scorer_weights(args: argparse.Namespace, config: Config, environ: Mapping[str, str]) -> None:
     """`--scorer-weights` honoured or refused, never ignored: UsageError when its file is not there, or when the
-    scorer this run uses (`auto` made concrete: paper on an endpoint) does not read weights."""
+    scorer this run uses does not read weights (`--scorer paper`); and the evidence scorer refused on an endpoint
+    with no weights for its model (`engine.fitted.pick`: the shipped ones are the embedded model's)."""
+    from ..engine.fitted import scoring
+
     given = getattr(args, "scorer_weights", None)
-    if given is None:
-        return
-    shown = f"--scorer-weights {escape_name(given)}"
-    if not os.path.exists(given):
+    shown = f"--scorer-weights {escape_name(given or '')}"
+    if given is not None and not os.path.exists(given):
         raise UsageError(f"{shown}: no such file")
-    if not os.path.isfile(given):
+    if given is not None and not os.path.isfile(given):
         raise UsageError(f"{shown} is not a regular file")
-    embedded = resolve_endpoint(config.endpoint, environ).nothing_configured
-    scorer = resolve_scorer(config, embedded=embedded).scorer
-    if scorer != "evidence":
-        why = " (auto picks it on an endpoint)" if config.scorer == "auto" else ""
+    try:
+        scorer = scoring(config, environ).scorer
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    if given is not None and scorer != "evidence":
         raise UsageError(
             f"{shown} would be ignored: only the evidence scorer reads weights, and this run's scorer is "
-            f"{scorer}{why}; add --scorer evidence, or drop --scorer-weights"
+            f"{scorer}; drop --scorer {scorer}, or drop --scorer-weights"
         )
 
 

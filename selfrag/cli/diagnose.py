@@ -18,6 +18,7 @@ no model to report):
     threads       the embedded model's threads and why ($SELFRAG_THREADS, or the cores busy when it was built)
     remembered    whether the capabilities were remembered from an earlier run or probed now, and when
     model         the model name used (configured, or the endpoint's first)
+    weights       (a warning) the evidence scorer's weights were fitted for another model than this one
     capabilities  structured-output flavour, logprobs, n (probed, never guessed)
     costs         logprobs used or not and why (--logprobs, or what they cost); the schema's cost
     parallel      calls the server serves at once: its slot count (or why it was not trusted), else latency
@@ -35,6 +36,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resolve_endpoint
+from ..engine.fitted import FittedFor
 from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError, UsageError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
 from ..llm.openai_chat import OpenAIChatModel
@@ -56,6 +58,7 @@ class Check:
     detail: str
     hint: str = ""  # what to do about it (set on failures, sometimes on warnings)
     warn: bool = False  # ok, but worth a look (doctor prints "warn"; the exit status stays 0)
+    found: str = ""  # what the check found that a later one reads (the model id the endpoint reports)
 
 
 class Ping(BaseModel):
@@ -158,17 +161,47 @@ def check_config(explicit: str | None, environ: Mapping[str, str]) -> Check:
 
 
 def check_policies(config: Config, environ: Mapping[str, str]) -> Check:
-    """Which preset, scorer and policies answers run with, and why the scorer is the one it is."""
-    from ..config import resolve_scorer
+    """Which preset, scorer and policies answers run with, why the scorer is the one it is, and with the evidence
+    scorer its weights and the model they were fitted for (`engine.fitted`)."""
     from ..engine.policies import explain
 
+    try:
+        resolved, fitted = _rating(config, environ)
+    except ConfigError as error:
+        return Check("policies", False, str(error), "run selfrag calibrate, or pass --scorer-weights FILE")
     embedded = resolve_endpoint(config.endpoint, environ).nothing_configured
-    resolved = resolve_scorer(config, embedded=embedded)
     writer = "the embedded model" if embedded else "an endpoint"
+    writer += " with weights for its model" if fitted and not embedded else ""
     why = f" (scorer auto: {writer})" if config.scorer == "auto" else ""
     if config.confirm and config.decide and config.lead and embedded:
         why += " (confirm: the embedded model only where its own counts beat the rule's)"
-    return Check("policies", True, explain(resolved, evidence=resolved.scorer == "evidence") + why)
+    described = fitted.describe() if fitted else ""
+    return Check("policies", True, explain(resolved, evidence=fitted is not None, fitted_for=described) + why)
+
+
+def check_weights(config: Config, environ: Mapping[str, str], model: str) -> Check | None:
+    """A warning when the evidence scorer's weights were fitted for another model than `model`, the one the
+    endpoint reports (`engine.fitted.other_model`); None when they were fitted for it, or none are read."""
+    from ..engine.fitted import other_model
+
+    try:
+        resolved, fitted = _rating(config, environ)
+    except ConfigError:
+        return None  # the policies check said why
+    warning = other_model(fitted, model, resolved.scorer_weights or "shipped") if fitted else ""
+    return Check("weights", True, warning, "selfrag calibrate fits weights for it", warn=True) if warning else None
+
+
+def _rating(config: Config, environ: Mapping[str, str]) -> tuple[Config, FittedFor | None]:
+    """The config as the engine would rate with it (`engine.fitted.scoring`) and, with the evidence scorer, the model
+    its weights were fitted for (the file read and checked); ConfigError as the engine would raise it."""
+    from ..engine.calibration import load_critic_model
+    from ..engine.fitted import scoring
+
+    resolved = scoring(config, environ)
+    if resolved.scorer != "evidence":
+        return resolved, None
+    return resolved, load_critic_model(resolved.scorer_weights).made_for
 
 
 # -- endpoint ---------------------------------------------------------------------------------------
@@ -221,7 +254,7 @@ async def check_endpoint(
             hint = "" if origin.startswith("probed") else "selfrag doctor --refresh probes afresh"
             checks.append(Check("remembered", True, origin, hint))
         source = "configured" if config.endpoint.model else "the endpoint's first listed model"
-        checks.append(Check("model", True, f"{caps.model} ({source})"))
+        checks.append(Check("model", True, f"{caps.model} ({source})", found=caps.model))
         checks.append(_capabilities(caps))
         if caps.protocol == "chat":  # a Self-RAG checkpoint's probe was already a real completion
             checks.append(_costs(caps))

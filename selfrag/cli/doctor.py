@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         check_policies,
         check_sources,
         check_versions,
+        check_weights,
     )
 
     checks = [check_index(Path(args.index))] if args.index else []
@@ -57,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         checks.append(check_config(args.config, os.environ))
         checks.append(check_policies(config, os.environ))
-        checks += asyncio.run(check_endpoint(config, os.environ, default_chat, refresh=args.refresh))
+        reached = asyncio.run(check_endpoint(config, os.environ, default_chat, refresh=args.refresh))
+        model = next((check.found for check in reached if check.name == "model"), "")
+        weights = check_weights(config, os.environ, model) if model else None
+        checks += [*reached, *([weights] if weights else [])]
     for check in checks:
         status = "FAIL" if not check.ok else "warn" if check.warn else "ok  "
         hint = f"  (hint: {escape_name(check.hint)})" if check.hint else ""  # one line per check, whatever a

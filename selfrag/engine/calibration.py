@@ -23,8 +23,10 @@
 
 Weights are a versioned JSON file (`CriticModel.to_json`); the one shipped in `selfrag/data/` was fitted on
 training ids only (its `fitted_on` and docs/decisions.md say which), and `selfrag critic fit` refits it
-from a user's own judged data. A file is validated before use (format, version, feature names, shapes, finite
-numbers) and a bad one is refused with a message naming it. Fitting is L2-regularised logistic regression by
+from a user's own judged data; `selfrag calibrate` fits a file for an endpoint's model, whose `model` block
+names that model (`engine.fitted`; a file without one was fitted for the embedded model). A file is validated
+before use (format, version, feature names, shapes, finite numbers, the model block) and a bad one is refused
+with a message naming it. Fitting is L2-regularised logistic regression by
 Newton's method in numpy (`selfrag.fit.critic`); the engine only reads and checks the file.
 """
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +44,7 @@ from ..errors import ConfigError
 from ..files import read_regular
 from ..result import DECIDED, UNSETTLED_KINDS
 from .evidence import FEATURES, POLARITY, features, polarity, vector
+from .fitted import EMBEDDED, FittedFor, parse_fitted_for
 
 FORMAT = "selfrag-critic"
 VERSION = 1
@@ -94,6 +97,13 @@ class CriticModel:
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
     answers: Head | None = None  # over ANSWER_FEATURES: the answer support (see the module docstring); else r · s
     answered: Head | None = None  # over ANSWERED_FEATURES: an answer's confidence; else the map of its P(supported)
+    fitted_for: FittedFor | None = None  # the model block (`selfrag calibrate`); None: a file from before it
+
+    @property
+    def made_for(self) -> FittedFor:
+        """The model these weights were fitted for: a file without a model block (the shipped weights, older
+        files) was fitted on the embedded model's labels."""
+        return self.fitted_for or EMBEDDED
 
     def lead_rate(self, kind: str | None, least: int = MIN_LEAD_ANSWERS) -> float | None:
         """How often a short answer of this kind was right where the sentences after it were not (for the
@@ -141,6 +151,8 @@ class CriticModel:
                 body[name] = {"features": list(names), "weights": list(head.weights), "bias": head.bias}
         if self.lead:
             body["lead"] = {kind: {"right": right, "of": of} for kind, (right, of) in self.lead.items()}
+        if self.fitted_for is not None:
+            body["model"] = self.fitted_for.to_dict()
         return json.dumps(body, indent=1, allow_nan=False) + "\n"
 
 
@@ -213,9 +225,10 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     refutes = _named_head(body, "refutes", POLARITY, where)
     answers = _named_head(body, "answers", ANSWER_FEATURES, where)
     answered = _named_head(body, "answered", ANSWERED_FEATURES, where)
-    return CriticModel(
+    model = CriticModel(
         heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answers, answered
     )
+    return replace(model, fitted_for=parse_fitted_for(body["model"], where)) if "model" in body else model
 
 
 # the kinds of engine.questions.question_kind that get a short answer, what decided a choice the documents decided

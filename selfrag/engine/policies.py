@@ -6,8 +6,8 @@ after the search). A preset (`config.PRESETS`) sets them all at once; a switch s
     POLICIES    every policy, in the order they run
     in_force    the names of the policies that act on an answer under a config (some act only with the evidence
                 scorer, whose ratings they were fitted against)
-    explain     one line saying which preset, scorer (and weights file) and policies are in force (doctor, the
-                trace)
+    explain     one line saying which preset, scorer (with its weights file and the model they were fitted for) and
+                policies are in force (doctor, the trace)
 """
 
 from __future__ import annotations
@@ -83,8 +83,12 @@ def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
     return tuple(name for name in on if name != "confirm" or ("decide" in on and not config.embedded))
 
 
-def explain(config: Config, *, evidence: bool) -> str:
-    """Which preset, scorer and policies are in force, in one line."""
+def explain(config: Config, *, evidence: bool, fitted_for: str = "") -> str:
+    """Which preset, scorer and policies are in force, in one line; with the evidence scorer, its weights file and
+    the model it was fitted for (`fitted_for`, `engine.fitted.FittedFor.describe`)."""
     policies = ", ".join(in_force(config, evidence=evidence)) or "none (the paper's algorithm only)"
-    scorer = f"evidence (weights {config.scorer_weights or 'shipped'})" if evidence else "paper"
+    weights = config.scorer_weights or "shipped"
+    scorer = (
+        f"evidence (weights {weights}{f', fitted for {fitted_for}' if fitted_for else ''})" if evidence else "paper"
+    )
     return f"preset {config.preset}, scorer {scorer}; policies in force: {policies}"

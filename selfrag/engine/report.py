@@ -290,7 +290,8 @@ def build_result(
         lead_clause=short.clause if short and said else None,
         lead_refused=short.refused if short else None,
         lead_confirm=short.confirm if short else None,
-        policies=explain(config, evidence=rater.from_documents),
+        policies=explain(config, evidence=rater.from_documents, fitted_for=info.fitted_for),
+        weights_warning=info.weights_warning,
     )
     return Result(
         question=question,

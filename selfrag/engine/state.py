@@ -63,8 +63,11 @@ class StepOutcome:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """What the run reports beside the answer: prompt versions, the endpoint's capabilities, the model name."""
+    """What the run reports beside the answer: prompt versions, the endpoint's capabilities, the model name, and
+    the model the evidence scorer's weights were fitted for (with the warning when that is another one)."""
 
     prompts: Mapping[str, int] = field(default_factory=dict)  # prompt name -> version
     capabilities: Mapping[str, object] = field(default_factory=dict)
     model: str = ""
+    fitted_for: str = ""  # engine.fitted.FittedFor.describe of the weights in use ("": the paper's scorer)
+    weights_warning: str = ""  # engine.fitted.other_model: the weights were fitted for another model

@@ -92,6 +92,7 @@ class OpenAIChatModel:
         self._remembered = False  # the capabilities in use came from the cache, not from this process's probe
         self._checking: asyncio.Task[None] | None = None  # the identity check running beside the first calls
         self.origin = ""  # where the capabilities came from, for `selfrag doctor`
+        self.identity = ""  # the server's identity when it reported one (capcache.server_identity; a cache only)
         self._ssl: ssl.SSLContext | None = None
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
         self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
@@ -203,7 +204,7 @@ class OpenAIChatModel:
             self._checking = asyncio.create_task(self._check_identity(meter, entry))
             return entry.capabilities
         props, models = await asyncio.gather(self._fetch(meter, "/props"), self._models(meter))
-        identity = server_identity(props, models)
+        identity = self.identity = server_identity(props, models)
         why = "asked to probe afresh (--refresh)" if refresh else "nothing remembered"
         if entry is not None:
             why = entry.fresh(identity, time.time(), self._cache.max_age) or ""
@@ -223,7 +224,7 @@ class OpenAIChatModel:
 
     def _use_remembered(self, entry: Remembered) -> None:
         assert self._cache is not None
-        self._remembered = True
+        self._remembered, self.identity = True, entry.identity
         self.origin = f"remembered, probed {_when(entry.learned_at)} ({self._cache.path(self._cache_key)})"
 
     async def _check_identity(self, meter: Meter, entry: Remembered) -> None:

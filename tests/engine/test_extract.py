@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from helpers import by_document, fused
+from helpers import SHIPPED_WEIGHTS, by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
@@ -152,7 +152,8 @@ def test_sentences_run_together_with_no_space_are_read_as_two():
 def test_the_cli_shows_the_offered_sentences_and_turns_them_off(index_dir, capsys):
     with FakeOpenAIServer(responder=echo_responder) as server:  # it copies each document's first sentence
         argv = ["ask", "When is a receipt required?", "--index", str(index_dir), "--base-url", server.base_url]
-        argv += ["--scorer", "evidence", "--abstain-below", "0", "--max-depth", "1", "--no-lead", "--json"]
+        argv += ["--scorer", "evidence", "--scorer-weights", SHIPPED_WEIGHTS, "--abstain-below", "0"]
+        argv += ["--max-depth", "1", "--no-lead", "--json"]
         assert main(argv) == 0
         offering = json.loads(capsys.readouterr().out)
         assert main([*argv, "--no-extract"]) == 0

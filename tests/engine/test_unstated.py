@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import CHUNKS, DIRECTORS, by_document, fused
+from helpers import CHUNKS, DIRECTORS, SHIPPED_WEIGHTS, by_document, fused
 
 from selfrag import Chunk
 from selfrag.cli import main
@@ -142,7 +142,8 @@ def _ninety_days(body: dict) -> str:
 def test_the_cli_shows_the_quote_and_turns_it_off(index_dir, capsys):
     with FakeOpenAIServer(responder=_ninety_days) as server:
         argv = ["ask", "How many days for refunds?", "--index", str(index_dir), "--base-url", server.base_url]
-        argv += ["--scorer", "evidence", "--abstain-below", "0", "--max-depth", "1", "--no-lead", "--json"]
+        argv += ["--scorer", "evidence", "--scorer-weights", SHIPPED_WEIGHTS, "--abstain-below", "0"]
+        argv += ["--max-depth", "1", "--no-lead", "--json"]
         assert main(argv) == 0
         grounded = json.loads(capsys.readouterr().out)
         assert main([*argv, "--no-ground"]) == 0

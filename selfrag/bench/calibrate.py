@@ -1,0 +1,387 @@
+"""`selfrag calibrate`: the evidence scorer fitted for one model, on the user's own corpus.
+
+The shipped weights were fitted on the embedded 135M model's labels; another model's labels mean something else,
+so its weights are fitted on its own candidates, over the corpus it will answer from:
+
+    1. questions  a seeded sample of the index's chunks, one question per chunk with its short answer copied from
+                  the chunk (prompts/bench/calibrate_question.toml); a pair whose answer is not in its chunk, is
+                  longer than a short phrase, or is given away by the question is left out. Each chunk's outcome
+                  is appended to <work>/questions.jsonl as it finishes, so a resumed run asks only what is left.
+    2. answers    the engine over those questions (the benchmark runner: a record appended per question, a
+                  progress line, resumable), with the evidence scorer and the shipped weights, the short answer on
+                  and no abstention cut, so every step's candidates are written and rated; then the same questions
+                  with their chunk held out (`Dataset.without_gold`), in folds that each keep at least three
+                  quarters of the chunks. A question whose answer another chunk holds too is not asked held out.
+    3. fit        the candidates labelled against each question's chunk and answer (`bench.judgments`) and fitted
+                  as `selfrag critic fit` fits judged rows (`fit.critic.fit_critic`: both heads, the support
+                  threshold, the answers head, the confidence map, the abstention cut); the short answer's counts as
+                  `selfrag bench fit-lead` counts them (the documents' own decisions keep the shipped counts: those
+                  count rules, not the model); then the model block and what the weights were fitted on.
+
+Refused in one line (UsageError) before anything is written, existing weights untouched: a corpus of fewer than
+`MIN_DOCUMENTS` documents, fewer than `MIN_QUESTIONS` usable questions, judged candidates of one class for a head,
+a damaged questions file, a work folder of another calibration. An endpoint that fails stops the run (LLMError):
+what finished is kept, and a resumed run goes on from there. The weights are written once, atomically, at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..config import Config
+from ..engine.calibration import LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_critic_model
+from ..engine.context import Deps, Run, run_all
+from ..engine.fitted import FittedFor
+from ..errors import FatalLLMError, InputError, LLMError, UsageError
+from ..files import write_atomic
+from ..fit.critic import fit_critic, with_lead_counts
+from ..llm.base import ChatModel
+from ..result import DECIDED
+from ..retrieval import as_searcher
+from ..schema import Chunk, Meter
+from . import datasets as ds
+from .judgments import rows_from_records
+from .leadfit import lead_counts
+from .metrics import answer_in, normalize_answer
+from .progress import Progress
+from .runner import RunOptions, folder_lock, run_benchmark
+from .samples import SampleWriter, read_samples
+from .systems import BENCH_DEFAULTS, BenchPrompts
+
+MIN_DOCUMENTS = 2  # one document's chunks cannot teach a chunk about something else from the question's own
+MIN_QUESTIONS = 20  # fewer usable questions than this cannot fit the heads, the map and the cut
+DEFAULT_LIMIT = 60  # chunks asked about (a seeded sample)
+MIN_CHUNK_CHARS = 40  # a chunk shorter than a sentence is not asked about
+MAX_ANSWER_WORDS = 8  # a short answer: a name, number, date or phrase, not a sentence
+HELD_OUT = 4  # a fold of held-out questions takes at most 1/HELD_OUT of the corpus' chunks out
+# the engine as calibrated: the benchmark's settings, the short answer on, the evidence scorer with the shipped
+# weights, no abstention cut (every step's candidates are written and rated; the cut is what is fitted)
+RUN_SETTINGS: dict[str, Any] = {
+    **BENCH_DEFAULTS,
+    "lead": True,
+    "scorer": "evidence",
+    "abstain_below": 0.0,
+    "nonce_seed": "selfrag-calibrate",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """The index's chunks, read once: what questions are asked about and answered from."""
+
+    path: Path
+    chunks: tuple[Chunk, ...]
+    documents: int
+
+    @property
+    def fingerprint(self) -> str:
+        text = "".join(f"{chunk.key}\0{chunk.text}\0" for chunk in self.chunks)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "index": str(self.path),
+            "documents": self.documents,
+            "chunks": len(self.chunks),
+            "fingerprint": self.fingerprint,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """One `selfrag calibrate`: the corpus, the model it is for, where the weights go, how many chunks to ask
+    about (a sample seeded by `seed`), and whether an earlier run's work folder (`work`) is continued."""
+
+    corpus: Corpus
+    fitted_for: FittedFor
+    out: Path
+    limit: int = DEFAULT_LIMIT
+    seed: int = 0
+    resume: bool = False
+
+    @property
+    def work(self) -> Path:
+        return self.out.with_name(self.out.name + ".work")
+
+    def plan(self) -> dict[str, Any]:
+        """What the work folder's records depend on: a resumed run must ask the same."""
+        said = {"model": self.fitted_for.model, "endpoint": self.fitted_for.endpoint}
+        return {**said, "corpus": self.corpus.fingerprint, "limit": self.limit, "seed": self.seed}
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One chunk's question and its short answer, copied from the chunk."""
+
+    chunk: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Calibrated:
+    """What a calibration wrote, and what it cost: the chat calls it counted (this process's and the records'
+    of earlier ones), over how many chunks."""
+
+    model: CriticModel
+    calls: int
+    chunks: int
+
+
+def read_corpus(path: Path) -> Corpus:
+    """The index at `path`; UsageError when it holds fewer than MIN_DOCUMENTS documents."""
+    from ..retrieval.index import Index
+
+    index = Index.load(path)
+    corpus = Corpus(path, tuple(index.loop_over_chunks()), index.document_count)
+    if corpus.documents < MIN_DOCUMENTS:
+        raise UsageError(
+            f"{path} holds {corpus.documents} document; calibrating needs at least {MIN_DOCUMENTS}, so that a "
+            "chunk about something else can be told from the question's own: index more documents"
+        )
+    return corpus
+
+
+def sample(corpus: Corpus, limit: int, seed: int) -> list[Chunk]:
+    """The chunks asked about: those long enough to ask about, a seeded sample of `limit`, in index order."""
+    chunks = [chunk for chunk in corpus.chunks if len(chunk.text.strip()) >= MIN_CHUNK_CHARS]
+    if limit < len(chunks):
+        order = list(range(len(chunks)))
+        random.Random(seed).shuffle(order)
+        chunks = [chunks[i] for i in sorted(order[:limit])]
+    return chunks
+
+
+def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: TextIO) -> Calibrated:
+    """Questions, answers, the fit (the module docstring); the weights written to `plan.out` at the end.
+    `calls`: the chat calls already made for it (the probe)."""
+    plan.work.mkdir(parents=True, exist_ok=True)
+    with folder_lock(plan.work):
+        _check_work(plan)
+        chunks = sample(plan.corpus, plan.limit, plan.seed)
+        print(f"selfrag calibrate: a question for each of {len(chunks)} chunks", file=stream, flush=True)
+        outcomes = asyncio.run(_ask_all(chat, chunks, plan.work / "questions.jsonl", stream))
+        questions = usable(outcomes, plan.work / "questions.jsonl", len(chunks))
+        asked = calibration_set(plan.corpus, questions)
+        runs = [("answerable", asked), *held_out(asked, questions)]
+        records: dict[str, list[dict[str, Any]]] = {}
+        for number, (name, dataset) in enumerate(runs, 1):
+            what = "" if name == "answerable" else ", their chunk held out"
+            print(f"selfrag calibrate: answering {len(dataset.examples)} questions{what} ({number}/{len(runs)})",
+                  file=stream, flush=True)  # fmt: skip
+            records[name] = _answer(dataset, chat, plan.work / name, stream)
+        model = fit(plan, questions, records)
+        text = model.to_json()
+        if len(text) > MAX_FILE_BYTES:
+            raise InputError("the fitted weights are larger than a weights file may be")
+        plan.out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(plan.out, text)
+        write_atomic(plan.work / "done.json", json.dumps({"weights": str(plan.out), **plan.plan()}) + "\n")
+    spent = calls + sum(int(o.get("calls", 0)) for o in outcomes.values())
+    spent += sum(int((r.get("usage") or {}).get("requests_sent", 0)) for rs in records.values() for r in rs)
+    return Calibrated(model, spent, len(chunks))
+
+
+def _check_work(plan: Calibration) -> None:
+    """A work folder is continued only with `resume`, and only for the same plan; the plan is recorded."""
+    record = plan.work / "calibration.json"
+    if record.exists():
+        try:
+            before = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise UsageError(f"{record} is damaged: remove {plan.work} to calibrate afresh") from None
+        if not plan.resume:
+            raise UsageError(
+                f"{plan.work} holds an earlier calibration: pass --resume to continue it (or fit again from it), "
+                "or remove the folder to calibrate afresh"
+            )
+        differs = [key for key, value in plan.plan().items() if before.get(key) != value]
+        if differs:
+            said = ", ".join(f"{key} {before.get(key)!r} there, {plan.plan()[key]!r} now" for key in differs)
+            raise UsageError(f"{plan.work} was made for another calibration ({said}): remove it, or give another --out")
+    write_atomic(record, json.dumps(plan.plan(), indent=1) + "\n")
+
+
+# -- 1. questions --------------------------------------------------------------------------------------------
+
+
+async def _ask_all(chat: ChatModel, chunks: Sequence[Chunk], path: Path, stream: TextIO) -> dict[str, dict[str, Any]]:
+    """Each chunk's outcome, by chunk key, in `chunks` order: read back from `path` where settled (asked, or left
+    out), asked now (and appended) where not; LLMError when some failed at the endpoint (asked again on resume)."""
+    done, _ = read_samples(path, repair=True)  # a torn last line is cut; a damaged one elsewhere: InputError
+    for key, record in done.items():
+        question, answer = record.get("question"), record.get("answer")
+        if record["status"] == "ok" and not (
+            isinstance(question, str) and question and isinstance(answer, str) and answer
+        ):
+            raise UsageError(f"{path}: the record of chunk {key!r} has no question or answer; remove that line")
+    todo = [chunk for chunk in chunks if (done.get(chunk.key) or {}).get("status") in (None, "failed")]
+    progress = Progress(len(chunks), len(chunks) - len(todo), stream)
+    writer, prompts = SampleWriter(path), BenchPrompts()
+
+    async def one(chunk: Chunk) -> dict[str, Any]:
+        record = await ask_question(chat, prompts, chunk)
+        writer.write(record)
+        progress.update({**record, "status": "failed" if record["status"] == "failed" else "ok"})
+        return record
+
+    try:
+        asked = await run_all(one(chunk) for chunk in todo)
+    finally:
+        progress.close()
+        writer.close()
+        close = getattr(chat, "aclose", None)
+        if close is not None:
+            await close()
+    outcomes = {chunk.key: done[chunk.key] for chunk in chunks if chunk.key in done}
+    outcomes |= {record["id"]: record for record in asked}
+    failed = [record for record in outcomes.values() if record["status"] == "failed"]
+    if failed:
+        raise LLMError(
+            f"{len(failed)} of {len(chunks)} questions failed at the endpoint (last: {failed[-1]['error']}); "
+            "run again with --resume to ask them"
+        )
+    return {chunk.key: outcomes[chunk.key] for chunk in chunks}
+
+
+async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> dict[str, Any]:
+    """One chunk's record: "ok" with its question and answer, "unusable" with why (not asked again), or "failed"
+    at the endpoint (asked again on resume). A fatal endpoint error is raised."""
+    searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched: a question is asked of its chunk
+    run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), "", "", Meter(), b"cal")
+    block = run.document_values("calibrate", chunk)
+    try:
+        parsed = await run.ask(
+            "calibrate_question",
+            logprobs=False,
+            nonce=block["nonce"],
+            doc_id=block["doc_id"],
+            document=block["document"],
+        )
+    except FatalLLMError:
+        raise
+    except LLMError as error:
+        failed = {"status": "failed", "error": f"{type(error).__name__}: {error}", "calls": run.meter.llm_calls}
+        return {"id": chunk.key, **failed}
+    reply, meter = parsed.value, run.meter
+    question, answer = reply.question.strip(), reply.answer.strip()  # type: ignore[attr-defined]
+    record = {"id": chunk.key, "question": question, "answer": answer, "calls": meter.llm_calls}
+    record["usage"] = {"total_tokens": meter.prompt_tokens + meter.completion_tokens}  # for the progress line
+    why = unusable_because(question, answer, chunk.text)
+    return {**record, "status": "unusable", "why": why} if why else {**record, "status": "ok"}
+
+
+def unusable_because(question: str, answer: str, text: str) -> str:
+    """Why a (question, answer) pair cannot label candidates, or "" when it can."""
+    if not question or not answer:
+        return "an empty question or answer"
+    if len(answer.split()) > MAX_ANSWER_WORDS:
+        return f"an answer of more than {MAX_ANSWER_WORDS} words"
+    if not answer_in(text, [answer]):
+        return "the answer is not in its chunk"
+    if answer_in(question, [answer]):
+        return "the question gives its answer away"
+    return ""
+
+
+def usable(outcomes: Mapping[str, Mapping[str, Any]], path: Path, chunks: int) -> list[Question]:
+    """The usable questions (their records checked as read, `_ask_all`); UsageError when fewer than MIN_QUESTIONS."""
+    questions = [Question(key, r["question"], r["answer"]) for key, r in outcomes.items() if r["status"] == "ok"]
+    if len(questions) < MIN_QUESTIONS:
+        left = chunks - len(questions)
+        raise UsageError(
+            f"{len(questions)} usable questions of {chunks} chunks ({left} left out: see {path}); calibrating needs "
+            f"at least {MIN_QUESTIONS}: raise --limit, or index more text"
+        )
+    return questions
+
+
+# -- 2. answers ----------------------------------------------------------------------------------------------
+
+
+def calibration_set(corpus: Corpus, questions: Sequence[Question]) -> ds.Dataset:
+    """The questions over the corpus as a benchmark dataset: each one's gold chunk is the chunk it was written
+    from, its gold answer the short answer copied from it."""
+    examples = tuple(ds.Example(q.chunk, q.question, (q.answer,), gold_chunks=(q.chunk,)) for q in questions)
+    asked = hashlib.sha256(json.dumps([[q.chunk, q.question, q.answer] for q in questions]).encode()).hexdigest()
+    return ds.Dataset(
+        "calibrate",
+        "qa",
+        str(corpus.path),
+        {"questions": asked, "corpus": corpus.fingerprint},
+        examples,
+        corpus.chunks,
+        {chunk.key: (chunk.text,) for chunk in corpus.chunks},
+        total=len(examples),
+        notes=("selfrag calibrate: one question per sampled chunk, its answer copied from the chunk",),
+    )
+
+
+def held_out(asked: ds.Dataset, questions: Sequence[Question]) -> list[tuple[str, ds.Dataset]]:
+    """The questions again with their chunk out of the corpus, in folds that each take at most 1/HELD_OUT of the
+    chunks out (so the corpus stays the corpus); a question whose answer another chunk also holds is left out
+    (asked without its chunk, it could still be answered)."""
+    texts = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in asked.corpus}
+    alone = [
+        example
+        for example, q in zip(asked.examples, questions, strict=True)
+        if not any(f" {normalize_answer(q.answer)} " in text for key, text in texts.items() if key != q.chunk)
+    ]
+    per = max(1, len(asked.corpus) // HELD_OUT)
+    count = -(-len(alone) // per)
+    folds = [replace(asked, examples=tuple(alone[number::count])).without_gold() for number in range(count)]
+    return [(f"held-out-{number + 1}", fold) for number, fold in enumerate(folds) if fold.examples]
+
+
+def _answer(dataset: ds.Dataset, chat: ChatModel, folder: Path, stream: TextIO) -> list[dict[str, Any]]:
+    """The engine over `dataset` (the benchmark runner, into `folder`, resumed where it has records); the
+    records of its questions. LLMError when the run did not complete or a question failed at the endpoint."""
+    options = RunOptions(
+        "calibrate", "selfrag", Config(**RUN_SETTINGS), run_dir=folder, resume=True, jobs=4, environ={}, given=dataset
+    )
+    report = run_benchmark(options, chat=chat, stream=stream)
+    records, _ = read_samples(folder / "samples.jsonl", repair=False)
+    wanted = [records[e.id] for e in dataset.examples if e.id in records]
+    outage = [r for r in wanted if r.get("failure") == "endpoint"]
+    if report.status != "complete" or outage:
+        why = report.message or f"{len(outage)} questions failed at the endpoint (last: {outage[-1]['error']})"
+        raise LLMError(f"{why}; run again with --resume to continue")
+    return wanted
+
+
+# -- 3. fit --------------------------------------------------------------------------------------------------
+
+
+def fit(plan: Calibration, questions: Sequence[Question], records: Mapping[str, list[dict[str, Any]]]) -> CriticModel:
+    """The weights from the runs' records (the module docstring); UsageError when the judged candidates cannot fit
+    them (too few, or one class for a head)."""
+    chunks = {chunk.key: chunk for chunk in plan.corpus.chunks}
+    rows = []
+    for name, found in records.items():
+        rows += rows_from_records(found, chunks, answerable=name == "answerable")
+    held = sum(1 for name, found in records.items() if name != "answerable" for r in found if r["status"] == "ok")
+    try:
+        model = fit_critic(rows, {"source": f"selfrag calibrate over {plan.corpus.path}"})
+    except InputError as error:
+        raise UsageError(f"cannot fit weights from these runs: {error}") from None
+    answers = records["answerable"]
+    counted = {kind: n for kind, n in lead_counts(answers).items() if kind not in DECIDED}
+    shipped = load_critic_model()
+    model = with_lead_counts(model, shipped)  # the documents' decisions: counted over a pool, with no model
+    lead = counted | {kind: n for kind, n in model.lead.items() if kind in DECIDED}
+    fitted_on = {
+        **model.fitted_on,
+        LEAD_RUNS: f"selfrag calibrate: {len(answers)} answers of {plan.fitted_for.model}",
+        "corpus": plan.corpus.describe(),
+        "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "sizes": {"questions": len(questions), "unanswerable_questions": held, "rows": len(rows)},
+    }
+    return replace(model, lead=lead, fitted_on=fitted_on, fitted_for=plan.fitted_for)

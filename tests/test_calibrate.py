@@ -1,0 +1,237 @@
+"""`selfrag calibrate` end to end over a loopback endpoint: questions written per chunk, answered with and without
+their chunk, the weights fitted and written where `selfrag ask` finds them for that model; a run stopped by the
+endpoint resumes where it stopped; bad input is refused in one line and leaves existing weights alone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import selfrag
+from selfrag.cli import main
+from selfrag.engine.calibration import load_critic_model
+from selfrag.engine.fitted import place
+from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
+
+# 24 documents of two sentences; each one's question is answered by a word of its own (a year or a name that no
+# other document holds), in the first sentence for half of them and in the second for the others
+PLACES = ["Arvo", "Belt", "Corin", "Dalm", "Esk", "Fenn", "Garro", "Holt", "Ilse", "Jura", "Kell", "Lom",
+          "Mirt", "Ness", "Orla", "Pell", "Quen", "Rask", "Sorn", "Tave", "Ulm", "Vree", "Wend", "Yarl"]  # fmt: skip
+DOCS: dict[str, tuple[str, str, str]] = {}  # file -> (text, question, answer)
+for n, town in enumerate(PLACES):
+    year, builder = str(1901 + n), f"Mason{chr(65 + n)}ov"
+    bridge = f"The {town} bridge was built in {year} across the river."
+    named = f"Its architect was {builder}, who also drew the old {town} mill."
+    text, (question, answer) = (
+        (f"{bridge} {named}", (f"In which year was the {town} bridge built?", year))
+        if n % 2 == 0
+        else (f"{named.replace('Its', f'The {town} bridge')} {bridge.replace(f'The {town} bridge', 'It')}",
+              (f"Who was the architect of the {town} bridge?", builder))
+    )  # fmt: skip
+    DOCS[f"{town.lower()}.md"] = (text, question, answer)
+
+
+def writer(answers: dict[str, str] | None = None, sentence: str | None = None):  # type: ignore[no-untyped-def]
+    """A loopback model: asked for a question about a document, it gives that document's question and answer
+    (or `answers[file]`); otherwise it replies as `echo_responder` does (or writes `sentence` every time)."""
+
+    def reply(body: dict[str, Any]) -> str:
+        fmt = body.get("response_format") or {}
+        name = (fmt.get("json_schema") or {}).get("name", "")
+        user = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        if name == "CalibrateQuestionReply":
+            file = re.search(r'id="([^"#]+)#', user).group(1)  # type: ignore[union-attr]
+            _, question, answer = DOCS[file]
+            return json.dumps({"question": question, "answer": (answers or {}).get(file, answer)})
+        said = json.loads(echo_responder(body))
+        if sentence is not None and "sentence" in said:
+            said |= {"sentence": sentence, "evidence": sentence}
+        return json.dumps(said)
+
+    return reply
+
+
+def build_index(folder: Path, *, first_sentence: bool = False) -> Path:
+    """The 24 documents indexed (`first_sentence`: each cut to the sentence that answers its question)."""
+    folder.mkdir()
+    for name, (text, _, answer) in DOCS.items():
+        (folder / name).write_text(next(s for s in text.split(". ") if answer in s) if first_sentence else text)
+    out = folder.with_name(folder.name + "-index")
+    assert main(["index", str(folder), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture
+def corpus_index(tmp_path):
+    return build_index(tmp_path / "docs")
+
+
+@pytest.fixture(autouse=True)
+def no_retries(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFRAG_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SELFRAG_MAX_RETRIES", "0")  # an endpoint that fails fails at once
+
+
+def calibrate(index: Path, server: FakeOpenAIServer, *extra: str) -> list[str]:
+    return ["calibrate", "--index", str(index), "--base-url", server.base_url, "--limit", "24", *extra]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_calibrate_fits_weights_for_the_model_and_ask_picks_them_up(corpus_index, capsys):
+    with FakeOpenAIServer(responder=writer()) as server:
+        assert main(calibrate(corpus_index, server)) == 0
+        captured = capsys.readouterr()
+        calls = len(server.stats.authorizations)  # every HTTP request the server saw: probe, models, chat
+        asked = sum(1 for b in server.stats.bodies if "CalibrateQuestionReply" in json.dumps(b))
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+        said = re.search(r"; (\d+) calls for (\d+) chunks$", captured.out.strip())
+        assert said and (int(said[1]), int(said[2])) == (calls, 24), captured.out  # the cost, counted exactly
+        assert asked == 24
+        assert "[24/24]" in captured.err and "selfrag calibrate: answering 24 questions (1/" in captured.err
+        assert main(["ask", DOCS["arvo.md"][1], "--index", str(corpus_index), "--base-url", server.base_url,
+                     "--json", "--abstain-below", "0"]) == 0  # fmt: skip
+        answered = capsys.readouterr()
+    model = load_critic_model(weights)
+    assert model.fitted_for is not None and model.fitted_for.model == "fake-model"
+    assert model.fitted_for.endpoint == server.base_url and model.fitted_for.identity  # the server's fingerprint
+    info = model.fitted_on
+    assert info["corpus"]["documents"] == 24 and info["corpus"]["chunks"] == 24 and info["corpus"]["fingerprint"]
+    assert info["corpus"]["index"] == str(corpus_index) and info["date"].endswith("+00:00")
+    assert info["sizes"]["questions"] == 24 and info["sizes"]["unanswerable_questions"] == 24
+    assert info["sizes"]["rows"] == info["rows"] > 24
+    assert model.relevant != load_critic_model().relevant  # fitted anew, not the shipped heads
+    assert "yes_no" not in model.lead  # the 135M model's own counts are not carried over to another model
+    result = json.loads(answered.out)
+    assert f"weights {weights}, fitted for fake-model at {server.base_url}" in result["trace"]["policies"]
+    assert result["config"]["scorer"] == "evidence" and "warning" not in answered.err
+    print(f"calibrate: {calls} calls for 24 chunks")  # the README's figure (pytest -s shows it)
+
+
+def test_weights_of_one_model_warn_once_when_another_answers(corpus_index, capsys, tmp_path):
+    out = tmp_path / "fake-model.json"
+    with FakeOpenAIServer(responder=writer()) as server:
+        assert main(calibrate(corpus_index, server, "--out", str(out))) == 0
+    assert "--scorer-weights" in capsys.readouterr().err  # written elsewhere: how to use them
+    with FakeOpenAIServer(responder=writer(), model="qwen2.5:7b") as other:
+        argv = ["ask", DOCS["arvo.md"][1], "--index", str(corpus_index), "--base-url", other.base_url]
+        assert main([*argv, "--json"]) == 0  # found for no model here: the paper's scorer
+        assert json.loads(capsys.readouterr().out)["config"]["scorer"] == "paper"
+        assert main([*argv, "--scorer-weights", str(out)]) == 0  # named: used, with one warning line
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("selfrag: warning:")]
+    assert len(warnings) == 1 and "fitted for fake-model at http://127.0.0.1:" in warnings[0]
+    assert "not qwen2.5:7b" in warnings[0]
+
+
+def _fail_after(server: FakeOpenAIServer, requests: int, inner):  # type: ignore[no-untyped-def]
+    """`inner`, until the server has answered `requests` chat requests: from then on every request gets a 500."""
+
+    def reply(body: dict[str, Any]) -> str:
+        if server.stats.requests >= requests:
+            server.fault = "500"
+        return inner(body)
+
+    return reply
+
+
+def test_an_endpoint_that_fails_mid_run_leaves_the_weights_alone_and_resume_goes_on(corpus_index, capsys):
+    with FakeOpenAIServer(responder=writer()) as server:
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+        weights.parent.mkdir(parents=True)
+        weights.write_text(load_critic_model().to_json())  # weights from before: untouched by a failed run
+        before = digest(weights)
+        server.responder = _fail_after(server, 80, writer())  # the questions and a few answers, then 500s
+        assert main(calibrate(corpus_index, server)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("selfrag: error:") and err[-1].endswith("run again with --resume to continue")
+        assert digest(weights) == before
+        questions = weights.with_name(weights.name + ".work") / "questions.jsonl"
+        assert sum(json.loads(line)["status"] == "ok" for line in questions.read_text().splitlines()) == 24
+        server.fault, server.responder = None, writer()
+        seen = server.stats.requests
+        assert main(calibrate(corpus_index, server)) == 2  # without --resume: the work folder is not overwritten
+        assert "pass --resume" in capsys.readouterr().err and server.stats.requests == seen
+        assert main(calibrate(corpus_index, server, "--resume")) == 0
+        bodies = server.stats.bodies[seen:]
+    assert not any("CalibrateQuestionReply" in json.dumps(b) for b in bodies)  # no question asked twice
+    assert digest(weights) != before and load_critic_model(weights).fitted_for.model == "fake-model"
+    assert load_critic_model(weights).fitted_on["sizes"]["questions"] == 24
+
+
+def test_a_damaged_questions_file_is_refused_naming_it(corpus_index, capsys):
+    with FakeOpenAIServer(responder=writer()) as server:
+        server.responder = _fail_after(server, 30, writer())
+        assert main(calibrate(corpus_index, server)) == 1
+        capsys.readouterr()
+        questions = (
+            place(dict(os.environ), server.base_url, None, "fake-model").with_name(
+                f"{place(dict(os.environ), server.base_url, None, 'fake-model').name}.work"
+            )
+            / "questions.jsonl"
+        )
+        lines = questions.read_text().splitlines()
+        first = json.loads(lines[0])
+        del first["answer"]
+        questions.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+        server.fault, server.responder = None, writer()
+        seen = len(server.stats.authorizations)
+        assert main(calibrate(corpus_index, server, "--resume")) == 2
+        assert len(server.stats.authorizations) == seen + 2  # the server's identity asked (GETs), no question
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("selfrag: error")]
+    assert len(err) == 1 and "questions.jsonl" in err[0] and "no question or answer" in err[0]
+
+
+def test_a_corpus_of_one_document_is_refused_before_any_call(tmp_path, capsys):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    (folder / "only.md").write_text(" ".join(text for text, _, _ in DOCS.values()))
+    assert main(["index", str(folder), "--out", str(tmp_path / "index"), "--quiet"]) == 0
+    capsys.readouterr()
+    with FakeOpenAIServer(responder=writer()) as server:
+        assert main(calibrate(tmp_path / "index", server)) == 2
+        assert not server.stats.authorizations
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "1 document" in err and "at least 2" in err
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (writer(answers={file: "a phrase found nowhere" for file in DOCS}), "0 usable questions of 24 chunks"),
+        (writer(sentence="I cannot say more about it."), "supported=False; the fit needs both classes"),
+    ],
+)
+def test_too_few_questions_or_one_class_are_refused_and_existing_weights_stay(tmp_path, capsys, model, message):
+    """One class: no candidate says its question's answer (one-sentence documents offer no sentence of their own)."""
+    corpus_index = build_index(tmp_path / "docs", first_sentence=True)
+    capsys.readouterr()
+    out = tmp_path / "mine.json"
+    out.write_text(load_critic_model().to_json())
+    before = digest(out)
+    with FakeOpenAIServer(responder=model) as server:
+        assert main(calibrate(corpus_index, server, "--out", str(out))) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("selfrag: error")]
+    assert len(err) == 1 and message in err[0]
+    assert digest(out) == before
+
+
+def test_the_limit_and_the_shipped_file_are_checked_before_any_call(corpus_index, capsys):
+    shipped = Path(selfrag.__file__).parent / "data" / "critic-v1.json"
+    before = digest(shipped)
+    with FakeOpenAIServer(responder=writer()) as server:
+        assert main([*calibrate(corpus_index, server), "--limit", "5"]) == 2
+        assert "--limit must be at least 20" in capsys.readouterr().err
+        assert main(calibrate(corpus_index, server, "--out", str(shipped))) == 2
+        assert "is the shipped weights file" in capsys.readouterr().err
+        assert not server.stats.authorizations
+    assert digest(shipped) == before
