@@ -26,6 +26,14 @@ def cache_dir(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("HOME") or "~").expanduser() / ".cache" / "selfrag"
 
 
+def named_cache_dir(environ: Mapping[str, str]) -> Path | None:
+    """`cache_dir`, or None when `environ` names no folder ($SELFRAG_HOME, $XDG_CACHE_HOME, $HOME): code that
+    passes an empty environment gets nothing remembered on disk."""
+    if not any(environ.get(name) for name in ("SELFRAG_HOME", "XDG_CACHE_HOME", "HOME")):
+        return None
+    return cache_dir(environ)
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Replace `path` with `text` in one step; the old file stays whole if anything fails. Returns the path."""
     target = Path(path)

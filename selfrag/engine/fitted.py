@@ -28,7 +28,7 @@ from typing import Any
 
 from ..config import Config, ResolvedEndpoint, redact_url, resolve_endpoint, resolve_scorer
 from ..errors import ConfigError
-from ..files import cache_dir
+from ..files import cache_dir, named_cache_dir
 
 EMBEDDED_ENDPOINT = "embedded"
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"  # llm.local.MODEL_ALIAS, what the embedded server lists (a test pins it)
@@ -96,15 +96,15 @@ def place(environ: Mapping[str, str], endpoint: str, model: str | None, model_id
 def find(environ: Mapping[str, str], endpoint: str, model: str | None) -> Path | None:
     """The weights calibrated for `model` (as configured) at `endpoint`: the newest file of its hash, if any; none
     for an environment that names no data folder ($SELFRAG_HOME, $XDG_CACHE_HOME, $HOME), as code that passes an
-    empty one asks (the capability cache reads it so too)."""
-    if not any(environ.get(name) for name in ("SELFRAG_HOME", "XDG_CACHE_HOME", "HOME")):
+    empty one asks (`files.named_cache_dir`)."""
+    data = named_cache_dir(environ)
+    if data is None:
         return None
-    folder = cache_dir(environ) / WEIGHTS_FOLDER
     try:
-        found = [p for p in folder.glob(f"*-{key(endpoint, model)}.json") if p.is_file()]
-    except OSError:
+        found = [p for p in (data / WEIGHTS_FOLDER).glob(f"*-{key(endpoint, model)}.json") if p.is_file()]
+        return max(found, key=lambda p: (p.stat().st_mtime, p.name)) if found else None
+    except OSError:  # the folder or a file vanished while it was read: as if none were there
         return None
-    return max(found, key=lambda p: (p.stat().st_mtime, p.name)) if found else None
 
 
 def pick(config: Config, endpoint: str, environ: Mapping[str, str]) -> Config:

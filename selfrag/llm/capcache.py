@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import redact_url
-from ..files import cache_dir, write_atomic
+from ..files import named_cache_dir, write_atomic
 from .base import Capabilities
 
 FORMAT = "selfrag-capabilities/1"
@@ -144,9 +144,8 @@ class CapCache:
     def default(cls, environ: Mapping[str, str]) -> CapCache | None:
         """The cache under the user's cache folder; None when `environ` names none ($SELFRAG_HOME,
         $XDG_CACHE_HOME, $HOME): code that passes an empty environment gets no remembered capabilities."""
-        if not any(environ.get(name) for name in ("SELFRAG_HOME", "XDG_CACHE_HOME", "HOME")):
-            return None
-        return cls(cache_dir(environ) / "capabilities")
+        folder = named_cache_dir(environ)
+        return None if folder is None else cls(folder / "capabilities")
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
