@@ -21,7 +21,19 @@ DENSE_MODES = ("auto", "on", "off")
 LOGPROBS_MODES = ("auto", "on", "off")  # whether the engine asks for logprobs (see llm/costs.py)
 SCORERS = ("auto", "paper", "evidence")  # how a candidate's critique becomes P(relevant), P(supported)
 _ON = dict.fromkeys(
-    ("supersession", "filters", "ask_plainly", "disowned", "ground", "extract", "hops", "lead", "decide", "confirm"),
+    (
+        "supersession",
+        "filters",
+        "ask_plainly",
+        "disowned",
+        "ground",
+        "extract",
+        "hops",
+        "lead",
+        "decide",
+        "confirm",
+        "denials",
+    ),
     True,
 )
 # a preset: the scorer and every policy's switch (engine.policies); "paper" runs the paper's algorithm and nothing
@@ -97,6 +109,8 @@ class Config:
     confirm: bool | None = None  # a decided short answer is printed only where the model, asked a closed-set question
     # about the clause that decided it, agrees (prompts/confirm_decision.toml; one call); else the model's own short
     # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (lead.reads_better)
+    denials: bool | None = None  # the model's own "Yes." or chosen option prints as "The documents don't settle
+    # it." where a kept sentence or a document read denies it (lead.denial: "X is not waterproof")
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
     # draft, about the document, several at once: engine.critic.tidy)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's

@@ -124,7 +124,7 @@ class Trace(_Out):
     lead_reply: str | None = None  # the short-answer call's reply as the model gave it, printed or not (no call: None)
     lead_held: str | None = None  # that reply as checked, not printed: its kind is more often wrong than right
     lead_clause: str | None = None  # what a short answer the documents decided rests on (the rule: `lead_from`)
-    lead_refused: str | None = None  # a short answer a rule proposed and the check refused, the rule, and why
+    lead_refused: str | None = None  # a short answer the checks refused (a rule's or the model's), by whom, and why
     lead_confirm: str | None = None  # the decision the model was asked to confirm, the clause, and its reply
     policies: str = ""  # which preset, scorer and policies were in force (engine.policies.explain)
     weights_warning: str = ""  # the scorer's weights were fitted for another model than the one that answered

@@ -66,6 +66,7 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "lead": False,
         "decide": False,
         "confirm": False,
+        "denials": False,
         "filters": True,
         "preset": "paper",
         "pooled": True,

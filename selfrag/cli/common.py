@@ -39,6 +39,8 @@ ENGINE_FLAGS = (
     "abstain_below",
     "lead",
     "decide",
+    "confirm",
+    "denials",
     "pooled",
     "hops",
     "ground",
@@ -107,6 +109,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         help="a decided short answer is printed only where the model, asked one closed question about the clause "
         "that decided it, agrees; else the model's own short answer (one call; an endpoint's model only; default "
         "on, --preset paper: off)",
+    )
+    search.add_argument(
+        "--denials",
+        action=argparse.BooleanOptionalAction,
+        help="the model's own yes or chosen option is withheld (\"The documents don't settle it.\") where a kept "
+        "sentence or a document read denies it (no call; default on, --preset paper: off)",
     )
     search.add_argument(
         "--pooled",

@@ -21,6 +21,9 @@ the names it weighs) is read in `engine.questions`.
     refuted         why a decided short answer is not printed: a kept sentence opens with the other yes or no, or
                     a kept sentence or the clause it rests on denies what it says; the model's own short answer
                     then stands (`Config.decide` off: no rule decides at all)
+    denial          the sentence that denies a "Yes" or a chosen option: the model's own short answer too prints
+                    as "The documents don't settle it." where a kept sentence or a document read denies it
+                    (`Config.denials`)
     without_opening_answers
                     the sentences under "Yes.", "No." or "The documents don't settle it.": none opens with a yes
                     or no of its own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
@@ -55,7 +58,7 @@ from .context import Run, run_all
 from .evidence import sentences as sentences_of
 from .evidence import terms, words
 from .questions import choice_options, options, pair
-from .scope import reading
+from .scope import limited, negated, reading
 from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
@@ -91,7 +94,7 @@ class Lead:
     cites: tuple[Chunk, ...] = ()
     held: str | None = None
     clause: str | None = None  # what a decided lead rests on
-    refused: str | None = None  # a decision the check refused (`refuted`, or the model did not agree), and why
+    refused: str | None = None  # a short answer the checks refused (`refuted`, `denial`, the model's disagreement): why
     kind: QuestionKind | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
     confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)
 
@@ -197,26 +200,49 @@ def contradicted(lead: str, sentences: Sequence[str]) -> bool:
 
 def refuted(question: str, kind: QuestionKind | None, decision: Proposal, sentences: Sequence[str]) -> str | None:
     """Why a decided short answer may not be printed, or None: a kept sentence opens with the other yes or no
-    (`contradicted`), or a kept sentence or the clause the decision rests on denies what the answer says (a "Yes."
-    or a chosen option over "The Vela Lite is not waterproof": `scope.reading`). A decision is a proposal; the
-    model's own short answer stands where it is refused."""
+    (`contradicted`), or a kept sentence or the clause the decision rests on denies what the answer says
+    (`denial`). A decision is a proposal; the model's own short answer stands where it is refused."""
     said = f"{decision.option}."
     stating = [s for s in sentences if terms(s) - {"yes", "no"}]  # a bare "Yes." rests on no clause
     against = next((s for s in stating if contradicted(said, [s])), None)
     if against is not None:
         return f"a kept sentence opens against it: {against!r}"
-    if decision.option == "No" or kind not in (QuestionKind.YES_NO, QuestionKind.CHOICE):
-        return None  # a "No." is not refuted by a sentence stating the words asked of one thing or name
+    part = denial(question, kind, decision.option, [decision.clause, *sentences])
+    return f"it is denied in {part!r}" if part is not None else None
+
+
+def denial(
+    question: str, kind: QuestionKind | None, option: str, texts: Sequence[str], *, plainly: bool = False
+) -> str | None:
+    """The sentence of `texts` that denies what a "Yes" or a chosen option says of the question's words (a "Yes."
+    or "The Vela Lite." over "The Vela Lite is not waterproof": `scope.reading`), or None. A sentence counts only
+    where it holds the chosen option's words and at least half the question's own; a "No" is never denied.
+    `plainly`: only a plain negation denies (a sentence with an exception or a condition is not read, nor is a
+    question that holds a negation of its own): how the model's own answer is checked."""
+    if option == "No" or kind not in (QuestionKind.YES_NO, QuestionKind.CHOICE):
+        return None
+    if plainly and negated(question):
+        return None
     asked = terms(question) - _ASKING
-    chosen = terms(decision.option) if kind == QuestionKind.CHOICE else frozenset()
-    for text in (decision.clause, *sentences):
+    chosen, other = frozenset(), frozenset()
+    if kind == QuestionKind.CHOICE:
+        chosen = _own_words(option)  # "after" of "before or after meals" is a function word, and still the pick
+        offered = choice_options(question) or ("", "")
+        other = frozenset().union(*(_own_words(o) for o in offered if not _own_words(o) <= chosen)) - chosen
+    trait = asked - chosen - other  # what the question asks of the pick ("safe during pregnancy")
+    for text in texts:
         for part in sentences_of(text):
-            held = terms(part)
-            if chosen - held or len(asked & held) * 2 < len(asked):
-                continue  # about another option, or too little of what the question asks
-            if reading(asked - chosen, part, question) == "denied":
-                return f"it is denied in {part!r}"
+            held = terms(part) | frozenset(words(part))
+            if chosen - held or len(asked & held) * 2 < len(asked) or (plainly and limited(part)):
+                continue  # about another option, too little of what the question asks, or not plainly read
+            if reading(trait, part, question) == "denied":  # "every mode except Quiet" denies nothing of Standard
+                return part
     return None
+
+
+def _own_words(option: str) -> frozenset[str]:
+    """An option's content words, or all its words where it has none ("before", "after")."""
+    return terms(option) or frozenset(words(option))
 
 
 def without_opening_answers(best: Beam, lead: str | None) -> Beam:
@@ -403,4 +429,10 @@ async def _asked_lead(run: Run, best: Beam, kind: QuestionKind | None, chunks: l
         )
     if kind == QuestionKind.YES_NO and text is not None and contradicted(text, [s.text for s in best.segments]):
         text = UNSETTLED  # the documents read together and a sentence written from one of them disagree
+    if run.config.denials and text not in (None, UNSETTLED):
+        texts = [*(s.text for s in best.segments), *current_texts(chunks)]
+        part = denial(run.question, kind, text.rstrip("."), texts, plainly=True)
+        if part is not None:  # the model's own "Yes." or pick, over a clause that says the opposite
+            why = f"{text} by the model: it is denied in {part!r}"
+            return Lead(UNSETTLED, "model", parsed.value.answer, kind=read_as, refused=why)
     return Lead(text, "model", parsed.value.answer, kind=read_as)

@@ -66,6 +66,11 @@ POLICIES: tuple[Policy, ...] = (
         "a decided short answer prints only where the model, asked about that clause, agrees (one call); else the "
         "model's own short answer, or \"The documents don't settle it.\"",
     ),
+    Policy(
+        "denials", "finish", "the model's short answer, the kept sentences, the documents read",
+        "the model's own \"Yes.\" or chosen option that a sentence denies prints as \"The documents don't settle "
+        "it.\" (no call)",
+    ),
 )  # fmt: skip
 NAMES = tuple(policy.name for policy in POLICIES)
 
@@ -79,7 +84,7 @@ def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
         for p in POLICIES
         if getattr(config, p.name) and (evidence or not p.evidence_only) and not (evidence and p.paper_only)
     ]
-    on = [name for name in on if name != "decide" or "lead" in on]
+    on = [name for name in on if name not in ("decide", "denials") or "lead" in on]
     return tuple(name for name in on if name != "confirm" or ("decide" in on and not config.embedded))
 
 

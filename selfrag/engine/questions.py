@@ -171,7 +171,30 @@ def choice_options(question: str) -> tuple[str, str] | None:
     if named is not None:
         return named
     plain = _PLAIN_OPTIONS.search(question)
-    return (plain.group(1), plain.group(2)) if plain else None
+    return (_phrases(question) or (plain.group(1), plain.group(2))) if plain else None
+
+
+_LEADS_IN = frozenset("in on at by for with during the a an".split())  # "in quiet mode or in standard mode"
+
+
+def _phrases(question: str) -> tuple[str, str] | None:
+    """Two options of several words each: after a colon ("...: laptops or managed servers?"), or opened by the
+    same small word ("in quiet mode or in standard mode", "the enhanced rate or the statutory rate"); None where
+    the question shows neither (the words then share their tail: "before or after meals")."""
+    head, joined, tail = question.rstrip(" ?.!").rpartition(" or ")
+    second = tail.split()
+    if not joined or not 1 <= len(second) <= 4:
+        return None
+    before, colon, after = head.rpartition(":")
+    if colon and 1 <= len(after.split()) <= 4:
+        return after.strip(), tail.strip()
+    said = head.split()
+    small = second[0].lower()
+    if small in _LEADS_IN and len(second) > 1:
+        at = max((n for n, word in enumerate(said) if word.lower() == small), default=-1)
+        if at >= 0 and 1 <= len(said) - at - 1 <= 4:
+            return " ".join(said[at + 1 :]), " ".join(second[1:])
+    return None
 
 
 def _title_goes_on(option: str, rest: str) -> str:

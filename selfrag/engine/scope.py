@@ -8,6 +8,7 @@ exception and condition around them (no model). The rules that decide a short an
                 further before them in their clause, or an exception or a condition ("unless", "only if", "only
                 after", "does not apply") limits the sentence to something the question does not ask
     negated     the text holds a negation word at all (a value stated in such a clause is not read as stated)
+    limited     the text holds an exception or a condition at all
 
 A condition or an exception the question itself states ("If I report a fault, am I charged?" over "If you report
 a fault, you are not charged") limits nothing: the sentence speaks of the case asked.
@@ -99,6 +100,11 @@ def _denied(said: list[str], hits: list[int] | None) -> frozenset[str]:
         if any(_denial(said, b) for b in range(max(at - DENIAL_REACH, 0), at))
         for stem in terms(said[at])
     )
+
+
+def limited(text: str) -> bool:
+    """The text holds an exception or a condition ("except", "apart from", "unless", "if", "only after", ...)."""
+    return EXCEPTION.search(text) is not None or _CONDITION.search(text) is not None
 
 
 def negated(text: str) -> bool:
