@@ -251,6 +251,10 @@ def test_a_choice_leads_with_one_of_its_two_options_or_none(answer, lead):
         ("Is the deposit refunded or kept?", "It is kept", "Kept."),
         ("Should I take Calmex before or after meals?", "after meals", "After."),
         ("Should I take Calmex before or after meals?", "either", None),
+        ("Does carpet boost work in quiet mode or in standard mode?", "In standard mode", "Standard mode."),
+        ("Is leave paid at the enhanced rate or the statutory rate?", "the statutory rate", "Statutory rate."),
+        ("Which kit is supported after 5 years: laptops or managed servers?", "managed servers", "Managed servers."),
+        ("Which kit is supported after 5 years: laptops or managed servers?", "servers", "Managed servers."),
     ],
 )
 def test_a_choice_between_options_in_lower_case_leads_with_one_of_them(question, answer, lead):
