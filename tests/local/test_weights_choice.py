@@ -169,7 +169,7 @@ def test_a_changed_cpu_runtime_or_source_makes_it_time_again(source, tmp_path, c
         source.write_bytes(b"GGUF another release of the weights")
     elif change == "options":
         options = ("q4_1", "f16", "bf16")
-    else:
+    elif change == "refresh":
         kwargs = {"remeasure": True}
     choice = choose(source, tmp_path / "cache", runtime, options=options, cpu=cpu, **kwargs)
     assert sorted(runtime.loaded) == sorted(options)
