@@ -1,14 +1,14 @@
 """How fast each weights file of the embedded model runs on this machine, and the record that keeps the answer.
 
-The work (`WORK`) is the same for every option: a `PROMPT_TOKENS`-token prompt evaluated as one batch, as a
-call's prompt is, then decoding steps of `STEP_ROWS` rows each: one row as a call decoded alone, five as the
-rows of a step's five candidates decoded together (here in one sequence: the weight products are the same).
-llama.cpp runs one-row and several-row products on different kernels, and which format wins can differ. An
-option's file is loaded, given the work `REPEATS` times (the first run also warms the threads and the mapped file)
-and its best time kept, then closed. What that costs is kept in the record (`took`) and shown by `selfrag
-doctor`. Reckoned from the archived per-token times of the
-AVX-512 Xeon (docs/archive/benchmark-rounds.md, issue 13), not yet timed: about 2 s on one thread for the two
-lossless options, loads included, less on two; the F16 copy's upcast (about 1 s) was paid on first use before.
+The work (`WORK`) is the same for every option: a `PROMPT_TOKENS`-token prompt evaluated as one batch, as a call's
+prompt is, then decoding steps of `STEP_ROWS` rows each: one row as a call decoded alone, five as the rows of a
+step's five candidates decoded together (here in one sequence: the weight products are the same). llama.cpp runs
+one-row and several-row products on different kernels, and which format wins can differ. An option's file is loaded,
+given the work `REPEATS` times (the first run also warms the threads and the mapped file) and its best time kept,
+then closed. What that costs is kept in the record (`took`) and shown by `selfrag doctor`. Reckoned from the
+archived per-token times of the AVX-512 Xeon (docs/archive/benchmark-rounds.md, issue 13), not yet timed: about 2 s
+on one thread for the two lossless options, loads included, less on two; the F16 copy's upcast (about 1 s) was paid
+on first use before.
 
 A record holds the timings, the choice, when, on how many threads, and what it is valid for (`Machine`): the
 CPU's model name and the instruction-set flags llama.cpp's kernels use, llama.cpp's build (llama-cpp-python's
