@@ -14,6 +14,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,8 +58,11 @@ def kind_of(path: str | Path) -> str:
 class FakeLlamaCpp:
     """What weights.py uses of the llama_cpp module: Llama, the quantize calls, the version and system info."""
 
-    def __init__(self, costs: dict[str, float], *, version: str = "0.3.36", broken: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, costs: dict[str, float], *, version: str = "0.3.36", broken: tuple[str, ...] = (), sleep: bool = False
+    ) -> None:
         self.costs, self.broken, self.__version__ = costs, broken, version
+        self.sleep = sleep  # spend the cost in real time too (for code that times on its own clock)
         self.clock = Clock()
         self.loaded: list[str] = []  # the kind of each model loaded for timing
         self.quantized: list[int] = []  # the llama_ftype of each copy written
@@ -94,6 +98,8 @@ class FakeModel:
 
     def eval(self, tokens: list[int]) -> None:
         self.runtime.clock.now += self.runtime.costs[self.kind] * len(tokens)
+        if self.runtime.sleep:
+            time.sleep(self.runtime.costs[self.kind] * len(tokens))
 
     def close(self) -> None:
         pass
@@ -312,6 +318,56 @@ def test_doctor_shows_the_choice_with_the_timings_per_option_when_and_on_which_c
     forced = choose(source, tmp_path / "cache", FakeLlamaCpp({}), options=("q4_1",))
     assert check_local_weights(forced).detail == "q4_1, asked by $SELFRAG_WEIGHTS (not timed)"
     assert "unset SELFRAG_WEIGHTS" in check_local_weights(forced).hint
+
+
+# -- served by local.py -------------------------------------------------------------------------------------------
+
+SERVE = """
+import json, sys, types
+from pathlib import Path
+from selfrag.llm.local import ServeSettings, serve
+from tests.local.test_weights_choice import FakeLlamaCpp, kind_of
+
+source, home, refused, remeasure = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+fake = FakeLlamaCpp({"q4_1": 0.001, "f16": 0.0001}, sleep=True)  # timed on the real clock: F16 10 times faster
+apps = []
+
+def create_app(server_settings, model_settings):
+    kind = kind_of(model_settings[0].model)
+    if kind == refused:
+        raise ValueError(f"llama.cpp cannot load {model_settings[0].model}")
+    apps.append(kind)
+    return object()
+
+runtime = types.SimpleNamespace(llama_cpp=fake, create_app=create_app)
+served = serve(ServeSettings(source, n_threads=1), {"SELFRAG_HOME": home}, runtime, remeasure=remeasure)
+print(json.dumps({"timed": sorted(fake.loaded), "apps": apps, "file": str(served.model_file), "note": served.note,
+                  "kind": served.weights.kind, "reason": served.weights.reason}))
+"""
+
+
+def test_the_embedded_server_serves_the_chosen_weights_and_falls_back_when_the_copy_will_not_load(source, tmp_path):
+    """local.serve with a fake llama-cpp-python server module, each run in a fresh process (one model a process)."""
+    pytest.importorskip("llama_cpp.server.settings")  # what serve() builds the app's settings with
+
+    def run(refused: str = "", remeasure: bool = False) -> dict:
+        argv = [sys.executable, "-c", SERVE, str(source), str(tmp_path / "home"), refused, str(int(remeasure))]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run()
+    copy = f16_path(source, tmp_path / "home")
+    assert first["timed"] == ["f16", "q4_1"] and first["apps"] == ["f16"] and first["file"] == str(copy)
+    assert first["kind"] == "f16" and "timed now" in first["note"]
+    later = run()
+    assert later["timed"] == [] and later["apps"] == ["f16"] and "remembered in" in later["note"]
+    refreshed = run(remeasure=True)
+    assert refreshed["timed"] == ["f16", "q4_1"] and "timed now (doctor --refresh)" in refreshed["reason"]
+    fallback = run(refused="f16")  # the recorded choice's copy no longer loads: removed, the shipped file served
+    assert fallback["apps"] == ["q4_1"] and fallback["file"] == str(source) and fallback["kind"] == "q4_1"
+    assert "did not load and was removed" in fallback["reason"] and not copy.exists()
 
 
 # -- with the real model ---------------------------------------------------------------------------------------------
