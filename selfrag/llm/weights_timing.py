@@ -6,7 +6,7 @@ step's five candidates decoded together (here in one sequence: the weight produc
 one-row and several-row products on different kernels, and which format wins can differ. An option's file is loaded,
 given the work `REPEATS` times (the first run also warms the threads and the mapped file) and its best time kept,
 then closed. What that costs is kept in the record (`took`) and shown by `selfrag doctor`. Reckoned from the
-archived per-token times of the AVX-512 Xeon (docs/archive/benchmark-rounds.md, issue 13), not yet timed: about 2 s
+archived per-token times of the AVX-512 Xeon (docs/archive/benchmark-rounds.md, issue 13), not yet timed: 2-3 s
 on one thread for the two lossless options, loads included, less on two; the F16 copy's upcast (about 1 s) was paid
 on first use before.
 
