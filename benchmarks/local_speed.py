@@ -1,7 +1,8 @@
 """How fast is the embedded model on a step's candidates, and on the README's first answer?
 
-Indexes the sample corpus (examples/corpus) into a temporary folder, loads the embedded model (its F16 copy is
-made first, outside the timings, as a first run would have cached it), then:
+Indexes the sample corpus (examples/corpus) into a temporary folder, loads the embedded model (its weights chosen
+first, outside the timings, as a first run would have: the shipped Q4_1 file and its F16 copy timed on this CPU
+and the faster kept; the `weights:` line says which was served and why), then:
 
 1. first answer: the README question with `--ndocs 3 --max-depth 3`, timed from building the engine to the
    result (capability probe included); its quality fields are printed (answer, labels, stop reason, failures).
@@ -16,7 +17,8 @@ made first, outside the timings, as a first run would have cached it), then:
    guessed (from the reply's schema and by prompt lookup) with how many of them the model wrote.
 
 `--short-replies` runs everything with the engine's short_replies option (capped free-text fields), `--weights
-bf16` serves the BF16 copy of the weights; both change what the model writes, so compare the quality lines too.
+q4_1`, `f16` or `bf16` serves that kind untimed ($SELFRAG_WEIGHTS; BF16 changes what the model writes, as
+`--short-replies` does, so compare the quality lines too).
 
 The last line is exactly `round_ratio=R first_answer_s=T`. Run it alone on the machine (the model is
 CPU-bound), with the machine-wide lock where several people share it:
@@ -98,7 +100,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="timings of the calls alone and of the round")
     parser.add_argument("--candidates", type=int, default=5, help="candidates in the timed round (default 5)")
     parser.add_argument("--short-replies", action="store_true", help="the engine's short_replies option")
-    parser.add_argument("--weights", choices=["f16", "bf16"], default="f16", help="the embedded weights' copy")
+    parser.add_argument(
+        "--weights",
+        choices=["auto", "q4_1", "f16", "bf16"],
+        default="auto",
+        help="the embedded model's weights (default auto: the faster of q4_1 and f16, timed on this CPU)",
+    )
     args = parser.parse_args()
     os.environ["SELFRAG_THREADS"] = str(args.threads)
     os.environ["SELFRAG_WEIGHTS"] = args.weights
@@ -108,8 +115,11 @@ def main() -> None:
         index = Path(folder) / "index"
         index_paths([CORPUS], index)
         environ = {**os.environ, "SELFRAG_HOME": str(Path(folder) / "home")}
-        embedded_chat(environ=environ)  # loads the model and writes its F16 copy (a first run's one-off)
-        print(f"model: {served().describe()}")  # type: ignore[union-attr]
+        embedded_chat(environ=environ)  # chooses the weights and loads them (a first run's one-off)
+        server = served()
+        assert server is not None
+        print(f"model: {server.describe()}")
+        print(f"weights: {server.weights.describe() if server.weights else 'the shipped file (upcast off)'}")
 
         start = time.perf_counter()
         # the README command as a user runs it: on the embedded model the default scorer (auto) is the fitted one

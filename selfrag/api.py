@@ -218,14 +218,17 @@ def check_conversation(conversation: str) -> str:
     return conversation
 
 
-def default_chat(endpoint: EndpointConfig, environ: Mapping[str, str], config: Config | None = None) -> ChatModel:
+def default_chat(
+    endpoint: EndpointConfig, environ: Mapping[str, str], config: Config | None = None, *, remeasure: bool = False
+) -> ChatModel:
     """The configured endpoint (JSON chat, or a Self-RAG checkpoint's reflection tokens: `open_chat`); with
-    nothing configured at all (no base URL, no key), the embedded local model."""
+    nothing configured at all (no base URL, no key), the embedded local model (`remeasure`: its weights timed
+    again, as `selfrag doctor --refresh` asks)."""
     resolved = resolve_endpoint(endpoint, environ)
     if resolved.nothing_configured:
         if endpoint.protocol == "reflection-tokens":
             raise ConfigError("protocol reflection-tokens needs --base-url: a server running a Self-RAG checkpoint")
         from .llm.local import embedded_chat  # imports llama_cpp only when it is used
 
-        return embedded_chat(endpoint, environ)
+        return embedded_chat(endpoint, environ, remeasure=remeasure)
     return open_chat(endpoint, environ, config)

@@ -305,6 +305,16 @@ def test_a_hostile_document_reaches_no_terminal_raw_through_search_ask_sources_o
         assert not TERMINAL_DANGER.search(stream.replace("\n", " ").replace("\t", " ")), repr(stream[:300])
 
 
+@pytest.mark.parametrize("value", ["q4", "fp16", "f16,int8"])
+def test_a_bad_selfrag_weights_is_a_usage_error_naming_the_variable(index_dir, monkeypatch, capsys, value):
+    monkeypatch.setenv("SELFRAG_WEIGHTS", value)
+    for argv in (["ask", "refunds?", "--index", str(index_dir)], ["doctor"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "SELFRAG_WEIGHTS" in err and repr(value) in err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "four"])
 def test_a_bad_selfrag_threads_is_a_usage_error_naming_the_variable(index_dir, monkeypatch, capsys, value):
     monkeypatch.setenv("SELFRAG_THREADS", value)

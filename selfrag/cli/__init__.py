@@ -50,9 +50,9 @@ def build_parser(prog: str = "selfrag") -> argparse.ArgumentParser:
 
 
 class WarningLines(logging.Handler):
-    """Warnings about remembered capabilities (a cache file ignored or not writable, an entry an error
-    contradicted), one line each on stderr, cleaned and redacted like every other line the command line prints.
-    The library's other notes reach the user through the results, as before."""
+    """Warnings about what is remembered on disk (a capability cache file or the embedded model's weights choice
+    ignored or not writable, an entry an error contradicted), one line each on stderr, cleaned and redacted like
+    every other line the command line prints. The library's other notes reach the user through the results."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -62,11 +62,15 @@ class WarningLines(logging.Handler):
         print(redact_secrets(clean_for_terminal(text)), file=sys.stderr, flush=True)
 
 
+WARNING_LOGGERS = ("selfrag.capabilities", "selfrag.weights")
+
+
 def show_warnings() -> None:
-    """Show the `selfrag.capabilities` logger's warnings on stderr (once per process, however often `main` runs)."""
-    logger = logging.getLogger("selfrag.capabilities")
-    if not any(isinstance(handler, WarningLines) for handler in logger.handlers):
-        logger.addHandler(WarningLines())
+    """Show the WARNING_LOGGERS' warnings on stderr (once per process, however often `main` runs)."""
+    for name in WARNING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(handler, WarningLines) for handler in logger.handlers):
+            logger.addHandler(WarningLines())
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "selfrag") -> int:

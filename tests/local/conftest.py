@@ -1,7 +1,8 @@
 """Fixtures for the embedded-model tests: the sample corpus indexed once, the embedded chat model built once.
 
 The embedded model is served once per process (llama-cpp-python keeps one model in module globals), so
-every test shares it; its F16 copy goes to a temporary SELFRAG_HOME, never the user's cache. Without
+every test shares it; it serves the F16 copy (asked for: no timing of the weights, the same file on every
+machine), which goes to a temporary SELFRAG_HOME, never the user's cache. Without
 llama-cpp-python or the model package the real-model tests skip, except on CI (`CI` set), where they fail.
 """
 
@@ -48,7 +49,7 @@ def embedded(local_home: Path) -> OpenAIChatModel:
         if os.environ.get("CI"):
             pytest.fail(f"the embedded-model tests must run on CI: {missing}")
         pytest.skip(missing)
-    return embedded_chat(environ={"SELFRAG_HOME": str(local_home)})
+    return embedded_chat(environ={"SELFRAG_HOME": str(local_home), "SELFRAG_WEIGHTS": "f16"})  # untimed, as asserted
 
 
 @pytest.fixture(autouse=True)

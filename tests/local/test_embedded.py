@@ -28,19 +28,17 @@ from selfrag.llm.local import (
     busy_between,
     busy_now,
     cache_dir,
-    cached_f16,
     cores,
     cpu_ticks,
     embedded_chat,
-    f16_path,
     free_cores,
     load_runtime,
     local_model_path,
     serve,
     served,
     thread_choice,
-    upcast_f16,
 )
+from selfrag.llm.weights import cached_f16, f16_path, upcast_f16
 from selfrag.retrieval.index import Index
 from selfrag.schema import Meter
 
@@ -239,7 +237,8 @@ def test_a_cached_copy_that_does_not_load_is_removed_and_the_shipped_file_served
     target = _fake_copy(source, tmp_path, b"GGUF" + b"\xff" * 4092, 4096)  # the magic, then garbage
     script = (
         "from selfrag.llm.local import embedded_chat, served; "
-        f"embedded_chat(environ={{'SELFRAG_HOME': {str(tmp_path)!r}, 'SELFRAG_THREADS': '1'}}); "
+        f"embedded_chat(environ={{'SELFRAG_HOME': {str(tmp_path)!r}, 'SELFRAG_THREADS': '1', "
+        "'SELFRAG_WEIGHTS': 'f16'}); "
         "print(served().model_file); print(served().note)"
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -263,6 +262,6 @@ def test_the_bf16_copy_is_written_beside_the_f16_one_and_loads(tmp_path):
     assert model.n_vocab() > 0
 
 
-def test_an_unknown_weights_kind_is_refused_in_one_line():
-    with pytest.raises(ConfigError, match="SELFRAG_WEIGHTS must be one of f16, bf16, got 'q4'"):
+def test_an_unknown_weights_kind_is_a_usage_error_before_anything_loads():
+    with pytest.raises(UsageError, match="SELFRAG_WEIGHTS must be auto, q4_1, f16 or bf16 .*got 'q4'"):
         embedded_chat(environ={"SELFRAG_WEIGHTS": "q4"})
