@@ -286,7 +286,10 @@ def finite(value: Any) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Rating:
+class SupportEstimate:
+    """What a rater says of one candidate: P(relevant), P(supported), the evidence features it read them from, and
+    its own answer support where it has one."""
+
     p_relevant: float
     p_supported: float
     features: Mapping[str, float] | None = None
@@ -300,8 +303,8 @@ class Rating:
 
 
 @dataclass(frozen=True, slots=True)
-class Rated:
-    """What a rater needs to know of one candidate (all candidates of one beam's step are rated together)."""
+class CandidateView:
+    """What a rater is shown of one candidate (all candidates of one beam's step are rated together)."""
 
     sentence: str
     chunk_text: str
@@ -353,7 +356,7 @@ class Rater(Protocol):
 
     def reads_better(self, kind: str, rule: str) -> bool: ...
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]: ...
 
     def confidence(self, supported: Sequence[float]) -> float: ...
 
@@ -386,8 +389,8 @@ class PaperRater:
     def reads_better(self, kind: str, rule: str) -> bool:
         return False  # no counts: a rule's decision is not put to the embedded model
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
-        return [Rating(item.model_rel, item.model_sup) for item in items]
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]:
+        return [SupportEstimate(view.model_rel, view.model_sup) for view in views]
 
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
@@ -441,13 +444,13 @@ class EvidenceRater:
         training counts (`reads_better`): only then does the embedded model confirm a rule's decision."""
         return reads_better(self.model.lead, kind, rule)
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]:
         out = []
-        for item in items:
-            values = item.features(question)
+        for view in views:
+            values = view.features(question)
             x = vector(values)
             p_rel, p_sup = self.model.relevant.probability(x), self.model.supported.probability(x)
-            out.append(Rating(p_rel, p_sup, values, self.model.support(p_rel, p_sup, values, item.offered)))
+            out.append(SupportEstimate(p_rel, p_sup, values, self.model.support(p_rel, p_sup, values, view.offered)))
         return out
 
     def confidence(self, supported: Sequence[float]) -> float:

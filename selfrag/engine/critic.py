@@ -21,7 +21,7 @@ from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Flag, Plan
 from . import generator
 from .beam import s_rel, s_sup
-from .calibration import Rated
+from .calibration import CandidateView
 from .context import Run, run_all
 from .evidence import (
     asks_yes_no,
@@ -277,30 +277,30 @@ def _outdated(candidate: Candidate) -> bool:
 
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
-    together (agreement between them is evidence); a candidate whose answer support (`Rating.support`) is under
+    together (agreement between them is evidence); a candidate whose answer support (`SupportEstimate.support`) is under
     `run.abstain_below` is declined. A sentence written without documents (the model chose not to retrieve, or the
     search found nothing) is declined too where it may not be kept (`_documents_needed`): a beam with no sentence
     yet that chose not to retrieve reads instead (controller), one with sentences stops. A pooled
     candidate is rated as one written from the chunks it draws on (`sourced`): its features are computed against
     their text together, the best rank and score among them, and its agreement against the sentences written
     from the other chunks alone."""
-    rated = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
-    items = [_rated(c, rated) for c in rated]
-    ratings = dict(zip(map(id, rated), run.deps.rater.rate(run.question, items), strict=True))
+    ratable = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
+    views = [_view(c, ratable) for c in ratable]
+    estimates = dict(zip(map(id, ratable), run.deps.rater.rate(run.question, views), strict=True))
     out = []
     for candidate in candidates:
-        rating = ratings.get(id(candidate))
-        if rating is not None:
+        estimate = estimates.get(id(candidate))
+        if estimate is not None:
             assert candidate.critique is not None
             critique = replace(
                 candidate.critique,
-                p_relevant=rating.p_relevant,
-                p_supported=rating.p_supported,
-                answer_support=rating.support,
-                features=rating.features,
+                p_relevant=estimate.p_relevant,
+                p_supported=estimate.p_supported,
+                answer_support=estimate.support,
+                features=estimate.features,
             )
             candidate = replace(candidate, critique=critique)
-            if rating.support < run.abstain_below:
+            if estimate.support < run.abstain_below:
                 candidate = replace(candidate, flag=Flag.UNSUPPORTED)
         elif _without_documents(candidate) and _documents_needed(run):
             candidate = replace(candidate, flag=Flag.UNSUPPORTED)
@@ -325,7 +325,9 @@ def _without_documents(candidate: Candidate) -> bool:
     return candidate.chunk is None and unflagged
 
 
-def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
+def _view(candidate: Candidate, ratable: Sequence[Candidate]) -> CandidateView:
+    """What the rater is shown of `candidate`, one of the step's `ratable` candidates (the others of its beam are
+    what it agrees with or not)."""
     critique, chunk = candidate.critique, candidate.chunk
     assert critique is not None and chunk is not None and critique.relevance and critique.support
     scores = getattr(candidate.evidence, "scores", ())
@@ -337,14 +339,14 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
         score_rel = scores[rank] / top if top else score_rel
     others = tuple(  # sentences written from other chunks alone: a pooled one read this chunk too
         c.text
-        for c in rated
+        for c in ratable
         if c.parent.id == candidate.parent.id
         and c is not candidate
         and c.chunk not in drawn
         and not c.pooled
         and not c.extracted  # the documents' own sentences agree with nothing by being offered
     )
-    return Rated(
+    return CandidateView(
         sentence=candidate.text,
         chunk_text="\n\n".join(c.text for c in drawn),
         chunk_key=chunk.key,

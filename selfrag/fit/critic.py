@@ -19,10 +19,10 @@ from ..engine.calibration import (
     ANSWERED_FEATURES,
     LEAD_POOL,
     LEAD_RUNS,
+    CandidateView,
     CriticModel,
     Head,
     Platt,
-    Rated,
     answer_inputs,
     finite,
     logit,
@@ -153,9 +153,9 @@ class JudgedRow:
     extracted: bool = False
 
     def features(self) -> dict[str, float]:
-        item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
-                     self.model_sup, self.others, self.extracted)  # fmt: skip
-        return item.features(self.question)
+        view = CandidateView(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
+                             self.model_sup, self.others, self.extracted)  # fmt: skip
+        return view.features(self.question)
 
 
 def judged_row(record: Any, where: str) -> JudgedRow:
@@ -334,7 +334,7 @@ def fit_abstain_cut(
     answers: what the heads' P(supported) means once the engine's rules pick the answer); everything else kept
     (`fitted_on` says where they came from: `source`). Refuses rows with too few right answers to promise `keep`
     at `confidence`."""
-    p_rel, p_sup, values = _rated(model, rows)
+    p_rel, p_sup, values = _row_probabilities(model, rows)
     head = fit_answers_head(rows, p_rel, p_sup, values)
     if head is not None:
         model = replace(model, answers=head)
@@ -420,12 +420,14 @@ def fit_answered(
 
 def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:
     """The answers of judged candidate rows (`kept_answers`) as `model`'s heads rate them."""
-    p_rel, p_sup, values = _rated(model, rows)
+    p_rel, p_sup, values = _row_probabilities(model, rows)
     support = _supports(model, rows, p_rel, p_sup, values)
     return kept_answers(rows, p_rel, p_sup, support)
 
 
-def _rated(model: CriticModel, rows: Sequence[JudgedRow]) -> tuple[list[float], list[float], list[dict[str, float]]]:
+def _row_probabilities(
+    model: CriticModel, rows: Sequence[JudgedRow]
+) -> tuple[list[float], list[float], list[dict[str, float]]]:
     """Each row's P(relevant) and P(supported) under `model`'s heads, and its evidence features."""
     values = [row.features() for row in rows]
     x = [vector(v) for v in values]

@@ -15,11 +15,11 @@ from selfrag.engine.calibration import (
     ANSWER_FEATURES,
     ANSWERED_FEATURES,
     FEATURES,
+    CandidateView,
     CriticModel,
     EvidenceRater,
     Head,
     Platt,
-    Rated,
     answer_support,
     beats_a_coin,
     load_critic_model,
@@ -254,7 +254,7 @@ def test_fit_critic_round_trips_through_its_file(tmp_path):
     assert loaded == model
     rater = EvidenceRater(loaded)
     good, bad = (
-        Rated(s, CHUNK, "k#0", 0, 1.0, True, 1.0, 1.0, ())
+        CandidateView(s, CHUNK, "k#0", 0, 1.0, True, 1.0, 1.0, ())
         for s in ("Steven Spielberg directed Jaws.", "Orson Welles directed Jaws.")
     )
     p_good, p_bad = (r.p_supported for r in rater.rate(Q, [good, bad]))
