@@ -119,8 +119,8 @@ class Config:
     # from a chunk the kept one's chunk names, added after the search (no call)
     ground: bool | None = None  # evidence scorer: a sentence stating a number, date or name its chunk does not
     # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
-    extract: bool | None = None  # evidence scorer: each chunk of several sentences also offers its own sentence that
-    # shares most with the question, rated beside the model's (engine.critic.offered; no call)
+    extract: bool | None = None  # evidence scorer: from each chunk of several sentences, its own sentence that shares
+    # most with the question is extracted and rated beside the model's (engine.critic.extract; no call)
     ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question
     # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
     # chunk's own best sentence competes (engine.critic.asked_again)

@@ -5,7 +5,7 @@ Label probabilities come from token logprobs when the endpoint returns them, els
 A failed critic call leaves the candidate with conservative labels (irrelevant, no support, utility 3,
 not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
 content filter is not a verdict on support: that candidate is dropped with the reason instead. With the
-evidence scorer each chunk of several sentences also offers its own sentence beside the model's (`offered`).
+evidence scorer each chunk of several sentences also has its own sentence extracted beside the model's (`extract`).
 A sentence that restated the question is asked for once more, plainly (`asked_again`, one more call); with the
 paper's scorer, sentences the model itself calls irrelevant and unsupported are not kept alone (`disowned`).
 """
@@ -61,8 +61,8 @@ def gate(candidate: Candidate, run: Run) -> Candidate:
 
 async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
     """Separate mode: one critic call per written candidate, all at once. Then, in both modes, degenerate
-    sentences are cut or declined, one that restated the question is asked for again (`asked_again`), the chunks
-    offer their own sentences (`offered`, evidence scorer), sentences the model disowns are declined where
+    sentences are cut or declined, one that restated the question is asked for again (`asked_again`), the chunks'
+    own sentences are extracted (`extract`, evidence scorer), sentences the model disowns are declined where
     nothing else is left (`disowned`, paper's scorer), the rater gives P(relevant) and P(supported), and the
     gates run."""
     candidates = await _judged(candidates, run)
@@ -73,7 +73,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     if run.config.ask_plainly:
         tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts)
     if ground and run.config.extract:
-        tidied += offered(tidied, run.question)
+        tidied += extract(tidied, run.question)
     if run.config.disowned and not run.deps.rater.from_documents:
         tidied = disowned(tidied, run)
     candidates = rate([sourced(c, run.question) for c in tidied], run)
@@ -93,7 +93,7 @@ async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
 async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool) -> list[Candidate]:
     """For each sentence written from a chunk that restated the question, one more asked for plainly
     (`generator.ask_plainly`: the question after the document), judged and tidied as the first; where that one
-    is degenerate too or its call failed, the chunk's own best sentence competes (`offered`, a chunk of one
+    is degenerate too or its call failed, the chunk's own best sentence competes (`extract`, a chunk of one
     sentence included, with any scorer), with the latest critique of its chunk. A Self-RAG checkpoint's segment
     is not asked again: its prompt is fixed."""
     restating = [
@@ -115,19 +115,19 @@ async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool
         out.append(again)
         if not generator.usable(again):
             judged = again.critique is not None and again.critique.support is not None
-            out += offered([again if judged else first], run.question, alone=True)
+            out += extract([again if judged else first], run.question, alone=True)
     return out
 
 
-def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = False) -> list[Candidate]:
-    """The document's own sentence offered beside the model's (`extracted`, no call): for each chunk of
+def extract(candidates: Sequence[Candidate], question: str, *, alone: bool = False) -> list[Candidate]:
+    """The document's own sentence, extracted to stand beside the model's (`extracted`, no call): for each chunk of
     several sentences that a candidate was written from, the sentence sharing most with the question
     (`evidence.best_sentence`), where it is not degenerate and says something else than the model's sentence.
     It shares its chunk's critique (its quote is itself) and is rated with the others. A small writer given a
     paragraph mostly copies its first sentence, while the question's answer is often in another
-    (docs/decisions.md, `extract`). A chunk offers once per
+    (docs/decisions.md, `extract`). One is extracted from a chunk once per
     beam (a sentence asked for again was written from the same chunk). `alone`: the model wrote nothing worth
-    keeping from the chunk, so a chunk of one sentence offers that one too."""
+    keeping from the chunk, so from a chunk of one sentence that one is extracted too."""
     out: list[Candidate] = []
     seen = {(c.parent.id, c.chunk.key) for c in candidates if c.extracted and c.chunk is not None}
     for candidate in candidates:
@@ -135,7 +135,7 @@ def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
         if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
             continue
         if candidate.flag is Flag.SUPERSEDED or candidate.extracted:  # its document yields to a newer one, and so do
-            continue  # its sentences; an offered sentence offers nothing more
+            continue  # its sentences; nothing is extracted from an extracted sentence
         if (candidate.parent.id, chunk.key) in seen:
             continue
         text = spaced(chunk.text)
@@ -344,7 +344,7 @@ def _view(candidate: Candidate, ratable: Sequence[Candidate]) -> CandidateView:
         and c is not candidate
         and c.chunk not in drawn
         and not c.pooled
-        and not c.extracted  # the documents' own sentences agree with nothing by being offered
+        and not c.extracted  # the documents' own sentences agree with nothing by being extracted
     )
     return CandidateView(
         sentence=candidate.text,
@@ -356,7 +356,7 @@ def _view(candidate: Candidate, ratable: Sequence[Candidate]) -> CandidateView:
         model_rel=s_rel(critique.relevance),
         model_sup=s_sup(critique.support),
         others=others,
-        offered=candidate.extracted,
+        extracted=candidate.extracted,
     )
 
 

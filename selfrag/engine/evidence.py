@@ -242,7 +242,7 @@ _GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=[)\"\u201d]))\.(?=[A-Z][a-z])")
 def spaced(text: str) -> str:
     """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
     HaluEval's snippets) with a space put back, so `sentences` reads each as one. The one owner of this repair:
-    the critic's offered sentences and the comparisons' own sentences both read texts through it."""
+    the critic's extracted sentences and the comparisons' own sentences both read texts through it."""
     return _GLUED.sub(". ", text)
 
 
