@@ -142,7 +142,7 @@ def extract(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
         several = len(sentences(text)) >= 2
         if not several and not alone:
             continue  # one sentence: what the writer read and wrote from
-        draft = [segment.text for segment in candidate.parent.segments]
+        draft = _draft(candidate)
         best = best_sentence(question, text, draft)
         if (several and best == text) or degeneracy(question, best, draft, text) is not None:
             continue  # none worth keeping
@@ -196,49 +196,74 @@ DECLINED = frozenset(
 
 
 def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, filters: bool = True) -> Candidate:
-    """A sentence written from a superseded document whose current version is also in hand is declined (it
-    yields to that version), and so is one that restates the question, repeats the draft or speaks of the
-    document instead of the world; a report's frame is taken off what it reports ("The document states that
-    ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
-    one worth keeping (and declined if even that one is degenerate); a sentence stating no amount where the
-    question asks how many or how much is declined until the draft states one (`evidence.degeneracy`). With
-    `ground`, a sentence that states what its documents do not is put right from them (`_grounded`), and, where
-    the model's `verdicts` are not taken, a bare "Yes." or "No, they are not." to a yes/no question is declined
-    (`unstated`: it is the model's own verdict, stated on no document's word; the short answer says what the
-    documents decide). Without `filters` (`Config.filters` off) no sentence is declined or cut as degenerate."""
+    """The engine's rules on one written sentence, in order; the first that declines it ends them (its flag says
+    which):
+    1. `outdated`: written from a superseded document whose current version is also in hand, it is declined (it
+       yields to that version).
+    2. `unframe`: a report's frame is taken off what it reports ("The document states that ...") and a topic's off
+       the topic ("The document is about ...").
+    3. `degeneracy_of` (with `filters`): one that restates the question, repeats the draft, speaks of the document
+       instead of the world, or states no amount where the question asks how many or how much is declined.
+    4. `cut_to_one` (with `filters`): several sentences at once are cut to the one worth keeping, declined if even
+       that one is degenerate.
+    5. `grounded` (with `ground`): one that states what its documents do not is put right from them, or declined.
+    6. `unstated_verdict` (with `ground`, where the model's `verdicts` are not taken): a bare "Yes." or "No, they
+       are not." to a yes/no question is declined (it is the model's own verdict, stated on no document's word; the
+       short answer says what the documents decide).
+    Without `filters` (`Config.filters` off) no sentence is declined or cut as degenerate."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
-    if _outdated(candidate):
+    if outdated(candidate):
         return replace(candidate, flag=Flag.SUPERSEDED)
     if not filters and not ground:
         return candidate
-    draft = [segment.text for segment in candidate.parent.segments]
-    text, topic = unframed(candidate.text)
-    candidate = replace(candidate, text=text)
-    whole = candidate.critique.estimator.startswith("reflection")  # a Self-RAG checkpoint's segment: the paper's unit
-    chunk_text = candidate.chunk.text if candidate.chunk else None
-    ids = tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
-    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole, ids=ids) if filters else None
+    draft = _draft(candidate)
+    candidate, topic = unframe(candidate)
+    flaw = degeneracy_of(candidate, question, draft, topic=topic) if filters else None
     if flaw is Flag.SEVERAL_SENTENCES:
-        cut, topic = unframed(best_sentence(question, candidate.text, draft))
-        flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)
-        candidate = replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES)
+        candidate, flaw = cut_to_one(candidate, question, draft)
     if ground and flaw is None:
-        if chunk_text is not None:
-            candidate, flaw = _grounded(candidate, question, draft, chunk_text)
-        if flaw is None and not verdicts and asks_yes_no(question) and _bare_verdict(candidate.text):
-            flaw = Flag.UNSTATED
+        candidate, flaw = grounded(candidate, question, draft)
+    if ground and flaw is None and not verdicts:
+        flaw = unstated_verdict(candidate, question)
     return replace(candidate, flag=flaw) if flaw else candidate
 
 
-def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text: str) -> tuple[Candidate, Flag | None]:
+def unframe(candidate: Candidate) -> tuple[Candidate, bool]:
+    """The candidate with a report's or a topic's frame taken off its sentence (`evidence.unframed`), and whether
+    what is left is a topic ("The document is about ...": it states nothing)."""
+    text, topic = unframed(candidate.text)
+    return replace(candidate, text=text), topic
+
+
+def degeneracy_of(candidate: Candidate, question: str, draft: Sequence[str], *, topic: bool = False) -> Flag | None:
+    """Why the candidate's sentence must not be kept as written (`evidence.degeneracy`), read against its chunk
+    and the ids of the documents it was given; a Self-RAG checkpoint's segment is one unit however many sentences
+    it holds (the paper's)."""
+    whole = candidate.critique is not None and candidate.critique.estimator.startswith("reflection")
+    chunk_text = candidate.chunk.text if candidate.chunk else None
+    return degeneracy(question, candidate.text, draft, chunk_text, topic=topic, segment=whole, ids=_doc_ids(candidate))
+
+
+def cut_to_one(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
+    """Several sentences cut to the one worth keeping (`evidence.best_sentence`, its frame taken off), flagged
+    `several_sentences`, and why that one must not be kept either, or None."""
+    cut, topic = unframed(best_sentence(question, candidate.text, draft))
+    flaw = degeneracy(question, cut, draft, topic=topic, ids=_doc_ids(candidate))
+    return replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES), flaw
+
+
+def grounded(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
     """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
     they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
     replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
     Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
     holds half its words. A pooled sentence's documents are the chunks it cites (`evidence.drawn_on`: the one its
-    quote is in and the one holding most of what that one lacks); its quote comes from the first."""
-    sources = chunk_text
+    quote is in and the one holding most of what that one lacks); its quote comes from the first. A sentence
+    written without a chunk is left as it is."""
+    if candidate.chunk is None:
+        return candidate, None
+    chunk_text = sources = candidate.chunk.text
     if candidate.pooled:  # the chunks it will cite (`sourced`): a fact only a third chunk holds is cited by none
         texts = [chunk.text for chunk in candidate.evidence]
         sources = "\n\n".join(texts[i] for i in drawn_on(question, candidate.text, texts, candidate.index))
@@ -250,10 +275,22 @@ def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text:
     return replace(candidate, text=quote, flag=Flag.QUOTED, written=candidate.text), None
 
 
-def _bare_verdict(sentence: str) -> bool:
-    """Yes or no and nothing the documents could hold: "Yes.", "No, they are not." (no content word)."""
-    said = words(sentence)
-    return bool(said) and said[0] in ("yes", "no") and not terms(sentence)
+def unstated_verdict(candidate: Candidate, question: str) -> Flag | None:
+    """`unstated` for a bare yes or no to a yes/no question: "Yes.", "No, they are not." (no content word), the
+    model's own verdict, which no document's word states; None otherwise."""
+    said = words(candidate.text)
+    bare = bool(said) and said[0] in ("yes", "no") and not terms(candidate.text)
+    return Flag.UNSTATED if bare and asks_yes_no(question) else None
+
+
+def _draft(candidate: Candidate) -> list[str]:
+    """The sentences its beam has written so far."""
+    return [segment.text for segment in candidate.parent.segments]
+
+
+def _doc_ids(candidate: Candidate) -> tuple[str, ...]:
+    """The ids of the documents it was given (its chunk's first), each once."""
+    return tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:
@@ -266,7 +303,7 @@ def sourced(candidate: Candidate, question: str) -> Candidate:
     return replace(candidate, also=tuple(chunks[i] for i in picked[1:]))
 
 
-def _outdated(candidate: Candidate) -> bool:
+def outdated(candidate: Candidate) -> bool:
     """Its chunk's document is superseded by one of the documents this beam retrieved this step."""
     version = candidate.chunk.version if candidate.chunk is not None else None
     if version is None or version.current:

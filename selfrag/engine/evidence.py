@@ -42,7 +42,7 @@ topic states nothing, so it never answers a yes/no question by restating it).
 
 `unstated` names what a sentence states of its own: the numbers, dates and names its source does not hold ("born
 in 1985" from a chunk that says 1850), or, when the source holds none of the words it adds, those words; and
-`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.tidy`).
+`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.grounded`).
 """
 
 from __future__ import annotations
