@@ -12,7 +12,7 @@ Per set and shape: questions the documents answer (gold not "unsettled"); of tho
 documents (every sentence cites a document, or a short answer the documents decide stands alone, cited), the ones
 abstained, the ones answered otherwise (a sentence written without documents), and those whose answer cites the
 gold document; the questions the documents do not answer (gold "unsettled") and how many of those abstained or
-opened with "The documents don't settle it."; the candidates the model wrote (every question, offered sentences
+opened with "The documents don't settle it."; the candidates the model wrote (every question, extracted sentences
 aside), with how many restated the question (per 100); and the mean `Usage.llm_calls` per question. `--code DIR`
 runs another checkout's engine (e.g. an export of main) with this script's server.
 

@@ -112,15 +112,15 @@ class Config:
     denials: bool | None = None  # the model's own "Yes." or chosen option prints as "The documents don't settle
     # it." where a kept sentence or a document read denies it (lead.denial: "X is not waterproof")
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
-    # draft, about the document, several at once: engine.critic.tidy)
+    # draft, about the document, several at once: engine.critic.degeneracy_of, cut_to_one)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
     hops: bool | None = None  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote
     # from a chunk the kept one's chunk names, added after the search (no call)
     ground: bool | None = None  # evidence scorer: a sentence stating a number, date or name its chunk does not
-    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.tidy)
-    extract: bool | None = None  # evidence scorer: each chunk of several sentences also offers its own sentence that
-    # shares most with the question, rated beside the model's (engine.critic.offered; no call)
+    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.grounded)
+    extract: bool | None = None  # evidence scorer: from each chunk of several sentences, its own sentence that shares
+    # most with the question is extracted and rated beside the model's (engine.critic.extract; no call)
     ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question
     # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
     # chunk's own best sentence competes (engine.critic.asked_again)

@@ -88,7 +88,7 @@ class TraceCandidate(_Out):
     pooled: bool = False  # written from all of its beam's chunks at once (Config.pooled); `chunk` is the one cited
     second_hop: bool = False  # pruned in its step, then added to the answer by the second hop (engine.hops): kept
     written: str | None = None  # quoted: the model's own sentence, which stated what its chunk does not hold
-    extracted: bool = False  # its chunk's own sentence, offered beside the model's (Config.extract): no call wrote it
+    extracted: bool = False  # its chunk's own sentence, extracted beside the model's (Config.extract): no call wrote it
     asked_again: bool = False  # asked for plainly after its chunk's first sentence restated the question
     also: list[str] = []  # pooled: the other chunks its words come from, rated with the cited one
     error: str | None = None

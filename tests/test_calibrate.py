@@ -212,7 +212,7 @@ def test_a_corpus_of_one_document_is_refused_before_any_call(tmp_path, capsys):
     ],
 )
 def test_too_few_questions_or_one_class_are_refused_and_existing_weights_stay(tmp_path, capsys, model, message):
-    """One class: no candidate says its question's answer (one-sentence documents offer no sentence of their own)."""
+    """One class: no candidate says its question's answer (no sentence is extracted from one-sentence documents)."""
     corpus_index = build_index(tmp_path / "docs", first_sentence=True)
     capsys.readouterr()
     out = tmp_path / "mine.json"

@@ -25,7 +25,7 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
     None for a failed question, an abstention, or an answer with a sentence that no rated candidate matches."""
     if record.get("status") != "ok" or record.get("abstained") or not record.get("segments"):
         return None
-    candidates = [c for c in record.get("candidates") or [] if _rated(c)]
+    candidates = [c for c in record.get("candidates") or [] if _estimated(c)]
     p_supported, supports = [], []
     for segment in record["segments"]:
         text = str(segment.get("text", ""))
@@ -46,6 +46,7 @@ def answered_all(records: Iterable[Mapping[str, Any]], model: CriticModel) -> li
     return [found for found in (answered(record, model) for record in records) if found is not None]
 
 
-def _rated(candidate: Mapping[str, Any]) -> bool:
+def _estimated(candidate: Mapping[str, Any]) -> bool:
+    """The rater's estimate is on the candidate's critique: P(relevant), P(supported) and the features."""
     critique = candidate.get("critique") or {}
     return all(critique.get(k) is not None for k in ("p_relevant", "p_supported", "features"))

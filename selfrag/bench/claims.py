@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..engine.beam import Weights, s_rel, s_sup, s_use, score
-from ..engine.calibration import Rated, answer_support
+from ..engine.calibration import CandidateView, answer_support
 from ..engine.context import Run, run_all
 from ..errors import FatalLLMError, LLMError
 from ..labels import CriticMode, Decision, Mode, Relevance, Support, Utility
@@ -158,20 +158,22 @@ def rate_candidates(
     voted with a head before (re-voted by `fit-claims`)."""
     place = {hit.chunk.key: (rank, hit) for rank, hit in enumerate(hits)}
     top = hits[0].score if hits and hits[0].score > 0 else None
-    items = []
+    views = []
     for candidate in candidates:
         rank, hit = place[candidate["chunk"]]
         score_rel = hit.score / top if top else None
         model = (candidate["s_rel"], candidate["s_sup"])
-        items.append(Rated(claim, hit.chunk.text, hit.chunk.key, rank, score_rel, candidate["quote_ok"], *model, ()))
+        views.append(
+            CandidateView(claim, hit.chunk.text, hit.chunk.key, rank, score_rel, candidate["quote_ok"], *model, ())
+        )
     out = []
-    for candidate, item, r in zip(candidates, items, rater.rate(claim_question(claim), items), strict=True):
+    for candidate, view, r in zip(candidates, views, rater.rate(claim_question(claim), views), strict=True):
         settles = answer_support(r.p_relevant, r.p_supported)
         writer = candidate.get("model_label", candidate["label"])
         rated = {**candidate, "label": writer, "p_relevant": round(r.p_relevant, 6),
                  "p_supported": round(r.p_supported, 6), "settles": round(settles, 6)}  # fmt: skip
         rated.pop("model_label", None)
-        refutes = rater.refutes(claim, item.chunk_text)
+        refutes = rater.refutes(claim, view.chunk_text)
         if refutes is not None:
             verdict = "CONTRADICT" if refutes > REFUTES_CUT else "SUPPORT"
             rated.update(model_label=writer, label=verdict, p_refutes=round(refutes, 6))

@@ -94,7 +94,7 @@ def _best_drawn(keys: Sequence[str], group: Sequence[Mapping[str, Any]]) -> tupl
 
 def _others(candidate: Mapping[str, Any], keys: Sequence[str], group: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The sentences the candidate's agreement is counted against, as the engine counts them: those written
-    from other chunks alone (not the ones it drew on, not a pooled one, not a chunk's offered sentence)."""
+    from other chunks alone (not the ones it drew on, not a pooled one, not a sentence extracted from a chunk)."""
     return tuple(
         c["text"]
         for c in group

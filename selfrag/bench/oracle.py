@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine.calibration import Rated, Rating
+from ..engine.calibration import CandidateView, SupportEstimate
 from .datasets import Example
 from .metrics import answer_in
 
@@ -39,16 +39,16 @@ class NoisyOracle:
     def trusts(self, kind: str) -> bool:
         return True  # as the paper's critic: the diagnostic flips ISREL and ISSUP, nothing else
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]:
         golds, gold_chunks = self.example.answers, set(self.example.gold_chunks)
         out = []
-        for item in items:
-            relevant = item.chunk_key in gold_chunks
-            supported = bool(answer_in(item.sentence, golds)) and bool(answer_in(item.chunk_text, golds))
+        for view in views:
+            relevant = view.chunk_key in gold_chunks
+            supported = bool(answer_in(view.sentence, golds)) and bool(answer_in(view.chunk_text, golds))
             out.append(
-                Rating(
-                    float(relevant != self._flipped(item, "relevance")),
-                    float(supported != self._flipped(item, "support")),
+                SupportEstimate(
+                    float(relevant != self._flipped(view, "relevance")),
+                    float(supported != self._flipped(view, "support")),
                 )
             )
         return out
@@ -65,7 +65,7 @@ class NoisyOracle:
     def refutes(self, claim: str, text: str) -> float | None:
         return None  # the diagnostic critic flips relevance and support labels, not verdicts
 
-    def _flipped(self, item: Rated, label: str) -> bool:
-        key = f"{self.seed}|{self.example.id}|{item.chunk_key}|{item.sentence}|{label}".encode()
+    def _flipped(self, view: CandidateView, label: str) -> bool:
+        key = f"{self.seed}|{self.example.id}|{view.chunk_key}|{view.sentence}|{label}".encode()
         draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
         return draw < self.flip

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..engine.beam import s_rel, s_sup
-from ..engine.calibration import Rated
+from ..engine.calibration import CandidateView
 from ..errors import ConfigError
 from ..schema import Critique, Meter
 from .claims import REFUTES_CUT
@@ -161,7 +161,7 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
         chunk = ctx.chunks[pair.chunk]
         critique, raw = await judge_pair(run, question, pair.statement, chunk)
         rank, score_rel = places.get(pair.chunk, (PAIR_RANK_DEPTH, 0.0))
-        item = Rated(
+        view = CandidateView(
             pair.statement,
             chunk.text,
             chunk.key,
@@ -172,8 +172,8 @@ async def critic_agreement(system: System, example: Example, ctx: Context) -> Ou
             s_sup(critique.support),
             (),  # type: ignore[arg-type]
         )
-        rating = rater.rate(question, [item])[0]
-        p_supported, supported = pair_verdict(rater, claim, chunk.text, rating.p_supported)
+        estimate = rater.rate(question, [view])[0]
+        p_supported, supported = pair_verdict(rater, claim, chunk.text, estimate.p_supported)
         pairs.append(
             {
                 "rank": rank,

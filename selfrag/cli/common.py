@@ -81,7 +81,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--preset",
         choices=list(PRESETS),
         help="which policies are on: default (every policy, each safe with any model) or paper (the paper's "
-        "algorithm only: the paper's scorer, no short answer, no decided answers, no filters, grounding, offered "
+        "algorithm only: the paper's scorer, no short answer, no decided answers, no filters, grounding, extracted "
         "sentences, second hop or supersession); a policy's own flag wins (default: default)",
     )
     search.add_argument(
@@ -137,7 +137,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     search.add_argument(
         "--extract",
         action=argparse.BooleanOptionalAction,
-        help="with the evidence scorer, each retrieved chunk of several sentences also offers its own sentence "
+        help="with the evidence scorer, from each retrieved chunk of several sentences also extract the sentence "
         "that shares most with the question, rated beside the model's (no call; default on)",
     )
     search.add_argument(

@@ -24,7 +24,7 @@ A judgments file has one JSON object per line: "question", "sentence", "chunk" (
 and "supported" (true/false) are required; "rank", "score_rel", "quote_ok", "model_rel", "model_sup",
 "others" (sentences written from the other chunks), "correct" (does the sentence answer rightly),
 "answerable" (false: written while the question's evidence was kept out of the corpus), "declined" (true: the
-engine declined it by a rule, so it is never an answer) and "extracted" (true: the chunk offered it beside the
+engine declined it by a rule, so it is never an answer) and "extracted" (true: extracted from the chunk beside the
 model's sentence) are optional.
 `selfrag bench judgments RUN_DIR` writes one from benchmark runs. Use the result with `--scorer-weights
 WEIGHTS.json` (or `scorer_weights` in the config file). The shipped weights are never overwritten.

@@ -305,7 +305,7 @@ def _candidate(tree: _Tree, step: int, c: TraceCandidate) -> str:
     if c.second_hop:
         badges.append('<span class="badge b-hop" title="pruned in its step, then added">second hop</span>')
     if c.extracted:
-        title = "its document's own sentence, offered beside the model's and rated like it (no call wrote it)"
+        title = "its document's own sentence, extracted beside the model's and rated like it (no call wrote it)"
         badges.append(f'<span class="badge b-extracted" title="{title}">extracted</span>')
     if c.asked_again:
         title = "asked for once more, the question after the document, after its chunk's first sentence restated it"

@@ -15,7 +15,7 @@
     answer support = P(relevant) · P(supported): the chunk is about *this* question and backs the sentence; a
                    candidate under the abstention cut on it is declined (a sentence copied well from a chunk
                    about something else is supported, not an answer). Where the weights have an `answers` head:
-                   sigmoid(w_ans · z + b_ans), z = (P(relevant), P(supported), novelty, offered), fitted on the
+                   sigmoid(w_ans · z + b_ans), z = (P(relevant), P(supported), novelty, extracted), fitted on the
                    answers the engine keeps, right answers to training questions against answers to the same kind
                    of questions with their evidence taken out of the corpus (`fit.critic.fit_answers_head`)
     P(refutes)   = sigmoid(w_ref · y + b_ref)       y = evidence.polarity(claim, text), optional (`refutes`): the
@@ -55,7 +55,9 @@ MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
 # what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
-# hold (evidence.features' `novelty`) and whether its chunk offered it (`critic.offered`)
+# hold (evidence.features' `novelty`) and whether it was extracted from its chunk (`critic.extract`). In weights
+# files that last one is named "offered", its name when version 1 was written: a file's names must match these, and
+# the weights' text is part of a bench run's hash, so the old name is kept for the files and runs already made
 ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
 # what the answered head reads of an answer: the mean P(supported) and answer support of its sentences, and how much
 # they state (log(1 + words))
@@ -113,12 +115,12 @@ class CriticModel:
         right, of = self.lead.get(kind or "", (0, 0))
         return (right + 1) / (of + 2) if of >= least else None
 
-    def support(self, p_relevant: float, p_supported: float, values: Mapping[str, float], offered: bool) -> float:
+    def support(self, p_relevant: float, p_supported: float, values: Mapping[str, float], extracted: bool) -> float:
         """The answer support of a candidate, what the abstention cut is applied to: the answers head's probability
         where the weights have one, else P(relevant) · P(supported)."""
         if self.answers is None:
             return answer_support(p_relevant, p_supported)
-        return self.answers.probability(answer_inputs(p_relevant, p_supported, values, offered))
+        return self.answers.probability(answer_inputs(p_relevant, p_supported, values, extracted))
 
     def answer_confidence(self, p_supported: Sequence[float], supports: Sequence[float], words: int) -> float:
         """The confidence of an answer whose sentences have these P(supported) and answer supports and state
@@ -162,9 +164,9 @@ def answer_support(p_relevant: float, p_supported: float) -> float:
     return p_relevant * p_supported
 
 
-def answer_inputs(p_relevant: float, p_supported: float, values: Mapping[str, float], offered: bool) -> list[float]:
+def answer_inputs(p_relevant: float, p_supported: float, values: Mapping[str, float], extracted: bool) -> list[float]:
     """The answers head's inputs, in `ANSWER_FEATURES` order (`values`: the candidate's evidence features)."""
-    return [p_relevant, p_supported, float(values["novelty"]), float(offered)]
+    return [p_relevant, p_supported, float(values["novelty"]), float(extracted)]
 
 
 def answered_inputs(p_supported: Sequence[float], supports: Sequence[float], words: int) -> list[float]:
@@ -286,7 +288,10 @@ def finite(value: Any) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Rating:
+class SupportEstimate:
+    """What a rater says of one candidate: P(relevant), P(supported), the evidence features it read them from, and
+    its own answer support where it has one."""
+
     p_relevant: float
     p_supported: float
     features: Mapping[str, float] | None = None
@@ -300,8 +305,8 @@ class Rating:
 
 
 @dataclass(frozen=True, slots=True)
-class Rated:
-    """What a rater needs to know of one candidate (all candidates of one beam's step are rated together)."""
+class CandidateView:
+    """What a rater is shown of one candidate (all candidates of one beam's step are rated together)."""
 
     sentence: str
     chunk_text: str
@@ -312,7 +317,7 @@ class Rated:
     model_rel: float
     model_sup: float
     others: tuple[str, ...]  # sentences written from the beam's other chunks this step
-    offered: bool = False  # the chunk's own sentence, offered beside the model's (`critic.offered`)
+    extracted: bool = False  # the chunk's own sentence, extracted to stand beside the model's (`critic.extract`)
 
     def features(self, question: str) -> dict[str, float]:
         return features(
@@ -353,7 +358,7 @@ class Rater(Protocol):
 
     def reads_better(self, kind: str, rule: str) -> bool: ...
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]: ...
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]: ...
 
     def confidence(self, supported: Sequence[float]) -> float: ...
 
@@ -386,8 +391,8 @@ class PaperRater:
     def reads_better(self, kind: str, rule: str) -> bool:
         return False  # no counts: a rule's decision is not put to the embedded model
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
-        return [Rating(item.model_rel, item.model_sup) for item in items]
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]:
+        return [SupportEstimate(view.model_rel, view.model_sup) for view in views]
 
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
@@ -441,13 +446,13 @@ class EvidenceRater:
         training counts (`reads_better`): only then does the embedded model confirm a rule's decision."""
         return reads_better(self.model.lead, kind, rule)
 
-    def rate(self, question: str, items: Sequence[Rated]) -> list[Rating]:
+    def rate(self, question: str, views: Sequence[CandidateView]) -> list[SupportEstimate]:
         out = []
-        for item in items:
-            values = item.features(question)
+        for view in views:
+            values = view.features(question)
             x = vector(values)
             p_rel, p_sup = self.model.relevant.probability(x), self.model.supported.probability(x)
-            out.append(Rating(p_rel, p_sup, values, self.model.support(p_rel, p_sup, values, item.offered)))
+            out.append(SupportEstimate(p_rel, p_sup, values, self.model.support(p_rel, p_sup, values, view.extracted)))
         return out
 
     def confidence(self, supported: Sequence[float]) -> float:

@@ -5,7 +5,7 @@ Label probabilities come from token logprobs when the endpoint returns them, els
 A failed critic call leaves the candidate with conservative labels (irrelevant, no support, utility 3,
 not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
 content filter is not a verdict on support: that candidate is dropped with the reason instead. With the
-evidence scorer each chunk of several sentences also offers its own sentence beside the model's (`offered`).
+evidence scorer each chunk of several sentences also has its own sentence extracted beside the model's (`extract`).
 A sentence that restated the question is asked for once more, plainly (`asked_again`, one more call); with the
 paper's scorer, sentences the model itself calls irrelevant and unsupported are not kept alone (`disowned`).
 """
@@ -21,7 +21,7 @@ from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Flag, Plan
 from . import generator
 from .beam import s_rel, s_sup
-from .calibration import Rated
+from .calibration import CandidateView
 from .context import Run, run_all
 from .evidence import (
     asks_yes_no,
@@ -61,8 +61,8 @@ def gate(candidate: Candidate, run: Run) -> Candidate:
 
 async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, ...]:
     """Separate mode: one critic call per written candidate, all at once. Then, in both modes, degenerate
-    sentences are cut or declined, one that restated the question is asked for again (`asked_again`), the chunks
-    offer their own sentences (`offered`, evidence scorer), sentences the model disowns are declined where
+    sentences are cut or declined, one that restated the question is asked for again (`asked_again`), the chunks'
+    own sentences are extracted (`extract`, evidence scorer), sentences the model disowns are declined where
     nothing else is left (`disowned`, paper's scorer), the rater gives P(relevant) and P(supported), and the
     gates run."""
     candidates = await _judged(candidates, run)
@@ -73,7 +73,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     if run.config.ask_plainly:
         tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts)
     if ground and run.config.extract:
-        tidied += offered(tidied, run.question)
+        tidied += extract(tidied, run.question)
     if run.config.disowned and not run.deps.rater.from_documents:
         tidied = disowned(tidied, run)
     candidates = rate([sourced(c, run.question) for c in tidied], run)
@@ -93,7 +93,7 @@ async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
 async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool) -> list[Candidate]:
     """For each sentence written from a chunk that restated the question, one more asked for plainly
     (`generator.ask_plainly`: the question after the document), judged and tidied as the first; where that one
-    is degenerate too or its call failed, the chunk's own best sentence competes (`offered`, a chunk of one
+    is degenerate too or its call failed, the chunk's own best sentence competes (`extract`, a chunk of one
     sentence included, with any scorer), with the latest critique of its chunk. A Self-RAG checkpoint's segment
     is not asked again: its prompt is fixed."""
     restating = [
@@ -115,19 +115,19 @@ async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool
         out.append(again)
         if not generator.usable(again):
             judged = again.critique is not None and again.critique.support is not None
-            out += offered([again if judged else first], run.question, alone=True)
+            out += extract([again if judged else first], run.question, alone=True)
     return out
 
 
-def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = False) -> list[Candidate]:
-    """The document's own sentence offered beside the model's (`extracted`, no call): for each chunk of
+def extract(candidates: Sequence[Candidate], question: str, *, alone: bool = False) -> list[Candidate]:
+    """The document's own sentence, extracted to stand beside the model's (`extracted`, no call): for each chunk of
     several sentences that a candidate was written from, the sentence sharing most with the question
     (`evidence.best_sentence`), where it is not degenerate and says something else than the model's sentence.
     It shares its chunk's critique (its quote is itself) and is rated with the others. A small writer given a
     paragraph mostly copies its first sentence, while the question's answer is often in another
-    (docs/decisions.md, `extract`). A chunk offers once per
+    (docs/decisions.md, `extract`). One is extracted from a chunk once per
     beam (a sentence asked for again was written from the same chunk). `alone`: the model wrote nothing worth
-    keeping from the chunk, so a chunk of one sentence offers that one too."""
+    keeping from the chunk, so from a chunk of one sentence that one is extracted too."""
     out: list[Candidate] = []
     seen = {(c.parent.id, c.chunk.key) for c in candidates if c.extracted and c.chunk is not None}
     for candidate in candidates:
@@ -135,14 +135,14 @@ def offered(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
         if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
             continue
         if candidate.flag is Flag.SUPERSEDED or candidate.extracted:  # its document yields to a newer one, and so do
-            continue  # its sentences; an offered sentence offers nothing more
+            continue  # its sentences; nothing is extracted from an extracted sentence
         if (candidate.parent.id, chunk.key) in seen:
             continue
         text = spaced(chunk.text)
         several = len(sentences(text)) >= 2
         if not several and not alone:
             continue  # one sentence: what the writer read and wrote from
-        draft = [segment.text for segment in candidate.parent.segments]
+        draft = _draft(candidate)
         best = best_sentence(question, text, draft)
         if (several and best == text) or degeneracy(question, best, draft, text) is not None:
             continue  # none worth keeping
@@ -196,49 +196,74 @@ DECLINED = frozenset(
 
 
 def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, filters: bool = True) -> Candidate:
-    """A sentence written from a superseded document whose current version is also in hand is declined (it
-    yields to that version), and so is one that restates the question, repeats the draft or speaks of the
-    document instead of the world; a report's frame is taken off what it reports ("The document states that
-    ...") and a topic's off the topic ("The document is about ..."); several sentences at once are cut to the
-    one worth keeping (and declined if even that one is degenerate); a sentence stating no amount where the
-    question asks how many or how much is declined until the draft states one (`evidence.degeneracy`). With
-    `ground`, a sentence that states what its documents do not is put right from them (`_grounded`), and, where
-    the model's `verdicts` are not taken, a bare "Yes." or "No, they are not." to a yes/no question is declined
-    (`unstated`: it is the model's own verdict, stated on no document's word; the short answer says what the
-    documents decide). Without `filters` (`Config.filters` off) no sentence is declined or cut as degenerate."""
+    """The engine's rules on one written sentence, in order; the first that declines it ends them (its flag says
+    which):
+    1. `outdated`: written from a superseded document whose current version is also in hand, it is declined (it
+       yields to that version).
+    2. `unframe`: a report's frame is taken off what it reports ("The document states that ...") and a topic's off
+       the topic ("The document is about ...").
+    3. `degeneracy_of` (with `filters`): one that restates the question, repeats the draft, speaks of the document
+       instead of the world, or states no amount where the question asks how many or how much is declined.
+    4. `cut_to_one` (with `filters`): several sentences at once are cut to the one worth keeping, declined if even
+       that one is degenerate.
+    5. `grounded` (with `ground`): one that states what its documents do not is put right from them, or declined.
+    6. `unstated_verdict` (with `ground`, where the model's `verdicts` are not taken): a bare "Yes." or "No, they
+       are not." to a yes/no question is declined (it is the model's own verdict, stated on no document's word; the
+       short answer says what the documents decide).
+    Without `filters` (`Config.filters` off) no sentence is declined or cut as degenerate."""
     if candidate.error or candidate.critique is None or candidate.gated:
         return candidate
-    if _outdated(candidate):
+    if outdated(candidate):
         return replace(candidate, flag=Flag.SUPERSEDED)
     if not filters and not ground:
         return candidate
-    draft = [segment.text for segment in candidate.parent.segments]
-    text, topic = unframed(candidate.text)
-    candidate = replace(candidate, text=text)
-    whole = candidate.critique.estimator.startswith("reflection")  # a Self-RAG checkpoint's segment: the paper's unit
-    chunk_text = candidate.chunk.text if candidate.chunk else None
-    ids = tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
-    flaw = degeneracy(question, text, draft, chunk_text, topic=topic, segment=whole, ids=ids) if filters else None
+    draft = _draft(candidate)
+    candidate, topic = unframe(candidate)
+    flaw = degeneracy_of(candidate, question, draft, topic=topic) if filters else None
     if flaw is Flag.SEVERAL_SENTENCES:
-        cut, topic = unframed(best_sentence(question, candidate.text, draft))
-        flaw = degeneracy(question, cut, draft, topic=topic, ids=ids)
-        candidate = replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES)
+        candidate, flaw = cut_to_one(candidate, question, draft)
     if ground and flaw is None:
-        if chunk_text is not None:
-            candidate, flaw = _grounded(candidate, question, draft, chunk_text)
-        if flaw is None and not verdicts and asks_yes_no(question) and _bare_verdict(candidate.text):
-            flaw = Flag.UNSTATED
+        candidate, flaw = grounded(candidate, question, draft)
+    if ground and flaw is None and not verdicts:
+        flaw = unstated_verdict(candidate, question)
     return replace(candidate, flag=flaw) if flaw else candidate
 
 
-def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text: str) -> tuple[Candidate, Flag | None]:
+def unframe(candidate: Candidate) -> tuple[Candidate, bool]:
+    """The candidate with a report's or a topic's frame taken off its sentence (`evidence.unframed`), and whether
+    what is left is a topic ("The document is about ...": it states nothing)."""
+    text, topic = unframed(candidate.text)
+    return replace(candidate, text=text), topic
+
+
+def degeneracy_of(candidate: Candidate, question: str, draft: Sequence[str], *, topic: bool = False) -> Flag | None:
+    """Why the candidate's sentence must not be kept as written (`evidence.degeneracy`), read against its chunk
+    and the ids of the documents it was given; a Self-RAG checkpoint's segment is one unit however many sentences
+    it holds (the paper's)."""
+    whole = candidate.critique is not None and candidate.critique.estimator.startswith("reflection")
+    chunk_text = candidate.chunk.text if candidate.chunk else None
+    return degeneracy(question, candidate.text, draft, chunk_text, topic=topic, segment=whole, ids=_doc_ids(candidate))
+
+
+def cut_to_one(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
+    """Several sentences cut to the one worth keeping (`evidence.best_sentence`, its frame taken off), flagged
+    `several_sentences`, and why that one must not be kept either, or None."""
+    cut, topic = unframed(best_sentence(question, candidate.text, draft))
+    flaw = degeneracy(question, cut, draft, topic=topic, ids=_doc_ids(candidate))
+    return replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES), flaw
+
+
+def grounded(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
     """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
     they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
     replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
     Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
     holds half its words. A pooled sentence's documents are the chunks it cites (`evidence.drawn_on`: the one its
-    quote is in and the one holding most of what that one lacks); its quote comes from the first."""
-    sources = chunk_text
+    quote is in and the one holding most of what that one lacks); its quote comes from the first. A sentence
+    written without a chunk is left as it is."""
+    if candidate.chunk is None:
+        return candidate, None
+    chunk_text = sources = candidate.chunk.text
     if candidate.pooled:  # the chunks it will cite (`sourced`): a fact only a third chunk holds is cited by none
         texts = [chunk.text for chunk in candidate.evidence]
         sources = "\n\n".join(texts[i] for i in drawn_on(question, candidate.text, texts, candidate.index))
@@ -250,10 +275,22 @@ def _grounded(candidate: Candidate, question: str, draft: list[str], chunk_text:
     return replace(candidate, text=quote, flag=Flag.QUOTED, written=candidate.text), None
 
 
-def _bare_verdict(sentence: str) -> bool:
-    """Yes or no and nothing the documents could hold: "Yes.", "No, they are not." (no content word)."""
-    said = words(sentence)
-    return bool(said) and said[0] in ("yes", "no") and not terms(sentence)
+def unstated_verdict(candidate: Candidate, question: str) -> Flag | None:
+    """`unstated` for a bare yes or no to a yes/no question: "Yes.", "No, they are not." (no content word), the
+    model's own verdict, which no document's word states; None otherwise."""
+    said = words(candidate.text)
+    bare = bool(said) and said[0] in ("yes", "no") and not terms(candidate.text)
+    return Flag.UNSTATED if bare and asks_yes_no(question) else None
+
+
+def _draft(candidate: Candidate) -> list[str]:
+    """The sentences its beam has written so far."""
+    return [segment.text for segment in candidate.parent.segments]
+
+
+def _doc_ids(candidate: Candidate) -> tuple[str, ...]:
+    """The ids of the documents it was given (its chunk's first), each once."""
+    return tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:
@@ -266,7 +303,7 @@ def sourced(candidate: Candidate, question: str) -> Candidate:
     return replace(candidate, also=tuple(chunks[i] for i in picked[1:]))
 
 
-def _outdated(candidate: Candidate) -> bool:
+def outdated(candidate: Candidate) -> bool:
     """Its chunk's document is superseded by one of the documents this beam retrieved this step."""
     version = candidate.chunk.version if candidate.chunk is not None else None
     if version is None or version.current:
@@ -277,30 +314,30 @@ def _outdated(candidate: Candidate) -> bool:
 
 def rate(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     """P(relevant) and P(supported) for the usable candidates written from chunks, each beam's rated
-    together (agreement between them is evidence); a candidate whose answer support (`Rating.support`) is under
+    together (agreement between them is evidence); a candidate whose answer support (`SupportEstimate.support`) is under
     `run.abstain_below` is declined. A sentence written without documents (the model chose not to retrieve, or the
     search found nothing) is declined too where it may not be kept (`_documents_needed`): a beam with no sentence
     yet that chose not to retrieve reads instead (controller), one with sentences stops. A pooled
     candidate is rated as one written from the chunks it draws on (`sourced`): its features are computed against
     their text together, the best rank and score among them, and its agreement against the sentences written
     from the other chunks alone."""
-    rated = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
-    items = [_rated(c, rated) for c in rated]
-    ratings = dict(zip(map(id, rated), run.deps.rater.rate(run.question, items), strict=True))
+    ratable = [c for c in candidates if not c.error and not c.gated and c.critique and c.chunk and c.critique.support]
+    views = [_view(c, ratable) for c in ratable]
+    estimates = dict(zip(map(id, ratable), run.deps.rater.rate(run.question, views), strict=True))
     out = []
     for candidate in candidates:
-        rating = ratings.get(id(candidate))
-        if rating is not None:
+        estimate = estimates.get(id(candidate))
+        if estimate is not None:
             assert candidate.critique is not None
             critique = replace(
                 candidate.critique,
-                p_relevant=rating.p_relevant,
-                p_supported=rating.p_supported,
-                answer_support=rating.support,
-                features=rating.features,
+                p_relevant=estimate.p_relevant,
+                p_supported=estimate.p_supported,
+                answer_support=estimate.support,
+                features=estimate.features,
             )
             candidate = replace(candidate, critique=critique)
-            if rating.support < run.abstain_below:
+            if estimate.support < run.abstain_below:
                 candidate = replace(candidate, flag=Flag.UNSUPPORTED)
         elif _without_documents(candidate) and _documents_needed(run):
             candidate = replace(candidate, flag=Flag.UNSUPPORTED)
@@ -325,7 +362,9 @@ def _without_documents(candidate: Candidate) -> bool:
     return candidate.chunk is None and unflagged
 
 
-def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
+def _view(candidate: Candidate, ratable: Sequence[Candidate]) -> CandidateView:
+    """What the rater is shown of `candidate`, one of the step's `ratable` candidates (the others of its beam are
+    what it agrees with or not)."""
     critique, chunk = candidate.critique, candidate.chunk
     assert critique is not None and chunk is not None and critique.relevance and critique.support
     scores = getattr(candidate.evidence, "scores", ())
@@ -337,14 +376,14 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
         score_rel = scores[rank] / top if top else score_rel
     others = tuple(  # sentences written from other chunks alone: a pooled one read this chunk too
         c.text
-        for c in rated
+        for c in ratable
         if c.parent.id == candidate.parent.id
         and c is not candidate
         and c.chunk not in drawn
         and not c.pooled
-        and not c.extracted  # the documents' own sentences agree with nothing by being offered
+        and not c.extracted  # the documents' own sentences agree with nothing by being extracted
     )
-    return Rated(
+    return CandidateView(
         sentence=candidate.text,
         chunk_text="\n\n".join(c.text for c in drawn),
         chunk_key=chunk.key,
@@ -354,7 +393,7 @@ def _rated(candidate: Candidate, rated: Sequence[Candidate]) -> Rated:
         model_rel=s_rel(critique.relevance),
         model_sup=s_sup(critique.support),
         others=others,
-        offered=candidate.extracted,
+        extracted=candidate.extracted,
     )
 
 

@@ -42,7 +42,7 @@ topic states nothing, so it never answers a yes/no question by restating it).
 
 `unstated` names what a sentence states of its own: the numbers, dates and names its source does not hold ("born
 in 1985" from a chunk that says 1850), or, when the source holds none of the words it adds, those words; and
-`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.tidy`).
+`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.grounded`).
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ _GLUED = re.compile(r"(?:(?<=[a-z0-9]{3})|(?<=[)\"\u201d]))\.(?=[A-Z][a-z])")
 def spaced(text: str) -> str:
     """A text whose sentences run together with no space ("...in Philadelphia.First for Women is ...", as in
     HaluEval's snippets) with a space put back, so `sentences` reads each as one. The one owner of this repair:
-    the critic's offered sentences and the comparisons' own sentences both read texts through it."""
+    the critic's extracted sentences and the comparisons' own sentences both read texts through it."""
     return _GLUED.sub(". ", text)
 
 

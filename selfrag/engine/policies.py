@@ -1,6 +1,6 @@
 """The layers that can change an answer beyond the paper's algorithm, as named policies: each has its own switch
 in `Config` (of the same name), says what it reads and what it may change, and runs at one hook of the loop
-(`retrieval`: which chunks are read; `candidates`: which sentences are offered and kept; `finish`: the answer
+(`retrieval`: which chunks are read; `candidates`: which sentences compete and are kept; `finish`: the answer
 after the search). A preset (`config.PRESETS`) sets them all at once; a switch set on its own wins.
 
     POLICIES    every policy, in the order they run
@@ -54,7 +54,7 @@ POLICIES: tuple[Policy, ...] = (
         "ground", "candidates", "the sentence and its chunk",
         "a number, date or name the chunk does not hold: the chunk's sentence instead, or declined", True,
     ),
-    Policy("extract", "candidates", "each chunk", "offers the chunk's own sentence beside the model's", True),
+    Policy("extract", "candidates", "each chunk", "extracts the chunk's own sentence to rate beside the model's", True),
     Policy("hops", "finish", "the sentences written", "adds the sentence of the chunk the kept one names", True),
     Policy("lead", "finish", "the question, the documents read", "prints a short answer first (one more call)"),
     Policy(

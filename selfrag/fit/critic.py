@@ -19,10 +19,10 @@ from ..engine.calibration import (
     ANSWERED_FEATURES,
     LEAD_POOL,
     LEAD_RUNS,
+    CandidateView,
     CriticModel,
     Head,
     Platt,
-    Rated,
     answer_inputs,
     finite,
     logit,
@@ -132,8 +132,8 @@ class JudgedRow:
     left out of the confidence map and the abstention cut (which are about answers to answerable questions).
     `declined` marks a candidate the engine declined whatever its ratings (the question restated, the draft
     repeated, a sentence about the document, a superseded source): the heads learn from it, but it is never an
-    answer, so the confidence map and the abstention cut leave it out. `extracted` marks a sentence the chunk
-    offered beside the model's (`critic.offered`): it is rated and may answer like any other; the flag
+    answer, so the confidence map and the abstention cut leave it out. `extracted` marks a sentence extracted from
+    the chunk beside the model's (`critic.extract`): it is rated and may answer like any other; the flag
     lets it be counted apart."""
 
     question: str
@@ -153,9 +153,9 @@ class JudgedRow:
     extracted: bool = False
 
     def features(self) -> dict[str, float]:
-        item = Rated(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
-                     self.model_sup, self.others, self.extracted)  # fmt: skip
-        return item.features(self.question)
+        view = CandidateView(self.sentence, self.chunk, "", self.rank, self.score_rel, self.quote_ok, self.model_rel,
+                             self.model_sup, self.others, self.extracted)  # fmt: skip
+        return view.features(self.question)
 
 
 def judged_row(record: Any, where: str) -> JudgedRow:
@@ -232,7 +232,7 @@ def fit_answers_head(
     answerable questions against the answers to questions made unanswerable (their gold evidence out of the
     corpus). A sentence copied well from a chunk about something else has a P(supported) as high as a right one;
     what tells them apart on the training answers is P(relevant) and how much the sentence says beyond the
-    question, and whether the chunk offered it. None where the rows hold fewer than MIN_UNANSWERABLE
+    question, and whether it was extracted from the chunk. None where the rows hold fewer than MIN_UNANSWERABLE
     unanswerable questions or no right answer: the product P(relevant) · P(supported) stands then."""
     picks = _kept(rows, p_rel, p_sup)
     right = [i for (_, answerable), i in picks.items() if answerable and rows[i].correct]
@@ -278,7 +278,7 @@ def kept_answers(
 ) -> list[KeptAnswer]:
     """Per question (answerable and unanswerable apart) the answer of its candidate rows, those with `correct`;
     given statements judged without `correct` are not candidates, and declined candidates are no answers: both
-    are left out. A sentence its chunk offered (`extracted`) answers like a written one, on its own ratings.
+    are left out. A sentence extracted from its chunk (`extracted`) answers like a written one, on its own ratings.
     `support`: each row's answer support (`CriticModel.support`)."""
     best: dict[tuple[str, bool], float] = {}
     for row, value in zip(rows, support, strict=True):
@@ -334,7 +334,7 @@ def fit_abstain_cut(
     answers: what the heads' P(supported) means once the engine's rules pick the answer); everything else kept
     (`fitted_on` says where they came from: `source`). Refuses rows with too few right answers to promise `keep`
     at `confidence`."""
-    p_rel, p_sup, values = _rated(model, rows)
+    p_rel, p_sup, values = _row_probabilities(model, rows)
     head = fit_answers_head(rows, p_rel, p_sup, values)
     if head is not None:
         model = replace(model, answers=head)
@@ -420,12 +420,14 @@ def fit_answered(
 
 def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:
     """The answers of judged candidate rows (`kept_answers`) as `model`'s heads rate them."""
-    p_rel, p_sup, values = _rated(model, rows)
+    p_rel, p_sup, values = _row_probabilities(model, rows)
     support = _supports(model, rows, p_rel, p_sup, values)
     return kept_answers(rows, p_rel, p_sup, support)
 
 
-def _rated(model: CriticModel, rows: Sequence[JudgedRow]) -> tuple[list[float], list[float], list[dict[str, float]]]:
+def _row_probabilities(
+    model: CriticModel, rows: Sequence[JudgedRow]
+) -> tuple[list[float], list[float], list[dict[str, float]]]:
     """Each row's P(relevant) and P(supported) under `model`'s heads, and its evidence features."""
     values = [row.features() for row in rows]
     x = [vector(v) for v in values]

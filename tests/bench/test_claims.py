@@ -273,7 +273,7 @@ def _training_scifact(root):
 
 def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it_cannot_fit(tmp_path, capsys):
     from selfrag.cli import main
-    from selfrag.engine.calibration import EvidenceRater, Rated, load_critic_model
+    from selfrag.engine.calibration import CandidateView, EvidenceRater, load_critic_model
 
     folder = _training_scifact(tmp_path / "data") / "scifact"
     out = tmp_path / "w.json"
@@ -284,7 +284,7 @@ def test_fit_claims_fits_the_claim_scorer_on_training_claims_and_refuses_what_it
     assert model.refutes is None and "no polarity head (12 settling chunks)" in capsys.readouterr().err  # 6 a side
     claim = "Paris is the capital of France."
     own, other = (
-        Rated(claim, text, key, rank, score, None, 0.5, 0.5, ())
+        CandidateView(claim, text, key, rank, score, None, 0.5, 0.5, ())
         for text, key, rank, score in (("Paris is the capital of France.", "d0#0", 0, 1.0),
                                        ("Lisbon is the capital of Portugal.", "d4#0", 3, 0.3))
     )  # fmt: skip

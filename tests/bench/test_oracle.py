@@ -121,7 +121,7 @@ def test_judged_rows_from_a_run_carry_the_engines_features_and_gold(tmp_path):
     assert not any(row.declined for row in rows)
     flagged = [{**r, "candidates": [{**c, "flag": "about_the_document"} for c in r["candidates"]]} for r in records]
     assert all(row.declined for row in rows_from_records(flagged, chunks))  # never an answer, still a row
-    # the engine counts agreement against sentences written from other chunks alone: not a chunk's offered
+    # the engine counts agreement against sentences written from other chunks alone: not a chunk's extracted
     # sentence, not a pooled one, not one drawn from the same chunks; a sentence drawing on two chunks is rated
     # against both, with the better rank
     first = records[0]["candidates"]

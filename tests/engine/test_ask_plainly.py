@@ -56,7 +56,7 @@ def test_the_knob_off_the_restated_question_is_declined_and_the_answer_abstains(
 def test_restated_again_the_chunks_own_sentence_competes_and_answers(engine):
     rag = engine(
         script(RESTATED), chunks=[REFUNDS], ndocs=1, lead=False
-    )  # the paper's scorer: no sentence is offered else
+    )  # the paper's scorer: no sentence is extracted else
     result = rag.answer(Q)
     assert result.answer == "They are accepted within 30 days of purchase [1]."
     assert written(result) == [
@@ -67,7 +67,7 @@ def test_restated_again_the_chunks_own_sentence_competes_and_answers(engine):
     assert len(rag.chat.calls_to("generate_direct")) == 1  # asked again once, not twice
 
 
-def test_a_chunk_of_one_sentence_offers_it_when_the_model_restates_twice(engine):
+def test_a_chunk_of_one_sentence_gives_it_when_the_model_restates_twice(engine):
     one = Chunk("refunds.md", 0, ANSWER)
     result = engine(script(RESTATED), chunks=[one], ndocs=1, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
@@ -122,7 +122,7 @@ def test_the_evidence_scorer_asks_again_too(engine):
     rag = engine(script(fused(ANSWER)), chunks=[REFUNDS], ndocs=1, lead=False, scorer="evidence", abstain_below=0.0)
     result = rag.answer(Q)
     assert len(rag.chat.calls_to("generate_direct")) == 1
-    assert (None, True, False) in written(result)  # it competes with the chunk's offered sentence
+    assert (None, True, False) in written(result)  # it competes with the chunk's extracted sentence
 
 
 # -- a sentence the model disowns -----------------------------------------------------------------------------

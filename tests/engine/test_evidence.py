@@ -5,21 +5,23 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import selfrag
 from selfrag.bench.judgments import row_dict
 from selfrag.engine import evidence
 from selfrag.engine.calibration import (
     ANSWER_FEATURES,
     ANSWERED_FEATURES,
     FEATURES,
+    CandidateView,
     CriticModel,
     EvidenceRater,
     Head,
     Platt,
-    Rated,
     answer_support,
     beats_a_coin,
     load_critic_model,
@@ -254,7 +256,7 @@ def test_fit_critic_round_trips_through_its_file(tmp_path):
     assert loaded == model
     rater = EvidenceRater(loaded)
     good, bad = (
-        Rated(s, CHUNK, "k#0", 0, 1.0, True, 1.0, 1.0, ())
+        CandidateView(s, CHUNK, "k#0", 0, 1.0, True, 1.0, 1.0, ())
         for s in ("Steven Spielberg directed Jaws.", "Orson Welles directed Jaws.")
     )
     p_good, p_bad = (r.p_supported for r in rater.rate(Q, [good, bad]))
@@ -341,8 +343,8 @@ def test_refitting_the_cut_keeps_the_heads_and_counts_what_it_does():
         fit_abstain_cut(model, _answers(20))
 
 
-def _offered_and_copied(n: int) -> tuple[list[JudgedRow], list[float], list[float]]:
-    """n right answers that are sentences their chunk offered, P(supported) 0.25, and n answers to questions made
+def _extracted_and_copied(n: int) -> tuple[list[JudgedRow], list[float], list[float]]:
+    """n right answers that are sentences extracted from their chunk, P(supported) 0.25, and n answers to questions made
     unanswerable, written sentences copied well from chunks about something else, P(supported) 0.4: the product
     P(relevant) · P(supported) ranks the second above the first."""
     right = [JudgedRow(f"Who directed film {i}?", f"Film {i} was directed by Ann Lee.", CHUNK, True, True,
@@ -353,7 +355,7 @@ def _offered_and_copied(n: int) -> tuple[list[JudgedRow], list[float], list[floa
 
 
 def test_the_answers_head_tells_right_answers_from_answers_to_questions_the_documents_do_not_answer():
-    rows, p_rel, p_sup = _offered_and_copied(25)
+    rows, p_rel, p_sup = _extracted_and_copied(25)
     values = [row.features() for row in rows]
     assert answer_support(0.7, 0.25) < answer_support(0.6, 0.4)
     head = fit_answers_head(rows, p_rel, p_sup, values)
@@ -380,19 +382,21 @@ def test_refitting_the_cut_on_enough_unanswerable_questions_fits_the_answers_hea
     assert sum(a.support >= fitted.abstain_threshold for a in kept) >= 36
 
 
-def test_an_offered_sentence_answers_on_its_own_ratings_in_the_fit():
+def test_an_extracted_sentence_answers_on_its_own_ratings_in_the_fit():
     written = JudgedRow("Who directed Jaws?", "Jaws is a film.", CHUNK, True, False, correct=False)
-    offered = replace(written, sentence="Jaws was directed by Spielberg.", supported=True, correct=True, extracted=True)
+    extracted = replace(
+        written, sentence="Jaws was directed by Spielberg.", supported=True, correct=True, extracted=True
+    )
     declined = replace(written, question="Who wrote Jaws?", declined=True)
-    alone = replace(offered, question="Who wrote Jaws?")  # its written sentence declined: it answers alone
+    alone = replace(extracted, question="Who wrote Jaws?")  # its written sentence declined: it answers alone
     p_rel, p_sup = [0.6, 0.9, 0.6, 0.9], [0.5, 0.9, 0.5, 0.9]
     support = [answer_support(r, s) for r, s in zip(p_rel, p_sup, strict=True)]
-    answers = kept_answers([written, offered, declined, alone], p_rel, p_sup, support)
+    answers = kept_answers([written, extracted, declined, alone], p_rel, p_sup, support)
     for answer in answers:
         assert answer.correct and answer.p_supported == 0.9
         assert answer.support == pytest.approx(answer_support(0.9, 0.9)) == pytest.approx(answer.best_support)
     assert len(answers) == 2
-    assert judged_row(row_dict(offered), "j").extracted and not judged_row(row_dict(written), "j").extracted
+    assert judged_row(row_dict(extracted), "j").extracted and not judged_row(row_dict(written), "j").extracted
 
 
 @pytest.mark.parametrize(
@@ -534,6 +538,15 @@ def test_the_shipped_weights_load_and_say_what_they_were_fitted_on():
     model = load_critic_model()
     assert 0 < model.support_threshold < 1 and model.fitted_on.get("rows", 0) >= 20
     assert all(math.isfinite(w) for w in (*model.relevant.weights, *model.supported.weights))
+
+
+def test_the_shipped_weights_write_back_as_they_were_read_and_name_the_extracted_feature_offered():
+    """A weights file's names are its format: the extracted sentence's feature is named "offered" in them (its name
+    when version 1 was written), and a bench run's hash reads the weights' text, so renaming it there would refuse
+    every file already fitted and move every run already made to a new folder."""
+    text = (Path(selfrag.__file__).parent / "data" / "critic-v1.json").read_text(encoding="utf-8")
+    assert json.loads(text)["answers"]["features"] == list(ANSWER_FEATURES) == [*ANSWER_FEATURES[:3], "offered"]
+    assert load_critic_model().to_json() == text
 
 
 def test_platt_scaling_is_monotone():

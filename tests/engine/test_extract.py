@@ -1,4 +1,4 @@
-"""The document's own sentence offered beside the model's: a chunk of several sentences offers the one sharing
+"""The document's own sentence extracted beside the model's: from a chunk of several sentences, the one sharing
 most with the question, rated like the model's (evidence scorer; scripted model)."""
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ def script(first: dict | None = None) -> dict:
     }
 
 
-def test_the_sentence_of_the_chunk_that_answers_is_offered_and_can_win(engine):
+def test_the_sentence_of_the_chunk_that_answers_is_extracted_and_can_win(engine):
     result = engine(script(), chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
-    offered = [c for c in result.trace.steps[0].candidates if c.extracted]
-    assert [(c.chunk, c.text, c.status) for c in offered] == [("phillips.md#0", ANSWER, "kept")]
-    assert result.usage.llm_calls == 3  # the decision and two sentences: the offered one costs no call
+    extracted = [c for c in result.trace.steps[0].candidates if c.extracted]
+    assert [(c.chunk, c.text, c.status) for c in extracted] == [("phillips.md#0", ANSWER, "kept")]
+    assert result.usage.llm_calls == 3  # the decision and two sentences: the extracted one costs no call
     assert ">extracted</span>" in render_trace_html(result)
 
 
-def test_the_knob_and_the_papers_scorer_offer_nothing(engine):
+def test_the_knob_and_the_papers_scorer_extract_nothing(engine):
     off = engine(script(), chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "extract": False}, lead=False).answer(Q)
     assert ANSWER.removesuffix(".") not in off.answer
     assert not any(c.extracted for c in off.trace.steps[0].candidates)
@@ -62,25 +62,25 @@ def test_the_knob_and_the_papers_scorer_offer_nothing(engine):
     assert not any(c.extracted for c in paper.trace.steps[0].candidates)
 
 
-def test_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote_offers_nothing(engine):
+def test_nothing_is_extracted_from_a_chunk_of_one_sentence_or_one_whose_sentence_the_model_wrote(engine):
     result = engine(script(fused(ANSWER)), chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."
     assert not any(c.extracted for c in result.trace.steps[0].candidates)  # vogue.md is one sentence
 
 
-def test_an_offered_sentence_answers_on_its_own_ratings_and_is_declined_under_the_cut(engine):
+def test_an_extracted_sentence_answers_on_its_own_ratings_and_is_declined_under_the_cut(engine):
     restated = fused("Which magazine cover did the actress appear on at age 13?")  # declined: restates the question
     rude = {**script(restated), "generate_fused": restated, "generate_direct": restated}  # asked again: the same
     result = engine(rude, chunks=[PHILLIPS, OTHER], **EVIDENCE, lead=False).answer(Q)
     assert result.answer == ANSWER.removesuffix(".") + " [1]."  # the written one declined, the document's stands
-    offered = next(c for c in result.trace.steps[0].candidates if c.extracted)
-    assert offered.critique is not None and offered.critique.p_supported is not None
-    cut = offered.critique.answer_support + 1e-3
+    own = next(c for c in result.trace.steps[0].candidates if c.extracted)
+    assert own.critique is not None and own.critique.p_supported is not None
+    cut = own.critique.answer_support + 1e-3
     under = engine(rude, chunks=[PHILLIPS, OTHER], **{**EVIDENCE, "abstain_below": cut}, lead=False).answer(Q)
     assert under.answer == ABSTAIN_ANSWER  # under the cut like any sentence: declined, and nothing else stands
-    # both chunks' own sentences (the one-sentence chunk offers its own where the model restated the question twice)
-    offered_flags = [c.flag for c in under.trace.steps[0].candidates if c.extracted]
-    assert offered_flags == ["unsupported", "unsupported"]
+    # both chunks' own sentences (the one-sentence chunk gives its own where the model restated the question twice)
+    extracted_flags = [c.flag for c in under.trace.steps[0].candidates if c.extracted]
+    assert extracted_flags == ["unsupported", "unsupported"]
 
 
 def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_have_one(engine, tmp_path):
@@ -91,7 +91,7 @@ def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_h
         knobs = {**EVIDENCE, "scorer_weights": str(tmp_path / "w.json"), "abstain_below": cut}
         return engine(script(), chunks=[PHILLIPS, OTHER], **knobs, lead=False).answer(Q)
 
-    trusting = answered(Head((0.0, 0.0, 0.0, 10.0), -5.0))  # offered sentences answer, nothing else
+    trusting = answered(Head((0.0, 0.0, 0.0, 10.0), -5.0))  # extracted sentences answer, nothing else
     assert trusting.answer == ANSWER.removesuffix(".") + " [1]."
     rated = [c for c in trusting.trace.steps[0].candidates if c.critique.answer_support is not None]
     assert {c.text: (c.extracted, c.flag) for c in rated} == {
@@ -101,8 +101,8 @@ def test_the_answers_head_decides_which_sentence_is_declined_where_the_weights_h
     }
     distrusting = answered(Head((0.0, 0.0, 0.0, -10.0), 5.0))  # the reverse
     assert ANSWER.removesuffix(".") not in distrusting.answer and WEAK.removesuffix(".") in distrusting.answer
-    offered = next(c for c in distrusting.trace.steps[0].candidates if c.extracted)
-    assert offered.flag == "unsupported" and offered.critique.answer_support < 0.01
+    own = next(c for c in distrusting.trace.steps[0].candidates if c.extracted)
+    assert own.flag == "unsupported" and own.critique.answer_support < 0.01
     plain = answered(None, cut=0.0)  # no head: the product of the two probabilities, as the paper's critic has it
     for c in (c for c in plain.trace.steps[0].candidates if c.critique.answer_support is not None):
         assert c.critique.answer_support == pytest.approx(
@@ -149,22 +149,22 @@ def test_sentences_run_together_with_no_space_are_read_as_two():
     assert spaced("Ask Mr.Li about it.") == "Ask Mr.Li about it."
 
 
-def test_the_cli_shows_the_offered_sentences_and_turns_them_off(index_dir, capsys):
+def test_the_cli_shows_the_extracted_sentences_and_turns_them_off(index_dir, capsys):
     with FakeOpenAIServer(responder=echo_responder) as server:  # it copies each document's first sentence
         argv = ["ask", "When is a receipt required?", "--index", str(index_dir), "--base-url", server.base_url]
         argv += ["--scorer", "evidence", "--scorer-weights", SHIPPED_WEIGHTS, "--abstain-below", "0"]
         argv += ["--max-depth", "1", "--no-lead", "--json"]
         assert main(argv) == 0
-        offering = json.loads(capsys.readouterr().out)
+        extracting = json.loads(capsys.readouterr().out)
         assert main([*argv, "--no-extract"]) == 0
         plain = json.loads(capsys.readouterr().out)
         assert main([*argv[:-1], "--trace"]) == 0
         traced = capsys.readouterr()
-    offered = [c for c in offering["trace"]["steps"][0]["candidates"] if c["extracted"]]
-    assert [(c["chunk"], c["text"]) for c in offered] == [("refunds.md#0", "A receipt is required.")]
+    extracted = [c for c in extracting["trace"]["steps"][0]["candidates"] if c["extracted"]]
+    assert [(c["chunk"], c["text"]) for c in extracted] == [("refunds.md#0", "A receipt is required.")]
     assert not any(c["extracted"] for c in plain["trace"]["steps"][0]["candidates"])
     assert "refunds.md#0, extracted" in traced.out + traced.err
-    shown = offered[0]["critique"]["answer_support"]  # the trace says what the abstention cut would be applied to
+    shown = extracted[0]["critique"]["answer_support"]  # the trace says what the abstention cut would be applied to
     assert f"answer_support={shown:.2f}" in traced.out + traced.err
 
 
@@ -180,12 +180,12 @@ FEES = Chunk(
 FEES_Q = "What does the Household membership cost per month?"
 
 
-def test_a_markdown_chunk_offers_one_list_item_not_the_list_after_it(engine):
+def test_from_a_markdown_chunk_one_list_item_is_extracted_not_the_list_after_it(engine):
     vague = {
         "retrieve_decide": {"retrieve": "yes", "query": "household membership cost"},
         "generate_fused": fused(WEAK),
     }
     result = engine(vague, chunks=[FEES, OTHER], **EVIDENCE, lead=False).answer(FEES_Q)
-    offered = next(c for c in result.trace.steps[0].candidates if c.extracted and c.chunk == "fees.md#0")
-    assert offered.text == "Household membership: $32 per month."  # not "...trips.\n- Commuter ...\n- Household ..."
+    own = next(c for c in result.trace.steps[0].candidates if c.extracted and c.chunk == "fees.md#0")
+    assert own.text == "Household membership: $32 per month."  # not "...trips.\n- Commuter ...\n- Household ..."
     assert result.answer == "Household membership: $32 per month [1]."

@@ -372,7 +372,7 @@ def test_ask_prints_the_abstention_and_json_carries_it(index_dir, capsys, weight
         base = ["ask", Q, "--index", str(index_dir), "--base-url", server.base_url, "--scorer", "evidence"]
         assert main([*base, "--scorer-weights", weights]) == 0  # the invention declined, the document's sentence
         assert capsys.readouterr().out.startswith("Refunds are accepted within 30 days of purchase [1].")
-        base.append("--no-extract")  # and where no document offers its own: nothing stands
+        base.append("--no-extract")  # and where no document's own is extracted: nothing stands
         assert main([*base, "--scorer-weights", weights]) == 0
         printed = capsys.readouterr().out
         assert printed.splitlines()[0].startswith(ABSTAIN_ANSWER)

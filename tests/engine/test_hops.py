@@ -56,7 +56,7 @@ def test_no_second_sentence_where_the_first_chunk_names_no_other_chunks_subject(
 
 def test_no_second_sentence_that_adds_nothing_or_was_declined(engine):
     same = fused("Wil Lutz was born on July 7, 1994 in Georgia.", relevance="irrelevant", support="no")
-    knobs = {"ndocs": 3, "scorer": "evidence", "abstain_below": 0.0, "extract": False}  # no other sentence offered
+    knobs = {"ndocs": 3, "scorer": "evidence", "abstain_below": 0.0, "extract": False}  # no other sentence extracted
     rag = engine(script(same), chunks=chunks(LUTZ + PLAYED), **knobs, lead=False)
     assert rag.answer(QUESTION).answer == "Wil Lutz was born on July 7, 1994 [1]."
     # under a cut the unsupported second sentence is declined, and stays out
