@@ -42,13 +42,18 @@ def corpus_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def embedded(local_home: Path) -> OpenAIChatModel:
-    """A chat model over the embedded app (each call builds a new client over the one shared app)."""
+def installed() -> None:
+    """Skips the test without llama-cpp-python or the model package; fails it on CI (`CI` set)."""
     missing = _missing()
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"the embedded-model tests must run on CI: {missing}")
         pytest.skip(missing)
+
+
+@pytest.fixture(scope="session")
+def embedded(local_home: Path, installed: None) -> OpenAIChatModel:
+    """A chat model over the embedded app (each call builds a new client over the one shared app)."""
     return embedded_chat(environ={"SELFRAG_HOME": str(local_home), "SELFRAG_WEIGHTS": "f16"})  # untimed, as asserted
 
 
