@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import selfrag
+from selfrag.bench.calibrate import answer_spans
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.fitted import place
@@ -37,17 +38,21 @@ for n, town in enumerate(PLACES):
     DOCS[f"{town.lower()}.md"] = (text, question, answer)
 
 
-def writer(answers: dict[str, str] | None = None, sentence: str | None = None):  # type: ignore[no-untyped-def]
+def writer(answers: dict[str, str] | None = None, sentence: str | None = None, second: str = "I cannot tell."):  # type: ignore[no-untyped-def]
     """A loopback model: asked for a question about a document, it gives that document's question and answer
-    (or `answers[file]`); otherwise it replies as `echo_responder` does (or writes `sentence` every time)."""
+    (or `answers[file]`); asked for the question to a given answer, it writes `second` with "{answer}" and
+    "{town}" filled in; otherwise it replies as `echo_responder` does (or writes `sentence` every time)."""
 
     def reply(body: dict[str, Any]) -> str:
         fmt = body.get("response_format") or {}
         name = (fmt.get("json_schema") or {}).get("name", "")
         user = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
-        if name == "CalibrateQuestionReply":
+        if name in ("CalibrateQuestionReply", "JudgeQuestionReply"):
             file = re.search(r'id="([^"#]+)#', user).group(1)  # type: ignore[union-attr]
             _, question, answer = DOCS[file]
+            if name == "JudgeQuestionReply":
+                given = re.search(r"answers with: (.+)", user).group(1)  # type: ignore[union-attr]
+                return json.dumps({"question": second.format(answer=given, town=file.removesuffix(".md").title())})
             return json.dumps({"question": question, "answer": (answers or {}).get(file, answer)})
         said = json.loads(echo_responder(body))
         if sentence is not None and "sentence" in said:
@@ -57,11 +62,13 @@ def writer(answers: dict[str, str] | None = None, sentence: str | None = None): 
     return reply
 
 
-def build_index(folder: Path, *, first_sentence: bool = False) -> Path:
-    """The 24 documents indexed (`first_sentence`: each cut to the sentence that answers its question)."""
+def build_index(folder: Path, *, first_sentence: bool = False, plain: bool = False) -> Path:
+    """The 24 documents indexed (`first_sentence`: each cut to the sentence that answers its question; `plain`:
+    lower-cased and without digits, so no number or name is left to make a blank of)."""
     folder.mkdir()
     for name, (text, _, answer) in DOCS.items():
-        (folder / name).write_text(next(s for s in text.split(". ") if answer in s) if first_sentence else text)
+        text = next(s for s in text.split(". ") if answer in s) if first_sentence else text
+        (folder / name).write_text(re.sub(r"\d", "", text.lower()) if plain else text)
     out = folder.with_name(folder.name + "-index")
     assert main(["index", str(folder), "--out", str(out), "--quiet"]) == 0
     return out
@@ -144,6 +151,70 @@ def _fail_after(server: FakeOpenAIServer, requests: int, inner):  # type: ignore
     return reply
 
 
+def test_a_model_that_cannot_pick_a_short_answer_is_asked_only_for_the_question_to_the_chunks_own(corpus_index, capsys):
+    """A small model copies a whole sentence as its answer: the chunk's own number is taken as the answer, with its
+    sentence, and the model writes only the question; the questions that are questions are used."""
+    long = {file: text for file, (text, _, _) in DOCS.items()}  # the whole document as the "short answer"
+    model = writer(answers=long, second="In which year was the {town} bridge built?")
+    with FakeOpenAIServer(responder=model) as server:
+        assert main(calibrate(corpus_index, server)) == 0
+        seconds = [b for b in server.stats.bodies if "JudgeQuestionReply" in json.dumps(b)]
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+    capsys.readouterr()
+    assert len(seconds) == 24  # one second call per chunk whose pair was unusable
+    records = [
+        json.loads(line)
+        for line in (weights.parent / (weights.name + ".work") / "questions.jsonl").read_text().splitlines()
+    ]
+    years = {str(1901 + n) for n in range(24)}
+    assert all(r["status"] == "ok" and r["answer"] in years for r in records)
+    assert all(r["made"] == "the model's question" and "more than 8 words" in r["tried"][0] for r in records)
+    assert all(r["calls"] == 2 for r in records)
+    assert load_critic_model(weights).fitted_on["sizes"]["questions"] == 24
+
+
+@pytest.mark.parametrize(
+    ("second", "why"),
+    [
+        ("The {town} bridge is old.", "no question"),
+        ("Was it {answer}?", "gives its answer away"),
+        ("What is the answer to this question?", "names nothing of its document"),
+    ],
+    ids=["statement", "gives-away", "names-nothing"],
+)
+def test_where_the_model_writes_no_usable_question_its_sentence_with_the_answer_blanked_is_asked(
+    corpus_index, capsys, second, why
+):
+    """A model too small to write a question: the chunk's sentence with its number left blank is the question."""
+    long = {file: text for file, (text, _, _) in DOCS.items()}
+    with FakeOpenAIServer(responder=writer(answers=long, second=second)) as server:
+        assert main(calibrate(corpus_index, server)) == 0
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+    capsys.readouterr()
+    lines = (weights.parent / (weights.name + ".work") / "questions.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert all(r["status"] == "ok" and r["made"] == "a blank" and why in r["tried"][1] for r in records)
+    arvo = next(r for r in records if r["id"] == "arvo.md#0")
+    assert arvo["question"] == 'What goes in the blank in "The Arvo bridge was built in ___ across the river."?'
+    assert arvo["answer"] == "1901" and arvo["calls"] == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "spans"),
+    [
+        ("Late bikes cost $15 a day. Disputes go in within 30 days.", ["$15", "30"]),
+        ("The fee rose 2.5% in 2026, from 10:00 on 1/3.", ["2.5%", "2026", "10:00", "1/3"]),
+        ("Bikes are kept at the Depot on Tannery Lane. Ask Anna Berg.", ["Depot", "Tannery Lane", "Anna Berg"]),
+        ("Members vote. Nothing here is counted.", []),
+    ],
+    ids=["amounts", "numbers", "names-when-no-number", "none"],
+)
+def test_a_chunks_own_short_answers_are_its_numbers_else_its_names(text, spans):
+    found = answer_spans(text)
+    assert [span for span, _ in found] == spans
+    assert all(span in sentence and sentence in text for span, sentence in found)
+
+
 def test_an_endpoint_that_fails_mid_run_leaves_the_weights_alone_and_resume_goes_on(corpus_index, capsys):
     with FakeOpenAIServer(responder=writer()) as server:
         weights = place(dict(os.environ), server.base_url, None, "fake-model")
@@ -205,15 +276,16 @@ def test_a_corpus_of_one_document_is_refused_before_any_call(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    ("model", "message"),
+    ("model", "plain", "message"),
     [
-        (writer(answers={file: "a phrase found nowhere" for file in DOCS}), "0 usable questions of 24 chunks"),
-        (writer(sentence="I cannot say more about it."), "supported=False; the fit needs both classes"),
+        (writer(answers={file: "a phrase found nowhere" for file in DOCS}), True, "0 usable questions of 24 chunks"),
+        (writer(sentence="I cannot say more about it."), False, "supported=False; the fit needs both classes"),
     ],
 )
-def test_too_few_questions_or_one_class_are_refused_and_existing_weights_stay(tmp_path, capsys, model, message):
-    """One class: no candidate says its question's answer (no sentence is extracted from one-sentence documents)."""
-    corpus_index = build_index(tmp_path / "docs", first_sentence=True)
+def test_too_few_questions_or_one_class_are_refused_and_existing_weights_stay(tmp_path, capsys, model, plain, message):
+    """Too few: no usable pair and no number or name to blank. One class: no candidate says its question's answer
+    (no sentence is extracted from one-sentence documents)."""
+    corpus_index = build_index(tmp_path / "docs", first_sentence=True, plain=plain)
     capsys.readouterr()
     out = tmp_path / "mine.json"
     out.write_text(load_critic_model().to_json())

@@ -4,8 +4,14 @@ The shipped weights were fitted on the embedded 135M model's labels; another mod
 so its weights are fitted on its own candidates, over the corpus it will answer from:
 
     1. questions  a seeded sample of the index's chunks, one question per chunk with its short answer copied from
-                  the chunk (prompts/bench/calibrate_question.toml); a pair whose answer is not in its chunk, is
-                  longer than a short phrase, or is given away by the question is left out. Each chunk's outcome
+                  the chunk, made the first of three ways that gives a usable pair: the model writes both
+                  (prompts/bench/calibrate_question.toml); else the chunk's own short answer is taken
+                  (`answer_spans`: a number or amount, else a name, with the sentence stating it) and the model
+                  writes only the question that sentence answers with it (calibrate_question_for); else that
+                  sentence with the answer left blank is the question (`blank`: a model too small to write a
+                  question is still calibrated, on questions whose wording is the document's). A pair is unusable
+                  when the question is no question, names nothing of what it was written about, or gives its answer
+                  away, or when the answer is not in the chunk or longer than a short phrase. Each chunk's outcome
                   is appended to <work>/questions.jsonl as it finishes, so a resumed run asks only what is left.
     2. answers    the engine over those questions (the benchmark runner: a record appended per question, a
                   progress line, resumable), with the evidence scorer and the shipped weights, the short answer on
@@ -31,6 +37,7 @@ import datetime as dt
 import hashlib
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +46,7 @@ from typing import Any, TextIO
 from ..config import Config
 from ..engine.calibration import LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_critic_model
 from ..engine.context import Deps, Run, run_all
+from ..engine.evidence import sentences, terms
 from ..engine.fitted import FittedFor
 from ..errors import FatalLLMError, InputError, LLMError, UsageError
 from ..files import write_atomic
@@ -47,6 +55,7 @@ from ..llm.base import ChatModel
 from ..result import DECIDED
 from ..retrieval import as_searcher
 from ..schema import Chunk, Meter
+from ..text import neutralise_document
 from . import datasets as ds
 from .judgments import rows_from_records
 from .leadfit import lead_counts
@@ -61,6 +70,11 @@ MIN_QUESTIONS = 20  # fewer usable questions than this cannot fit the heads, the
 DEFAULT_LIMIT = 60  # chunks asked about (a seeded sample)
 MIN_CHUNK_CHARS = 40  # a chunk shorter than a sentence is not asked about
 MAX_ANSWER_WORDS = 8  # a short answer: a name, number, date or phrase, not a sentence
+QUESTION_ENDS = ("?", "？", "؟", ";", "\u037e")  # a question mark, in the scripts that have one (Greek: ";")
+# a chunk's own short answers: an amount or a number (a unit after it is not taken: the word after a number is as
+# often a verb, "15 can"), or a capitalised name that is not a sentence's first word
+_NUMBER = re.compile(r"[$€£¥]?\d(?:[\d,.:/-]*\d)?%?")
+_NAME = re.compile(r"(?<!^)(?<![.!?:]\s)\b[A-Z][\w'’-]{2,}(?:\s+[A-Z][\w'’-]+)*")
 HELD_OUT = 4  # a fold of held-out questions takes at most 1/HELD_OUT of the corpus' chunks out
 # the engine as calibrated: the benchmark's settings, the short answer on, the evidence scorer with the shipped
 # weights, no abstention cut (every step's candidates are written and rated; the cut is what is fitted)
@@ -254,35 +268,73 @@ async def _ask_all(chat: ChatModel, chunks: Sequence[Chunk], path: Path, stream:
 
 async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> dict[str, Any]:
     """One chunk's record: "ok" with its question and answer, "unusable" with why (not asked again), or "failed"
-    at the endpoint (asked again on resume). A fatal endpoint error is raised."""
+    at the endpoint (asked again on resume). A fatal endpoint error is raised. The three ways a question is made
+    are tried in turn (the module docstring); `made` says which one gave it, and why the ones before did not."""
     searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched: a question is asked of its chunk
     run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), "", "", Meter(), b"cal")
     block = run.document_values("calibrate", chunk)
+    spans = answer_spans(chunk.text)
+    random.Random(chunk.key).shuffle(spans)
+    tried: list[str] = []
     try:
-        parsed = await run.ask(
-            "calibrate_question",
-            logprobs=False,
-            nonce=block["nonce"],
-            doc_id=block["doc_id"],
-            document=block["document"],
-        )
+        reply = await run.ask("calibrate_question", logprobs=False, **block)
+        question, answer = reply.value.question.strip(), reply.value.answer.strip()  # type: ignore[attr-defined]
+        why = unusable_because(question, answer, chunk.text, chunk.text)
+        if why and spans:
+            tried.append(f"the model's own pair: {why}")
+            answer, sentence = spans[0]
+            nonce = block["nonce"]
+            reply = await run.ask(
+                "calibrate_question_for",
+                logprobs=False,
+                sentence=neutralise_document(sentence, nonce),
+                answer=neutralise_document(answer, nonce),
+                **block,
+            )
+            question = reply.value.question.strip()  # type: ignore[attr-defined]
+            why = unusable_because(question, answer, chunk.text, sentence)
     except FatalLLMError:
         raise
     except LLMError as error:
         failed = {"status": "failed", "error": f"{type(error).__name__}: {error}", "calls": run.meter.llm_calls}
         return {"id": chunk.key, **failed}
-    reply, meter = parsed.value, run.meter
-    question, answer = reply.question.strip(), reply.answer.strip()  # type: ignore[attr-defined]
+    if why and spans:
+        tried.append(f"the model's question to the chunk's answer: {why}")
+        made = [(blank(span, sentence), span) for span, sentence in spans]
+        question, answer = next(((q, a) for q, a in made if not unusable_because(q, a, chunk.text)), made[0])
+        why = unusable_because(question, answer, chunk.text)
+    meter = run.meter
     record = {"id": chunk.key, "question": question, "answer": answer, "calls": meter.llm_calls}
+    record |= {"made": ["the model's pair", "the model's question", "a blank"][len(tried)], "tried": tried}
     record["usage"] = {"total_tokens": meter.prompt_tokens + meter.completion_tokens}  # for the progress line
-    why = unusable_because(question, answer, chunk.text)
     return {**record, "status": "unusable", "why": why} if why else {**record, "status": "ok"}
 
 
-def unusable_because(question: str, answer: str, text: str) -> str:
-    """Why a (question, answer) pair cannot label candidates, or "" when it can."""
+def blank(answer: str, sentence: str) -> str:
+    """The question a chunk's sentence makes with its short answer left blank (a model that writes no question)."""
+    return f'What goes in the blank in "{sentence.replace(answer, "___", 1)}"?'
+
+
+def answer_spans(text: str) -> list[tuple[str, str]]:
+    """The short answers a chunk states, each with the sentence stating it: its amounts and numbers when there are
+    any, else its capitalised names (a sentence's first word is no name)."""
+    numbers, names = [], []
+    for sentence in sentences(text):
+        sentence = " ".join(sentence.split())
+        numbers += [(match.group(), sentence) for match in _NUMBER.finditer(sentence)]
+        names += [(match.group(), sentence) for match in _NAME.finditer(sentence)]
+    return numbers or names
+
+
+def unusable_because(question: str, answer: str, text: str, about: str = "") -> str:
+    """Why a (question, answer) pair about `text` cannot label candidates, or "" when it can; `about`: the text
+    the question was written about, of which it must name some word ("What is the answer?" names nothing)."""
     if not question or not answer:
         return "an empty question or answer"
+    if not question.rstrip(" \"'”’»)").endswith(QUESTION_ENDS):
+        return "no question (no question mark at its end)"
+    if about and not terms(question) & terms(about):
+        return "the question names nothing of its document"
     if len(answer.split()) > MAX_ANSWER_WORDS:
         return f"an answer of more than {MAX_ANSWER_WORDS} words"
     if not answer_in(text, [answer]):

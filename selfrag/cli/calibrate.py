@@ -2,15 +2,17 @@
 
     selfrag calibrate --index IDX --base-url URL [--model NAME] [--limit 60] [--seed 0] [--out FILE] [--resume]
 
-The model writes one question per sampled chunk, with its short answer copied from the chunk; the engine answers
-them, then answers them again with each question's chunk held out of the corpus; every candidate is labelled
-against the question's chunk and answer, and the evidence scorer (both heads, the support threshold, the answers
-head, the confidence map, the abstention cut) and the short answer's trust are fitted on them, as `selfrag critic
-fit` and `selfrag bench fit-lead` fit them. The weights name the model, the endpoint and the corpus they were
-fitted for. Without --out they go to <data folder>/weights/<model>-<hash of endpoint and model>.json (the data
-folder: $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), where `selfrag ask` and `selfrag
-chat` find them for that endpoint and model; elsewhere, pass them with --scorer-weights. The embedded model keeps
-the shipped weights unless given others.
+The model writes one question per sampled chunk, with its short answer copied from the chunk (where it cannot, it is
+given the chunk's own number or name and writes only the question; where it cannot do that either, the chunk's
+sentence with that answer left blank is the question); the engine answers them, then answers them again with each
+question's chunk held out of the corpus; every candidate is labelled against the question's chunk and answer, and
+the evidence scorer (both heads, the support threshold, the answers head, the confidence map, the abstention cut)
+and the short answer's trust are fitted on them, as `selfrag critic fit` and `selfrag bench fit-lead` fit them. The
+weights name the model, the endpoint and the corpus they were fitted for. Without --out they go to <data
+folder>/weights/<model>-<hash of endpoint and model>.json (the data folder: $SELFRAG_HOME, else
+$XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), where `selfrag ask` and `selfrag chat` find them for that endpoint
+and model; elsewhere, pass them with --scorer-weights. The embedded model keeps the shipped weights unless given
+others.
 
 The work is kept in <out>.work/ (the questions, one record per answered question); after a failure, run the same
 command with --resume to go on from there. Calibrating needs at least 2 documents and 20 usable questions, and
