@@ -55,6 +55,11 @@ class Source(_Out):
     current: bool | None = None  # True: the current version of a document with older versions; None: no versions
 
 
+class PromptUsage(_Out):
+    calls: int  # replies to the prompt (re-asks included)
+    tokens: int  # their prompt and completion tokens
+
+
 class Usage(_Out):
     llm_calls: int  # HTTP requests sent to the endpoint(s), retries and capability probes included
     prompt_tokens: int
@@ -70,6 +75,7 @@ class Usage(_Out):
     failed_calls: int
     wall_time: float
     estimated: bool = False  # some reply lacked usage and its tokens were estimated
+    by_prompt: dict[str, PromptUsage] = {}  # replies and tokens per prompt name (what each kind of call costs)
 
 
 class TraceCandidate(_Out):

@@ -122,6 +122,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             "steps": usage.steps,
             "reasks": usage.reasks,
             "parse_failures": usage.parse_failures,
+            "by_prompt": {name: [u.calls, u.tokens] for name, u in usage.by_prompt.items()},
         },
     )
 

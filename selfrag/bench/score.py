@@ -147,10 +147,24 @@ def summarize(
         "cache_hits": sum(int(u.get("cache_hits", 0)) for u in usage),
         "requests_sent": sum(int(u.get("requests_sent", 0)) for u in usage),
     }
+    if any("by_prompt" in u for u in usage):
+        summary["by_prompt"] = by_prompt(usage)
     critic = critic_agreement(records, seed=seed)
     if critic:
         summary["critic"] = critic
     return summary
+
+
+def by_prompt(usage: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Replies and tokens per question for each prompt, means over the questions (a question that never asked a
+    prompt counts 0 for it)."""
+    totals: dict[str, list[int]] = {}
+    for u in usage:
+        for name, (calls, tokens) in (u.get("by_prompt") or {}).items():
+            total = totals.setdefault(name, [0, 0])
+            total[0], total[1] = total[0] + int(calls), total[1] + int(tokens)
+    n = max(len(usage), 1)
+    return {name: {"calls": round(c / n, 3), "tokens": round(t / n, 1)} for name, (c, t) in sorted(totals.items())}
 
 
 def _flags(record: dict[str, Any]) -> dict[str, float]:

@@ -14,6 +14,7 @@ from ..result import (
     ABSTAIN_ANSWER,
     Abstention,
     CritiqueOut,
+    PromptUsage,
     Result,
     SegmentEvent,
     SegmentOut,
@@ -278,6 +279,10 @@ def build_result(
         failed_calls=meter.failed_calls,
         wall_time=round(wall_time, 4),
         estimated=meter.estimated_usage,
+        by_prompt={
+            name: PromptUsage(calls=calls, tokens=meter.tokens_by_prompt.get(name, 0))
+            for name, calls in sorted(meter.calls_by_prompt.items())
+        },
     )
     path = best.id.split(".")
     trace = Trace(

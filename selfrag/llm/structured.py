@@ -109,6 +109,7 @@ async def ask(model: ChatModel, request: ChatRequest, meter: Meter, *, reasks: i
             with attempt_state:
                 attempt += 1
                 response = await model.chat(current, meter)
+                meter.count_reply(request.prompt, response.prompt_tokens + response.completion_tokens)
                 try:
                     value = parse_reply(response, request.schema)
                 except InvalidReply as failure:

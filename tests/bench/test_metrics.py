@@ -195,3 +195,21 @@ def test_unstated_counts_answered_questions_that_state_what_their_documents_do_n
     metric = summarize(records, task="qa")["metrics"]["unstated"]
     assert (metric["value"], metric["n"]) == (0.5, 2)
     assert "unstated" not in summarize([_record(), _record()], task="qa")["metrics"]  # older runs check equal
+
+
+def test_calls_and_tokens_per_prompt_are_means_over_every_question():
+    """A question that never asked a prompt counts 0 for it; runs recorded before the counts have none."""
+    from selfrag.bench.score import by_prompt, summarize
+
+    usage = [
+        {"by_prompt": {"generate_fused": [5, 1000], "answer_lead": [1, 300]}},
+        {"by_prompt": {"generate_fused": [3, 600]}},
+        {},  # a question that failed before any reply
+    ]
+    assert by_prompt(usage) == {
+        "answer_lead": {"calls": round(1 / 3, 3), "tokens": 100.0},
+        "generate_fused": {"calls": round(8 / 3, 3), "tokens": round(1600 / 3, 1)},
+    }
+    records = [{"status": "ok", "prediction": "x", "answers": ["x"], "usage": u} for u in usage]
+    assert "by_prompt" in summarize(records, task="qa")
+    assert "by_prompt" not in summarize([{**r, "usage": {}} for r in records], task="qa")

@@ -44,6 +44,11 @@ def test_a_restated_question_is_asked_again_with_the_question_after_the_document
     prompt = asked.messages[1].content
     assert prompt.index("</document") < prompt.index(f"Question: {Q}")  # the question comes after the document
     assert result.usage.llm_calls == 3  # the decision, the first sentence, the one asked again
+    by_prompt = result.usage.by_prompt  # what each kind of call cost, for the calls-per-answer figures
+    assert {name: u.calls for name, u in by_prompt.items()} == {
+        "generate_direct": 1, "generate_fused": 1, "retrieve_decide": 1
+    }  # fmt: skip
+    assert sum(u.tokens for u in by_prompt.values()) == result.usage.total_tokens > 0
     assert ">asked again</span>" in render_trace_html(result)
 
 

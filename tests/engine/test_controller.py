@@ -212,6 +212,7 @@ def test_malformed_candidate_is_reasked_once_then_dropped(engine):
     result = rag.answer(Q)
     assert len(rag.chat.calls_to("generate_fused")) == 3  # ask + one re-ask for the bad chunk, one for the good
     assert result.usage.reasks == 1 and result.usage.parse_failures == 2
+    assert result.usage.by_prompt["generate_fused"].calls == 3  # a re-ask is a reply to the same prompt
     assert result.answer == "You have 14 days [1]."
     assert sum(c.status == "failed" for c in result.trace.steps[0].candidates) == 1
 
