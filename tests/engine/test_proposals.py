@@ -12,6 +12,7 @@ from selfrag.engine.compare import Proposal, decide, decide_stated, decide_yes_n
 from selfrag.engine.evidence import terms
 from selfrag.engine.lead import UNSETTLED, refuted
 from selfrag.engine.scope import reading
+from selfrag.errors import InputError
 
 VELA = [
     Chunk("vela-pro.md", 0, "The Vela Pro is waterproof to 50 metres and comes with a steel strap."),
@@ -161,11 +162,21 @@ def test_deciding_can_be_turned_off_without_turning_the_short_answer_off(engine)
         "Είναι το Vela Lite αδιάβροχο;",  # a script the rules do not know
         "Are " + " and ".join(["the Vela Pro"] * 400) + " both waterproof?",  # a long pair of names
     ],
+    ids=["punctuation", "greek", "long-pair"],
 )
 def test_a_question_the_rules_cannot_read_gets_an_answer_not_a_traceback(engine, question):
     written = {**script("The Vela Pro is waterproof to 50 metres.", "yes"), "generate_plain": plain("Nothing found.")}
     result = engine(written, chunks=VELA, ndocs=2, lead=True).answer(question)
     assert result.answer
+
+
+def test_a_question_of_ten_thousand_words_is_refused_in_one_line(engine):
+    question = "Is the Vela Lite waterproof, " + "or rather, " * 5000 + "is it?"
+    rag = engine(script("The Vela Pro is waterproof to 50 metres.", "yes"), chunks=VELA, ndocs=2, lead=True)
+    with pytest.raises(InputError) as refused:
+        rag.answer(question)
+    assert "the limit is" in str(refused.value) and "\n" not in str(refused.value)
+    assert not rag.chat.calls  # refused before any call
 
 
 def test_a_chosen_option_a_kept_sentence_denies_the_trait_of_is_refuted():
