@@ -18,7 +18,7 @@ from httpmock import BASE, completion, openai_client, respx_transport
 from selfrag.api import SelfRAG
 from selfrag.config import Config, EndpointConfig, ResolvedEndpoint, resolve_endpoint
 from selfrag.errors import ContextLengthError, CritiqueError, FatalLLMError, LLMError, RefusalError
-from selfrag.llm.base import ChatRequest, Message
+from selfrag.llm.base import Capabilities, ChatRequest, Message
 from selfrag.llm.openai_chat import OpenAIChatModel
 from selfrag.llm.replies import DecideReply
 from selfrag.llm.structured import ask
@@ -62,6 +62,21 @@ async def test_full_featured_endpoint_is_probed_once_and_gets_json_schema_and_lo
     assert meter.llm_calls == 3
     caps = await chat.capabilities(meter)
     assert (caps.structured, caps.logprobs, caps.n) == ("json_schema", True, True)
+
+
+async def test_capabilities_known_to_the_caller_send_no_probe_and_shape_the_first_call():
+    """The embedded model's server is run by the process itself: its capabilities are given, not probed."""
+    router = respx.MockRouter(base_url=BASE)
+    route = router.post("/chat/completions").respond(json=completion(GOOD))
+    known = Capabilities(model="m", structured="json_object_schema", parallel=3)
+    endpoint = ResolvedEndpoint(BASE, "sk-test", "test", EndpointConfig(model="m"))
+    chat = OpenAIChatModel(endpoint, client=openai_client(router, api_key="sk-test"), known=known)
+    meter = Meter()
+    await ask(chat, REQUEST, meter)
+    [call] = bodies(route)  # the answer's own call, and nothing before it
+    assert call["response_format"]["type"] == "json_object" and "schema" in call["response_format"]
+    assert meter.llm_calls == 1 and await chat.capabilities(meter) is known and "not probed" in chat.origin
+    assert chat.limit.cap <= 3  # the known parallel slots bound the requests in flight
 
 
 async def test_server_without_json_schema_falls_back_to_json_object_with_schema():

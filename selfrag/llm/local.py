@@ -56,6 +56,7 @@ from pydantic import ValidationError
 from ..config import PLACEHOLDER_KEY, EndpointConfig, ResolvedEndpoint
 from ..errors import ConfigError, UsageError
 from ..files import cache_dir
+from .base import Capabilities
 from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable, chat_body, prepare
 from .gather import Batcher, Window
 from .openai_chat import OpenAIChatModel
@@ -80,6 +81,15 @@ N_CTX = 4096
 CHAT_PATH = "/v1/chat/completions"
 PROPS_PATH = "/props"  # the probe reads the slot count here (llama.cpp's server answers total_slots)
 BATCH_WINDOW = Window(idle=0.03, max_wait=0.25, max_size=8)  # a step's candidates arrive within milliseconds
+# What a probe of the embedded server finds (tests/local/test_embedded.py probes it and compares): it is served by
+# this process, so every process probing it again (9 requests, about 2 s of a first answer) learns nothing.
+EMBEDDED_CAPABILITIES = Capabilities(
+    model=MODEL_ALIAS,
+    structured="json_object_schema",
+    logprobs_reason="the embedded model is served without logprobs",
+    parallel=BATCH_WINDOW.max_size,
+    parallel_reason=f"the embedded server decodes up to {BATCH_WINDOW.max_size} calls together",
+)
 BATCH_CTX = 2 * N_CTX  # cells of the batch context's cache, shared by the sequences of one pass
 
 Scope = MutableMapping[str, Any]
@@ -310,7 +320,9 @@ def embedded_chat(
     )
     resolved = ResolvedEndpoint(EMBEDDED_URL, PLACEHOLDER_KEY, KEY_SOURCE, config)
     return OpenAIChatModel(
-        resolved, http_client_factory=lambda: httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app))
+        resolved,
+        http_client_factory=lambda: httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app)),
+        known=None if logprobs else EMBEDDED_CAPABILITIES,  # with logprobs, the probe weighs what they cost
     )
 
 

@@ -74,28 +74,33 @@ class OpenAIChatModel:
         client: AsyncOpenAI | None = None,
         http_client_factory: Callable[[], httpx2.AsyncClient] | None = None,
         cache: CapCache | None = None,
+        known: Capabilities | None = None,
     ) -> None:
         """`client`: use this AsyncOpenAI as it is (the caller owns it; its responses are not observed, so the
         limit on requests in flight stays at max_concurrency). `http_client_factory`: build our own
         client per event loop over this transport (an ASGI app, a test's mock transport). `cache`: remember
-        the probe's findings there and reuse them (capcache.py); None probes in full, once per instance."""
+        the probe's findings there and reuse them (capcache.py); None probes in full, once per instance.
+        `known`: the capabilities of a server the caller runs itself (the embedded model), used with no probe;
+        `capabilities(refresh=True)` probes all the same."""
         self._endpoint = endpoint
         self._own_client = client is None
         self._http_client_factory = http_client_factory
         self._clients: dict[int, tuple[AsyncOpenAI, Gate, asyncio.Lock]] = {}
         if client is not None:
             self._given = client
-        self._caps: Capabilities | None = None
+        self._caps: Capabilities | None = known
         self._cache = cache
         settings = endpoint.settings
         self._cache_key = entry_key(endpoint.base_url, settings.model, self.PROTOCOL_NAME, settings.logprobs)
         self._remembered = False  # the capabilities in use came from the cache, not from this process's probe
         self._checking: asyncio.Task[None] | None = None  # the identity check running beside the first calls
-        self.origin = ""  # where the capabilities came from, for `selfrag doctor`
+        self.origin = "known to the process that serves it (not probed)" if known else ""  # for `selfrag doctor`
         self.identity = ""  # the server's identity when it reported one (capcache.server_identity; a cache only)
         self._ssl: ssl.SSLContext | None = None
         self.breaker = Breaker(threshold=settings.breaker_threshold, cooldown=settings.breaker_cooldown)
         self.limit = AdaptiveLimit(cap=settings.max_concurrency)  # requests in flight, cut on 429s
+        if known is not None and known.parallel is not None:
+            self.limit.fit(time.monotonic(), known.parallel, "parallel")
         self._pause = Pause()  # when the server will take requests again, after a 429 (ratelimit.py)
 
     @property

@@ -20,6 +20,7 @@ import pytest
 from selfrag import Config, ConfigError, EndpointConfig, SelfRAG
 from selfrag.errors import UsageError
 from selfrag.llm.local import (
+    EMBEDDED_CAPABILITIES,
     INSTALL_MODEL,
     INSTALL_RUNTIME,
     MODEL_ALIAS,
@@ -172,15 +173,19 @@ def test_answers_a_question_on_the_sample_corpus_with_a_citation(embedded, corpu
 
 
 @pytest.mark.slow
-async def test_the_probe_discovers_json_object_schema_on_this_server(embedded, local_home):
-    chat = embedded_chat(environ={"SELFRAG_HOME": str(local_home)})  # a fresh instance probes afresh
+async def test_the_probe_finds_on_this_server_what_the_embedded_model_declares_without_probing(embedded, local_home):
+    chat = embedded_chat(environ={"SELFRAG_HOME": str(local_home)})
+    meter = Meter()
     try:
-        caps = await chat.capabilities(Meter())
+        declared = await chat.capabilities(meter)
+        assert meter.llm_calls == 0 and "not probed" in chat.origin  # no request: the process serves it
+        caps = await chat.capabilities(meter, refresh=True)  # doctor --refresh probes all the same
     finally:
         await chat.aclose()
-    assert caps.structured == "json_object_schema"
-    assert caps.model == MODEL_ALIAS  # listed by the server, not configured
-    assert (caps.logprobs, caps.n) == (False, False)
+    assert meter.llm_calls > 0 and declared is EMBEDDED_CAPABILITIES
+    assert caps.structured == declared.structured == "json_object_schema"
+    assert caps.model == declared.model == MODEL_ALIAS  # listed by the server, not configured
+    assert (caps.logprobs, caps.n, caps.parallel) == (declared.logprobs, declared.n, declared.parallel)
 
 
 @pytest.mark.slow
