@@ -75,6 +75,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
             "pooled": c.pooled,
             "also": c.also,
             "extracted": c.extracted,
+            "asked_again": c.asked_again,
         }
         for step in result.trace.steps
         for c in step.candidates
