@@ -118,7 +118,7 @@ class Config:
     hops: bool | None = None  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote
     # from a chunk the kept one's chunk names, added after the search (no call)
     ground: bool | None = None  # evidence scorer: a sentence stating a number, date or name its chunk does not
-    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.grounded)
+    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.grounding.grounded)
     extract: bool | None = None  # evidence scorer: from each chunk of several sentences, its own sentence that shares
     # most with the question is extracted and rated beside the model's (engine.critic.extract; no call)
     ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question

@@ -23,19 +23,8 @@ from . import generator
 from .beam import s_rel, s_sup
 from .calibration import CandidateView
 from .context import Run, run_all
-from .evidence import (
-    asks_yes_no,
-    best_sentence,
-    degeneracy,
-    drawn_on,
-    sentences,
-    source_sentence,
-    spaced,
-    terms,
-    unframed,
-    unstated,
-    words,
-)
+from .evidence import best_sentence, degeneracy, drawn_on, sentences, spaced, terms, unframed
+from .grounding import grounded, unstated_verdict
 from .questions import question_kind
 
 
@@ -251,36 +240,6 @@ def cut_to_one(candidate: Candidate, question: str, draft: Sequence[str]) -> tup
     cut, topic = unframed(best_sentence(question, candidate.text, draft))
     flaw = degeneracy(question, cut, draft, topic=topic, ids=_doc_ids(candidate))
     return replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES), flaw
-
-
-def grounded(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
-    """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
-    they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
-    replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
-    Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
-    holds half its words. A pooled sentence's documents are the chunks it cites (`evidence.drawn_on`: the one its
-    quote is in and the one holding most of what that one lacks); its quote comes from the first. A sentence
-    written without a chunk is left as it is."""
-    if candidate.chunk is None:
-        return candidate, None
-    chunk_text = sources = candidate.chunk.text
-    if candidate.pooled:  # the chunks it will cite (`sourced`): a fact only a third chunk holds is cited by none
-        texts = [chunk.text for chunk in candidate.evidence]
-        sources = "\n\n".join(texts[i] for i in drawn_on(question, candidate.text, texts, candidate.index))
-    if not unstated(candidate.text, sources, question):
-        return candidate, None
-    quote = source_sentence(question, candidate.text, chunk_text, draft)
-    if quote is None:
-        return candidate, Flag.UNSTATED
-    return replace(candidate, text=quote, flag=Flag.QUOTED, written=candidate.text), None
-
-
-def unstated_verdict(candidate: Candidate, question: str) -> Flag | None:
-    """`unstated` for a bare yes or no to a yes/no question: "Yes.", "No, they are not." (no content word), the
-    model's own verdict, which no document's word states; None otherwise."""
-    said = words(candidate.text)
-    bare = bool(said) and said[0] in ("yes", "no") and not terms(candidate.text)
-    return Flag.UNSTATED if bare and asks_yes_no(question) else None
 
 
 def _draft(candidate: Candidate) -> list[str]:

@@ -40,9 +40,7 @@ that the fee is $15." -> "The fee is $15.", "The answer is: yes, ..." -> "Yes, .
 ("The document is about Kimber Manufacturing, a maker of ..." -> "Kimber Manufacturing, a maker of ...": a
 topic states nothing, so it never answers a yes/no question by restating it).
 
-`unstated` names what a sentence states of its own: the numbers, dates and names its source does not hold ("born
-in 1985" from a chunk that says 1850), or, when the source holds none of the words it adds, those words; and
-`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.grounded`).
+What a sentence states that its chunk does not hold is the `ground` policy's (`engine.grounding`).
 """
 
 from __future__ import annotations
@@ -80,7 +78,7 @@ _STOPWORDS = frozenset(
     why will with would you your yours yes""".split()
 )
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
-_FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
+FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")  # a number, a date or a name
 _CLOSING = r"[\"')\]’”]"  # a quote or bracket that closes round what comes before it
 # the space after a sentence's end: its full stop, "!" or "?", and the quotes or brackets that close round it, which
 # stay with it ('He said "Go." Then ...': 'He said "Go."'), before a capital, a digit or an opening quote or bracket
@@ -197,7 +195,6 @@ RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restat
 REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
 SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, unless it asks the question back
 COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
-DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
 MAX_SOURCES = 2  # a sentence is judged against at most this many chunks (HotpotQA's questions need two)
 
 
@@ -226,10 +223,11 @@ def denies(word: str) -> bool:
 
 def facts(text: str) -> frozenset[str]:
     """Numbers, dates and capitalised names in a text (not its first word), lower-cased."""
-    return frozenset(match.lower().rstrip(".,:/-") for match in _FACT.findall(text.strip()))
+    return frozenset(match.lower().rstrip(".,:/-") for match in FACT.findall(text.strip()))
 
 
-def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> float:
+def share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> float:
+    """The share of `part`'s items that `whole` holds (`empty` when `part` has none)."""
     items = list(part)
     return sum(item in whole for item in items) / len(items) if items else empty
 
@@ -301,15 +299,15 @@ def features(
     return {
         "rank_inv": 1.0 / (1 + max(rank, 0)),
         "score_rel": 0.5 if score_rel is None else min(max(score_rel, 0.0), 1.0),
-        "question_in": _share(asked, chunk),
-        "names_in": _share(asked_facts, chunk_facts | _present(sorted(asked_facts), chunk_lower), empty=1.0),
-        "sentence_in": _share(said, chunk),
-        "new_in": _share(new, chunk),
+        "question_in": share(asked, chunk),
+        "names_in": share(asked_facts, chunk_facts | _present(sorted(asked_facts), chunk_lower), empty=1.0),
+        "sentence_in": share(said, chunk),
+        "new_in": share(new, chunk),
         "novelty": len(new) / len(said) if said else 0.0,
-        "facts_in": _share((f for f in said_facts), chunk_facts | _present(said_facts, chunk_lower), empty=1.0),
+        "facts_in": share((f for f in said_facts), chunk_facts | _present(said_facts, chunk_lower), empty=1.0),
         "has_facts": 1.0 if said_facts else 0.0,
         "quote_ok": 0.5 if quote_ok is None else float(quote_ok),
-        "agreement": _share(new, elsewhere) if others else 0.0,
+        "agreement": share(new, elsewhere) if others else 0.0,
         "model_rel": model_rel,
         "model_sup": model_sup,
     }
@@ -327,7 +325,7 @@ def drawn_on(question: str, sentence: str, texts: Sequence[str], cited: int) -> 
     new_terms = terms(sentence) - terms(question)
     new_facts = sorted(facts(sentence) - facts(question))
     held = [  # what each chunk holds of the sentence's new words and facts (facts prefixed, kept apart from words)
-        new_terms & terms(text) | {f"fact:{f}" for f in _found(new_facts, text)} for text in texts
+        new_terms & terms(text) | {f"fact:{f}" for f in facts_held(new_facts, text)} for text in texts
     ]
     chosen = [cited]
     while len(chosen) < min(MAX_SOURCES, len(texts)):
@@ -339,7 +337,7 @@ def drawn_on(question: str, sentence: str, texts: Sequence[str], cited: int) -> 
     return tuple(chosen)
 
 
-def _found(items: Sequence[str], text: str) -> frozenset[str]:
+def facts_held(items: Sequence[str], text: str) -> frozenset[str]:
     """The numbers, dates and names among `items` that the text holds."""
     return frozenset(items) & (facts(text) | _present(items, text.lower()))
 
@@ -441,7 +439,7 @@ def degeneracy(
         if said and before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
             return Flag.REPEATS_DRAFT
     parts = [sentence] if segment else sentences(sentence)
-    copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
+    copied = chunk_text is not None and share(said, terms(chunk_text)) >= COPIED_SHARE
     if len(parts) >= 3 or (len(parts) == 2 and copied):
         return Flag.SEVERAL_SENTENCES
     if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
@@ -485,43 +483,6 @@ def unframed(sentence: str) -> tuple[str, bool]:
     return sentence, False
 
 
-def unstated(sentence: str, source: str, question: str = "", *, words: bool = True) -> tuple[str, ...]:
-    """What a sentence states of its own: the numbers, dates and names that neither its source nor the question
-    holds, in the sentence's order ("born in 1985" from a chunk that says 1850); with `words`, also the words it
-    adds to the question when the source holds none of them ("jerde"). Empty for a sentence drawn from its
-    source."""
-    added = terms(sentence) - terms(question)
-    if words and added and not added & terms(source):
-        return tuple(sorted(added))
-    stated = [key for key in dict.fromkeys(map(_fact_key, _FACT.findall(sentence.strip()))) if key]
-    held = _found(stated, _dashes(source)) | _found(stated, _dashes(question))
-    return tuple(fact for fact in stated if fact not in held)
-
-
-def _fact_key(fact: str) -> str:
-    """A fact as `facts` reads it, with dashes made plain and a possessive taken off ("Madigan's" -> "madigan")."""
-    return re.sub(r"['’]s$", "", _dashes(fact).lower().rstrip(".,:/-"))
-
-
-def _dashes(text: str) -> str:
-    return text.replace("–", "-").replace("—", "-").replace("‐", "-")
-
-
-def source_sentence(question: str, sentence: str, text: str, draft: Sequence[str] = ()) -> str | None:
-    """The sentence of `text` a written sentence was drawn from: the one holding the largest share of its
-    content words, at least `DRAWN_SHARE` (ties: the one sharing more with the question, then the earlier);
-    None when no sentence of the text holds that much, or the one that does is degenerate itself."""
-    said, asked = terms(sentence), terms(question)
-    best, best_key = None, (DRAWN_SHARE, -1.0, 0)
-    for position, part in enumerate(sentences(text)):
-        key = (_share(said, terms(part)), _share(asked, terms(part)), -position)
-        if key >= best_key:
-            best, best_key = part, key
-    if best is None or degeneracy(question, best, draft, text) is not None:
-        return None
-    return best
-
-
 def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:
     """The one sentence of a multi-sentence text worth keeping: the one that shares most with the question,
     then says the most besides (ties: the earlier one); the text itself when nothing qualifies."""
@@ -531,7 +492,7 @@ def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:
         if degeneracy(question, part, draft) is not None:
             continue
         said = terms(part)
-        key = (_share(asked, said), len(said - asked), -position)
+        key = (share(asked, said), len(said - asked), -position)
         if key > best_key:
             best, best_key = part, key
     return best
