@@ -112,7 +112,7 @@ class Config:
     denials: bool | None = None  # the model's own "Yes." or chosen option prints as "The documents don't settle
     # it." where a kept sentence or a document read denies it (lead.denial: "X is not waterproof")
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
-    # draft, about the document, several at once: engine.critic.degeneracy_of, cut_to_one)
+    # draft, about the document, several at once: engine.filters)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
     hops: bool | None = None  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote

@@ -23,7 +23,8 @@ from . import generator
 from .beam import s_rel, s_sup
 from .calibration import CandidateView
 from .context import Run, run_all
-from .evidence import best_sentence, degeneracy, drawn_on, sentences, spaced, terms, unframed
+from .evidence import drawn_on, sentences, spaced, terms
+from .filters import best_sentence, cut_to_one, degeneracy, degeneracy_of, draft_of, unframe
 from .grounding import grounded, unstated_verdict
 from .questions import question_kind
 
@@ -131,7 +132,7 @@ def extract(candidates: Sequence[Candidate], question: str, *, alone: bool = Fal
         several = len(sentences(text)) >= 2
         if not several and not alone:
             continue  # one sentence: what the writer read and wrote from
-        draft = _draft(candidate)
+        draft = draft_of(candidate)
         best = best_sentence(question, text, draft)
         if (several and best == text) or degeneracy(question, best, draft, text) is not None:
             continue  # none worth keeping
@@ -206,7 +207,7 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, f
         return replace(candidate, flag=Flag.SUPERSEDED)
     if not filters and not ground:
         return candidate
-    draft = _draft(candidate)
+    draft = draft_of(candidate)
     candidate, topic = unframe(candidate)
     flaw = degeneracy_of(candidate, question, draft, topic=topic) if filters else None
     if flaw is Flag.SEVERAL_SENTENCES:
@@ -216,40 +217,6 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, f
     if ground and flaw is None and not verdicts:
         flaw = unstated_verdict(candidate, question)
     return replace(candidate, flag=flaw) if flaw else candidate
-
-
-def unframe(candidate: Candidate) -> tuple[Candidate, bool]:
-    """The candidate with a report's or a topic's frame taken off its sentence (`evidence.unframed`), and whether
-    what is left is a topic ("The document is about ...": it states nothing)."""
-    text, topic = unframed(candidate.text)
-    return replace(candidate, text=text), topic
-
-
-def degeneracy_of(candidate: Candidate, question: str, draft: Sequence[str], *, topic: bool = False) -> Flag | None:
-    """Why the candidate's sentence must not be kept as written (`evidence.degeneracy`), read against its chunk
-    and the ids of the documents it was given; a Self-RAG checkpoint's segment is one unit however many sentences
-    it holds (the paper's)."""
-    whole = candidate.critique is not None and candidate.critique.estimator.startswith("reflection")
-    chunk_text = candidate.chunk.text if candidate.chunk else None
-    return degeneracy(question, candidate.text, draft, chunk_text, topic=topic, segment=whole, ids=_doc_ids(candidate))
-
-
-def cut_to_one(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
-    """Several sentences cut to the one worth keeping (`evidence.best_sentence`, its frame taken off), flagged
-    `several_sentences`, and why that one must not be kept either, or None."""
-    cut, topic = unframed(best_sentence(question, candidate.text, draft))
-    flaw = degeneracy(question, cut, draft, topic=topic, ids=_doc_ids(candidate))
-    return replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES), flaw
-
-
-def _draft(candidate: Candidate) -> list[str]:
-    """The sentences its beam has written so far."""
-    return [segment.text for segment in candidate.parent.segments]
-
-
-def _doc_ids(candidate: Candidate) -> tuple[str, ...]:
-    """The ids of the documents it was given (its chunk's first), each once."""
-    return tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..schema import Candidate, Flag
-from .evidence import FACT, asks_yes_no, degeneracy, drawn_on, facts_held, sentences, share, terms, words
+from .evidence import FACT, asks_yes_no, drawn_on, facts_held, sentences, share, terms, words
+from .filters import degeneracy
 
 DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
 

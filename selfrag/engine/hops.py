@@ -25,7 +25,8 @@ import re
 from collections.abc import Sequence
 
 from ..schema import Beam, Candidate
-from .evidence import degeneracy, terms
+from .evidence import terms
+from .filters import degeneracy
 
 MIN_ADDED = 2  # content words the second sentence must add to the kept one
 MIN_NAME_CHARS = 6  # a one-word subject shorter than this ("Mary") links too much to be a bridge

@@ -10,7 +10,7 @@ from helpers import CHUNKS, DIRECTORS, fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.evidence import asks_amount, states_amount
+from selfrag.engine.filters import asks_amount, states_amount
 from selfrag.engine.lead import (
     UNSETTLED,
     counted_kind,
