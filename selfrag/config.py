@@ -120,7 +120,7 @@ class Config:
     ground: bool | None = None  # evidence scorer: a sentence stating a number, date or name its chunk does not
     # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.grounding.grounded)
     extract: bool | None = None  # evidence scorer: from each chunk of several sentences, its own sentence that shares
-    # most with the question is extracted and rated beside the model's (engine.critic.extract; no call)
+    # most with the question is extracted and rated beside the model's (engine.extract; no call)
     ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question
     # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
     # chunk's own best sentence competes (engine.critic.asked_again)
