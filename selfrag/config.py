@@ -123,7 +123,7 @@ class Config:
     # most with the question is extracted and rated beside the model's (engine.extract; no call)
     ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question
     # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
-    # chunk's own best sentence competes (engine.critic.asked_again)
+    # chunk's own best sentence competes (engine.ask_plainly)
     disowned: bool | None = None  # paper's scorer: sentences the model itself calls irrelevant and unsupported are
     # declined where their beam has no other sentence left, so none becomes the answer alone (engine.critic.disowned)
     abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Mode, QuestionKind, Relevance, Support, Utility
 from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Flag, Plan
 from . import generator
+from .ask_plainly import asked_again
 from .beam import s_rel, s_sup
 from .calibration import CandidateView
 from .context import Run, run_all
@@ -62,7 +64,8 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     filters = bool(run.config.filters)
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts, filters=filters) for c in candidates]
     if run.config.ask_plainly:
-        tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts)
+        again = partial(tidy, question=run.question, ground=ground, verdicts=verdicts)  # filters on: they flagged it
+        tidied += await asked_again(tidied, run, judged=_judged, tidied=again)
     if ground and run.config.extract:
         tidied += extract(tidied, run.question)
     if run.config.disowned and not run.deps.rater.from_documents:
@@ -79,35 +82,6 @@ async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     run.meter.rounds += 1
     judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
     return [judged.get(id(c), c) for c in candidates]
-
-
-async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool) -> list[Candidate]:
-    """For each sentence written from a chunk that restated the question, one more asked for plainly
-    (`generator.ask_plainly`: the question after the document), judged and tidied as the first; where that one
-    is degenerate too or its call failed, the chunk's own best sentence competes (`extract`, a chunk of one
-    sentence included, with any scorer), with the latest critique of its chunk. A Self-RAG checkpoint's segment
-    is not asked again: its prompt is fixed."""
-    restating = [
-        c
-        for c in candidates
-        if c.flag is Flag.RESTATES_QUESTION
-        and c.chunk is not None
-        and not c.pooled
-        and c.critique is not None
-        and not c.critique.estimator.startswith("reflection")
-    ]
-    if not restating:
-        return []
-    run.meter.rounds += 1
-    written = await _judged(await run_all(generator.ask_plainly(c, run) for c in restating), run)
-    out = []
-    for first, again in zip(restating, written, strict=True):
-        again = tidy(again, run.question, ground=ground, verdicts=verdicts)
-        out.append(again)
-        if not generator.usable(again):
-            judged = again.critique is not None and again.critique.support is not None
-            out += extract([again if judged else first], run.question, alone=True)
-    return out
 
 
 def disowned(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
