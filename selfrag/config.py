@@ -125,7 +125,7 @@ class Config:
     # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
     # chunk's own best sentence competes (engine.ask_plainly)
     disowned: bool | None = None  # paper's scorer: sentences the model itself calls irrelevant and unsupported are
-    # declined where their beam has no other sentence left, so none becomes the answer alone (engine.critic.disowned)
+    # declined where their beam has no other sentence left, so none becomes the answer alone (engine.disowned)
     abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers
     # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
     # weights' own threshold with the evidence scorer, never with the paper's

@@ -4,10 +4,11 @@ and (in `separate` mode) one critic call per candidate, possibly on another mode
 Label probabilities come from token logprobs when the endpoint returns them, else from the labels (one-hot).
 A failed critic call leaves the candidate with conservative labels (irrelevant, no support, utility 3,
 not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
-content filter is not a verdict on support: that candidate is dropped with the reason instead. With the
-evidence scorer each chunk of several sentences also has its own sentence extracted beside the model's (`extract`).
-A sentence that restated the question is asked for once more, plainly (`asked_again`, one more call); with the
-paper's scorer, sentences the model itself calls irrelevant and unsupported are not kept alone (`disowned`).
+content filter is not a verdict on support: that candidate is dropped with the reason instead.
+
+`assess` runs the policies on written sentences, each in its own module: `tidy` (a superseded document's sentence
+declined, then `filters` and `grounding`), `ask_plainly`, `extract` and `disowned`; then the rater (`rate`) and
+the gates (`gate`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Mode, QuestionKind, Relevance, Support, Utility
 from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Flag, Plan
-from . import generator
 from .ask_plainly import asked_again
 from .beam import s_rel, s_sup
 from .calibration import CandidateView
 from .context import Run, run_all
+from .disowned import disowned
 from .evidence import drawn_on
 from .extract import extract
 from .filters import cut_to_one, degeneracy_of, draft_of, unframe
@@ -69,7 +70,7 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     if ground and run.config.extract:
         tidied += extract(tidied, run.question)
     if run.config.disowned and not run.deps.rater.from_documents:
-        tidied = disowned(tidied, run)
+        tidied = disowned(tidied, gated=lambda c: gate(c, run).gated)
     candidates = rate([sourced(c, run.question) for c in tidied], run)
     return tuple(gate(c, run) for c in candidates)
 
@@ -82,28 +83,6 @@ async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     run.meter.rounds += 1
     judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
     return [judged.get(id(c), c) for c in candidates]
-
-
-def disowned(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
-    """Sentences written from chunks that the model itself calls irrelevant and unsupported (the top label of
-    both) are declined, flagged `disowned`, where no other usable sentence of their beam is left: with the
-    paper's scorer such a sentence would otherwise be kept alone (utility 5 outweighs both labels), and the
-    answer abstains instead. Beside a sentence the model owns, a disowned one stays and ranks below it. One the
-    hard gates drop is left to them (their beam falls back to a sentence written without evidence)."""
-    live = [c for c in candidates if generator.usable(c) and not gate(c, run).gated]
-    owned = {c.parent.id for c in live if not _disowns(c)}
-    dropped = {id(c) for c in live if c.parent.id not in owned}
-    return [replace(c, flag=Flag.DISOWNED) if id(c) in dropped else c for c in candidates]
-
-
-def _disowns(candidate: Candidate) -> bool:
-    critique = candidate.critique
-    if critique is None or critique.relevance is None or critique.support is None:
-        return False  # written without documents: no verdict on any
-    if critique.status == "defaulted":
-        return False  # the critic's call failed: its labels are the engine's caution, not the model's verdict
-    irrelevant = Critique.top(critique.relevance) is Relevance.IRRELEVANT
-    return irrelevant and Critique.top(critique.support) is Support.NO
 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
