@@ -104,7 +104,7 @@ class Config:
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag calibrate` or `selfrag critic
     # fit` (None: those calibrated for the endpoint's model, else the shipped ones on the embedded model)
     lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
-    decide: bool | None = None  # the documents may decide that short answer with no call (engine.compare,
+    decide: bool | None = None  # the documents may decide that short answer with no call (engine.decide,
     # engine.values), checked against the kept sentences first (lead.refuted); off: the model's own short answer
     confirm: bool | None = None  # a decided short answer is printed only where the model, asked a closed-set question
     # about the clause that decided it, agrees (prompts/confirm_decision.toml; one call); else the model's own short

@@ -234,7 +234,7 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
 
 
 # the kinds of engine.questions.question_kind that get a short answer, what decided a choice the documents decided
-# (result.DECIDED: the options' dates, or a trait said of one option only; engine.compare), and the answers whose
+# (result.DECIDED: the options' dates, or a trait said of one option only; engine.decide), and the answers whose
 # short answer says the documents don't settle it (result.UNSETTLED_KINDS)
 LEAD_KINDS = ("yes_no", "choice", "factoid", *DECIDED, *UNSETTLED_KINDS.values())
 

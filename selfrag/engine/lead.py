@@ -28,7 +28,7 @@ the names it weighs) is read in `engine.questions`.
                     the sentences under "Yes.", "No." or "The documents don't settle it.": none opens with a yes
                     or no of its own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
     write_lead      the lead of a question of a kind: a choice or a yes/no question the documents decide
-                    (`engine.compare`, no call: "Who was born first, A or B?" by their dates, "Which composer was
+                    (`engine.decide`, no call: "Who was born first, A or B?" by their dates, "Which composer was
                     Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
                     country?" by the peoples they name, "Is a helmet required?" by "Wearing a helmet is not
                     required by law", "Day pass price?" by "A day pass costs $6.00", cited), else one call asks
@@ -53,8 +53,8 @@ from ..llm.replies import LeadReply, agreed
 from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
 from ..schema import Beam, Chunk
 from ..text import neutralise_document
-from .compare import Proposal, decide, decide_stated, decide_yes_no, read_from
 from .context import Run, run_all
+from .decide import Proposal, decide, decide_stated, decide_yes_no, read_from
 from .evidence import sentences as sentences_of
 from .evidence import terms, words
 from .questions import choice_options, options, pair
@@ -102,9 +102,9 @@ class Lead:
 def documents_decide(
     question: str, kind: QuestionKind | None, texts: Sequence[str], written: Sequence[str] = ()
 ) -> Proposal | None:
-    """What the documents decide with no call: a choice (`compare.decide`), a yes/no question about two names
-    (`compare.decide_yes_no`), one about one thing that a clause of `texts` states or denies
-    (`compare.decide_stated`), or the value a factoid question asks that the clauses holding its words state
+    """What the documents decide with no call: a choice (`decide.decide`), a yes/no question about two names
+    (`decide.decide_yes_no`), one about one thing that a clause of `texts` states or denies
+    (`decide.decide_stated`), or the value a factoid question asks that the clauses holding its words state
     (`values.decide_value`). The answer's own sentences, `written`, are read by the first two only: a sentence
     the model wrote does not state what the documents say. None for other questions and where they cannot."""
     if kind == QuestionKind.CHOICE and (offered := options(question)) is not None:
