@@ -39,7 +39,7 @@ before its verb, as a stage name is ("James Dixon Swan (born 1956), better known
 Every rule reads what a sentence says of the words it matched (`engine.scope`): a trait denied ("The Vela Lite
 is not waterproof") is not said, and a negation, exception or condition whose reach is unclear decides nothing.
 A choice by dates reads the date of the event asked ("opened in 1932", not "designed in 1890": `asked_event`).
-What a rule decides is a proposal: `lead.refuted` checks it against the kept sentences before it is printed.
+What a rule decides is a proposal: `denials.refuted` checks it against the kept sentences before it is printed.
 
 Comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no model.
 Where this cannot decide, the model's short answer stands. What each rule decides on training data, and why it
@@ -170,7 +170,7 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 class Proposal:
     """The option the documents pick, as the question writes it, and what picked it; `read` the texts holding
     the sentences that decided it, where the rule knows them (`decide_stated`; else `read_from` finds them);
-    `clause` the words it rests on, for the trace and the check before it is printed (`lead.refuted`)."""
+    `clause` the words it rests on, for the trace and the check before it is printed (`denials.refuted`)."""
 
     option: str
     by: LeadSource

@@ -9,8 +9,8 @@ the names it weighs) is read in `engine.questions`.
     standing        the answer instead of an abstention: what the documents decide, citing what it was read from
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
-                    (the last also when a sentence of the answer opens with the other word: `contradicted`, and
-                    when the rater does not trust the model's yes or no: `Rater.trusts`);
+                    (the last also when a sentence of the answer opens with the other word, and when the rater
+                    does not trust the model's yes or no: `Rater.trusts`);
                     one of the two options, as the question writes it, for a choice; for a factoid, a phrase
                     copied from the documents read or the answer's sentences (`copied`: it can add no fact of its
                     own) with some word the question lacks, and none where the rater does not trust the
@@ -18,21 +18,19 @@ the names it weighs) is read in `engine.questions`.
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
-    refuted         why a decided short answer is not printed: a kept sentence opens with the other yes or no, or
-                    a kept sentence or the clause it rests on denies what it says; the model's own short answer
-                    then stands (`Config.decide` off: no rule decides at all)
-    denial          the sentence that denies a "Yes" or a chosen option: the model's own short answer too prints
-                    as "The documents don't settle it." where a kept sentence or a document read denies it
-                    (`Config.denials`)
     without_opening_answers
                     the sentences under "Yes.", "No." or "The documents don't settle it.": none opens with a yes
-                    or no of its own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
+                    or no of its own (`denials.opening_answer`: "Yes, the card ..." prints as "The card ...")
     write_lead      the lead of a question of a kind: a choice or a yes/no question the documents decide
                     (`engine.decide`, no call: "Who was born first, A or B?" by their dates, "Which composer was
                     Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
                     country?" by the peoples they name, "Is a helmet required?" by "Wearing a helmet is not
                     required by law", "Day pass price?" by "A day pass costs $6.00", cited), else one call asks
                     the model
+
+What speaks against a short answer is read in `engine.denials`: a decision is checked against the kept sentences
+(`refuted`), a yes/no lead against a sentence opening with the other word (`contradicted`), and with
+`Config.denials` the model's own "Yes." or pick against a sentence that denies it (`denial`).
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, a small model mostly
@@ -43,7 +41,6 @@ search wrote it: the lead is a courtesy, never a reason to fail.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -55,10 +52,9 @@ from ..schema import Beam, Chunk
 from ..text import neutralise_document
 from .context import Run, run_all
 from .decide import Proposal, decide, decide_stated, decide_yes_no, read_from
-from .evidence import sentences as sentences_of
+from .denials import OPENING_ANSWER, contradicted, denial, refuted
 from .evidence import terms, words
 from .questions import choice_options, options, pair
-from .scope import limited, negated, reading
 from .values import decide_value
 
 UNSETTLED = "The documents don't settle it."
@@ -71,14 +67,6 @@ First read what the question asks, in whatever language it is written, and say i
 name, number, date or short phrase), "list" (several things: steps, side effects, changes, rules),
 "explanation" (why, how, under what circumstances) or "other". The kind named below is a first guess, and may
 be wrong: answer by your own reading, and for a list, an explanation or other, answer ""."""
-_ASKING = terms("is are was were do does did has have had can could will would should may might which who whom whose "
-                "what both each one also")  # fmt: skip
-# a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
-# knows ...", "No bikes may ..." (a word of the sentence), "Yes-man" or "No-fault" (a compound), nor '"Yes," she
-# said' (someone's words)
-_OPENING_ANSWER = re.compile(
-    r"""^\s*(?P<word>yes(?=[\s,.;:!]|$)|no(?=\s*(?:[,.;:!]|[—–]|\s-\s|$)))[\s,.;:!—–-]*""", re.IGNORECASE
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,68 +171,6 @@ def copied(said: str, read: Sequence[str]) -> bool:
     return bool(asked) and any(phrase in f" {' '.join(words(text))} " for text in read)
 
 
-def opening_answer(sentence: str) -> str | None:
-    """The yes or no a sentence opens with as its answer ("Yes, both airports ...", "No. The desk ..."), lower
-    case; None where it opens otherwise, "No one knows ..." and "No bikes may ..." among them."""
-    found = _OPENING_ANSWER.match(sentence)
-    return found["word"].lower() if found else None
-
-
-def contradicted(lead: str, sentences: Sequence[str]) -> bool:
-    """A yes/no lead that a sentence of the answer opens against: "No." over "Yes, both airports are in ..."."""
-    said = lead.strip().rstrip(".").lower()
-    if said not in ("yes", "no"):
-        return False
-    return any(opening_answer(sentence) == ("no" if said == "yes" else "yes") for sentence in sentences)
-
-
-def refuted(question: str, kind: QuestionKind | None, decision: Proposal, sentences: Sequence[str]) -> str | None:
-    """Why a decided short answer may not be printed, or None: a kept sentence opens with the other yes or no
-    (`contradicted`), or a kept sentence or the clause the decision rests on denies what the answer says
-    (`denial`). A decision is a proposal; the model's own short answer stands where it is refused."""
-    said = f"{decision.option}."
-    stating = [s for s in sentences if terms(s) - {"yes", "no"}]  # a bare "Yes." rests on no clause
-    against = next((s for s in stating if contradicted(said, [s])), None)
-    if against is not None:
-        return f"a kept sentence opens against it: {against!r}"
-    part = denial(question, kind, decision.option, [decision.clause, *sentences])
-    return f"it is denied in {part!r}" if part is not None else None
-
-
-def denial(
-    question: str, kind: QuestionKind | None, option: str, texts: Sequence[str], *, plainly: bool = False
-) -> str | None:
-    """The sentence of `texts` that denies what a "Yes" or a chosen option says of the question's words (a "Yes."
-    or "The Vela Lite." over "The Vela Lite is not waterproof": `scope.reading`), or None. A sentence counts only
-    where it holds the chosen option's words and at least half the question's own; a "No" is never denied.
-    `plainly`: only a plain negation denies (a sentence with an exception or a condition is not read, nor is a
-    question that holds a negation of its own): how the model's own answer is checked."""
-    if option == "No" or kind not in (QuestionKind.YES_NO, QuestionKind.CHOICE):
-        return None
-    if plainly and negated(question):
-        return None
-    asked = terms(question) - _ASKING
-    chosen, other = frozenset(), frozenset()
-    if kind == QuestionKind.CHOICE:
-        chosen = _own_words(option)  # "after" of "before or after meals" is a function word, and still the pick
-        offered = choice_options(question) or ("", "")
-        other = frozenset().union(*(_own_words(o) for o in offered if not _own_words(o) <= chosen)) - chosen
-    trait = asked - chosen - other  # what the question asks of the pick ("safe during pregnancy")
-    for text in texts:
-        for part in sentences_of(text):
-            held = terms(part) | frozenset(words(part))
-            if chosen - held or len(asked & held) * 2 < len(asked) or (plainly and limited(part)):
-                continue  # about another option, too little of what the question asks, or not plainly read
-            if reading(trait, part, question) == "denied":  # "every mode except Quiet" denies nothing of Standard
-                return part
-    return None
-
-
-def _own_words(option: str) -> frozenset[str]:
-    """An option's content words, or all its words where it has none ("before", "after")."""
-    return terms(option) or frozenset(words(option))
-
-
 def without_opening_answers(best: Beam, lead: str | None) -> Beam:
     """The answer as printed under its lead: where the lead answers yes or no, or says "The documents don't settle
     it.", a sentence does not open with a yes or no of its own ("Yes. Yes, the card ..." says it twice, "... don't
@@ -254,7 +180,7 @@ def without_opening_answers(best: Beam, lead: str | None) -> Beam:
         return best
     kept = []
     for segment in best.segments:
-        found = _OPENING_ANSWER.match(segment.text)
+        found = OPENING_ANSWER.match(segment.text)
         if found is None:
             kept.append(segment)
             continue

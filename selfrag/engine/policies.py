@@ -59,7 +59,7 @@ POLICIES: tuple[Policy, ...] = (
     Policy("lead", "finish", "the question, the documents read", "prints a short answer first (one more call)"),
     Policy(
         "decide", "finish", "the clauses of the documents read",
-        "proposes the short answer with no call, checked against the kept sentences (lead.refuted)",
+        "proposes the short answer with no call, checked against the kept sentences (denials.refuted)",
     ),
     Policy(
         "confirm", "finish", "the decided answer, the clause it rests on, the question",

@@ -9,8 +9,9 @@ from helpers import DIRECTORS, fused, plain
 
 from selfrag import Chunk
 from selfrag.engine.decide import Proposal, decide, decide_stated, decide_yes_no
+from selfrag.engine.denials import refuted
 from selfrag.engine.evidence import terms
-from selfrag.engine.lead import UNSETTLED, refuted
+from selfrag.engine.lead import UNSETTLED
 from selfrag.engine.scope import reading
 from selfrag.errors import InputError
 
