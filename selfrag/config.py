@@ -105,12 +105,12 @@ class Config:
     # fit` (None: those calibrated for the endpoint's model, else the shipped ones on the embedded model)
     lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
     decide: bool | None = None  # the documents may decide that short answer with no call (engine.decide,
-    # engine.values), checked against the kept sentences first (denials.refuted); off: the model's own short answer
+    # engine.values), checked against the kept sentences first (engine.denials); off: the model's own short answer
     confirm: bool | None = None  # a decided short answer is printed only where the model, asked a closed-set question
     # about the clause that decided it, agrees (prompts/confirm_decision.toml; one call); else the model's own short
-    # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (lead.reads_better)
+    # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (engine.confirm)
     denials: bool | None = None  # the model's own "Yes." or chosen option prints as "The documents don't settle
-    # it." where a kept sentence or a document read denies it (denials.denial: "X is not waterproof")
+    # it." where a kept sentence or a document read denies it (engine.denials: "X is not waterproof")
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
     # draft, about the document, several at once: engine.filters)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's

@@ -27,8 +27,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.lead import UNSETTLED, counted_kind, documents_decide, lead_text
+from ..engine.lead import counted_kind, documents_decide, lead_text
 from ..engine.questions import question_kind
+from ..engine.state import UNSETTLED
 from ..labels import QuestionKind
 from ..result import UNSETTLED_KINDS
 from .metrics import answer_in

@@ -30,7 +30,8 @@ the names it weighs) is read in `engine.questions`.
 
 What speaks against a short answer is read in `engine.denials`: a decision is checked against the kept sentences
 (`refuted`), a yes/no lead against a sentence opening with the other word (`contradicted`), and with
-`Config.denials` the model's own "Yes." or pick against a sentence that denies it (`denial`).
+`Config.denials` the model's own "Yes." or pick against a sentence that denies it (`denial`). With
+`Config.confirm`, a decision prints only where the model agrees (`engine.confirm`).
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, a small model mostly
@@ -42,22 +43,22 @@ search wrote it: the lead is a courtesy, never a reason to fail.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import QuestionKind
-from ..llm.replies import LeadReply, agreed
-from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
+from ..llm.replies import LeadReply
+from ..result import DECIDED, UNSETTLED_KINDS
 from ..schema import Beam, Chunk
-from ..text import neutralise_document
-from .context import Run, run_all
+from .confirm import confirmed, confirms
+from .context import Run
 from .decide import Proposal, decide, decide_stated, decide_yes_no, read_from
 from .denials import OPENING_ANSWER, contradicted, denial, refuted
 from .evidence import terms, words
 from .questions import choice_options, options, pair
+from .state import UNSETTLED, Lead
 from .values import decide_value
 
-UNSETTLED = "The documents don't settle it."
 _VERDICTS = ("Yes.", "No.", UNSETTLED)  # the leads that say what a sentence's own opening yes or no would
 MAX_LEAD_WORDS = 12
 # what a model that reads is asked besides (the embedded model is not: its kind is the regexes')
@@ -67,24 +68,6 @@ First read what the question asks, in whatever language it is written, and say i
 name, number, date or short phrase), "list" (several things: steps, side effects, changes, rules),
 "explanation" (why, how, under what circumstances) or "other". The kind named below is a first guess, and may
 be wrong: answer by your own reading, and for a list, an explanation or other, answer ""."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lead:
-    """A short answer as printed (None: nothing usable to print), where it came from, the model's own reply when
-    one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it), the chunks
-    it cites when it stands alone (`standing`), and the model's short answer as checked where the rater does not
-    trust its kind and it is not printed (`held`: kept, so its rate can still be counted, `bench.leadfit`)."""
-
-    text: str | None
-    source: LeadSource
-    reply: str | None = None
-    cites: tuple[Chunk, ...] = ()
-    held: str | None = None
-    clause: str | None = None  # what a decided lead rests on
-    refused: str | None = None  # a short answer the checks refused (`refuted`, `denial`, the model's disagreement): why
-    kind: QuestionKind | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
-    confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)
 
 
 def documents_decide(
@@ -250,7 +233,7 @@ async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead
         decided = Lead(f"{decision.option}.", decision.by, cites=cites, clause=decision.clause or None)
         if kind is None or not confirms(run, kind, decision.by):
             return decided
-        return await _confirmed(run, best, kind, chunks, decided)
+        return await confirmed(run, best, kind, chunks, decided, _asked_lead(run, best, kind, chunks))
     refused = f"{decision.option}. by {decision.by}: {why}" if decision is not None else None
     lead = await _asked_lead(run, best, kind, chunks)
     if refused is None:
@@ -260,63 +243,6 @@ async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead
     ):  # the rule's pick was refused, the model's is none
         return Lead(UNSETTLED, "model", lead.reply if lead else None, refused=refused)
     return replace(lead, refused=refused)
-
-
-def confirms(run: Run, kind: QuestionKind, rule: str) -> bool:
-    """A decision waits for the model's agreement (`Config.confirm`): any endpoint's model; the embedded one only
-    where its own training counts of the kind beat the rule's (`Rater.reads_better`)."""
-    if not run.config.confirm:
-        return False
-    return not run.config.embedded or run.deps.rater.reads_better(kind, rule)
-
-
-async def _confirmed(run: Run, best: Beam, kind: QuestionKind, chunks: list[Chunk], decided: Lead) -> Lead | None:
-    """The decided lead where the model, asked about the clause that decided it, agrees; else the model's own
-    short answer (asked at the same time), or "The documents don't settle it." for a yes/no or choice. Where the
-    model reads the question as another kind, the rule read another question: the model's reading stands."""
-    clause = decided.clause or " ".join(c.text for c in decided.cites) or " ".join(c.text for c in chunks[:2])
-    asking = [confirm(run, f"confirm{best.id}", clause, decided.text or ""), _asked_lead(run, best, kind, chunks)]
-    verdict, lead = await run_all(asking)
-    agrees, asked = verdict
-    if agrees is None:  # the model cannot be asked (a Self-RAG checkpoint): the decision stands, as without confirm
-        return replace(decided, confirm=asked)
-    reply = lead.reply if lead else None
-    read_as = lead.kind if lead and lead.kind else kind
-    if read_as != kind:
-        why = f"{decided.text} by {decided.source}: the model reads a {read_as} question"
-        return replace(lead, refused=why, confirm=asked) if lead else None
-    if agrees:
-        return replace(decided, reply=reply, confirm=asked)
-    why = f"{decided.text} by {decided.source}: the model does not agree ({asked})"
-    if lead is None or (lead.text is None and kind in (QuestionKind.YES_NO, QuestionKind.CHOICE)):
-        return Lead(UNSETTLED, "model", reply, refused=why, confirm=asked)
-    return replace(lead, refused=why, confirm=asked)
-
-
-async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool | None, str]:
-    """One closed-set call: does `clause` give `proposal` as the answer? (agrees, what was asked and replied, for
-    the trace); a failed call agrees with nothing; None where the model cannot pose the prompt (it does not read
-    so: the decision stands)."""
-    asked = f'"{proposal}" from "{" ".join(clause.split())[:300]}"'
-    nonce = run.document_values(key, Chunk("clause", 0, clause))["nonce"]
-    try:
-        parsed = await run.ask(
-            "confirm_decision",
-            question=run.question,
-            nonce=nonce,
-            clause=neutralise_document(clause[: run.config.max_chunk_chars], nonce),
-            proposal=proposal,
-        )
-    except FatalLLMError:
-        raise
-    except PromptNotSupportedError:
-        return None, f"{asked}: not asked (the model cannot pose confirm_decision)"
-    except LLMError as failed:
-        return False, f"{asked}: no reply ({type(failed).__name__})"
-    agrees, p_agree = agreed(parsed)
-    verdict = getattr(parsed.value, "verdict", "?")
-    said = f"{verdict} (P(agree) {p_agree:.2f})" if p_agree is not None else verdict
-    return agrees, f"{asked}: {said}"
 
 
 async def _asked_lead(run: Run, best: Beam, kind: QuestionKind | None, chunks: list[Chunk]) -> Lead | None:

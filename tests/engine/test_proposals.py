@@ -11,8 +11,8 @@ from selfrag import Chunk
 from selfrag.engine.decide import Proposal, decide, decide_stated, decide_yes_no
 from selfrag.engine.denials import refuted
 from selfrag.engine.evidence import terms
-from selfrag.engine.lead import UNSETTLED
 from selfrag.engine.scope import reading
+from selfrag.engine.state import UNSETTLED
 from selfrag.errors import InputError
 
 VELA = [
