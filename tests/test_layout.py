@@ -85,7 +85,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("selfrag.engine",)),
     ("fit", ("selfrag.fit",)),
     ("api", ("selfrag", "selfrag.api", "selfrag.memory", "selfrag.testing")),
-    ("bench", ("selfrag.bench",)),
+    # fitting from benchmark runs and datasets reads them (gold answers, the claim protocol): the benchmarks' layer
+    ("bench", ("selfrag.bench", "selfrag.fit.answers", "selfrag.fit.claims", "selfrag.fit.lead")),
     ("cli", ("selfrag.cli", "selfrag.__main__")),
 )
 

@@ -82,7 +82,7 @@ class Lead:
     """A short answer as printed (None: nothing usable to print), where it came from, the model's own reply when
     one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it), the chunks
     it cites when it stands alone (`standing`), and the model's short answer as checked where the rater does not
-    trust its kind and it is not printed (`held`: kept, so its rate can still be counted, `bench.leadfit`). Written
+    trust its kind and it is not printed (`held`: kept, so its rate can still be counted, `fit.lead`). Written
     by `engine.lead`, checked by `engine.denials` and `engine.confirm`."""
 
     text: str | None

@@ -27,12 +27,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..bench.metrics import answer_in
 from ..engine.lead import counted_kind, documents_decide, lead_text
 from ..engine.questions import question_kind
 from ..engine.state import UNSETTLED
 from ..labels import QuestionKind
 from ..result import UNSETTLED_KINDS
-from .metrics import answer_in
 
 
 def sentences_of(record: Mapping[str, Any]) -> str:
