@@ -1,7 +1,9 @@
 """The layers that can change an answer beyond the paper's algorithm, as named policies: each has its own switch
 in `Config` (of the same name), says what it reads and what it may change, and runs at one hook of the loop
 (`retrieval`: which chunks are read; `candidates`: which sentences compete and are kept; `finish`: the answer
-after the search). A preset (`config.PRESETS`) sets them all at once; a switch set on its own wins.
+after the search). A preset (`config.PRESETS`) sets them all at once; a switch set on its own wins. Each policy's
+code is in the module of its name, `engine/<name>.py` (`ground`: `engine/grounding.py`; `supersession`:
+`retrieval/supersession.py`).
 
     POLICIES    every policy, in the order they run
     in_force    the names of the policies that act on an answer under a config (some act only with the evidence
