@@ -42,8 +42,9 @@ from _cli import print_table  # noqa: E402
 
 from selfrag import Config, SelfRAG  # noqa: E402
 from selfrag.bench.metrics import answer_in  # noqa: E402
-from selfrag.engine.lead import UNSETTLED, current_texts, documents_decide  # noqa: E402
+from selfrag.engine.lead import current_texts, documents_decide  # noqa: E402
 from selfrag.engine.questions import question_kind  # noqa: E402
+from selfrag.engine.state import UNSETTLED  # noqa: E402
 from selfrag.retrieval import RetrievalSettings, Retriever  # noqa: E402
 from selfrag.retrieval.index import Index  # noqa: E402
 from selfrag.retrieval.ingest import index_paths  # noqa: E402

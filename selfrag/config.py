@@ -104,28 +104,28 @@ class Config:
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag calibrate` or `selfrag critic
     # fit` (None: those calibrated for the endpoint's model, else the shipped ones on the embedded model)
     lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
-    decide: bool | None = None  # the documents may decide that short answer with no call (engine.compare,
-    # engine.values), checked against the kept sentences first (lead.refuted); off: the model's own short answer
+    decide: bool | None = None  # the documents may decide that short answer with no call (engine.decide,
+    # engine.values), checked against the kept sentences first (engine.denials); off: the model's own short answer
     confirm: bool | None = None  # a decided short answer is printed only where the model, asked a closed-set question
     # about the clause that decided it, agrees (prompts/confirm_decision.toml; one call); else the model's own short
-    # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (lead.reads_better)
+    # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (engine.confirm)
     denials: bool | None = None  # the model's own "Yes." or chosen option prints as "The documents don't settle
-    # it." where a kept sentence or a document read denies it (lead.denial: "X is not waterproof")
+    # it." where a kept sentence or a document read denies it (engine.denials: "X is not waterproof")
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
-    # draft, about the document, several at once: engine.critic.degeneracy_of, cut_to_one)
+    # draft, about the document, several at once: engine.filters)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's
     # view), when it has two or more; one more call per beam and step
     hops: bool | None = None  # evidence scorer: the answer's second hop (engine.hops), a sentence the search wrote
     # from a chunk the kept one's chunk names, added after the search (no call)
     ground: bool | None = None  # evidence scorer: a sentence stating a number, date or name its chunk does not
-    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.critic.grounded)
+    # hold is replaced by the chunk's sentence it was drawn from, or declined (engine.grounding.grounded)
     extract: bool | None = None  # evidence scorer: from each chunk of several sentences, its own sentence that shares
-    # most with the question is extracted and rated beside the model's (engine.critic.extract; no call)
+    # most with the question is extracted and rated beside the model's (engine.extract; no call)
     ask_plainly: bool | None = None  # a sentence that restates the question is asked for once more, with the question
     # after the document and a plain instruction to answer it (one more call); if that one is degenerate too, its
-    # chunk's own best sentence competes (engine.critic.asked_again)
+    # chunk's own best sentence competes (engine.ask_plainly)
     disowned: bool | None = None  # paper's scorer: sentences the model itself calls irrelevant and unsupported are
-    # declined where their beam has no other sentence left, so none becomes the answer alone (engine.critic.disowned)
+    # declined where their beam has no other sentence left, so none becomes the answer alone (engine.disowned)
     abstain_below: float | None = None  # answer support under which a sentence is not kept (the weights' answers
     # head's probability, else P(relevant)·P(supported): engine.calibration); None: the
     # weights' own threshold with the evidence scorer, never with the paper's

@@ -143,7 +143,7 @@ ABSTAIN_ANSWER = "The documents do not say."
 # clause that states it; for a value asked ("How much is a day pass?"), the clauses holding the question's words
 # that state it
 LeadSource = Literal["model", "dates", "traits", "counts", "same", "both", "one", "stated", "value"]
-DECIDED: tuple[str, ...] = get_args(LeadSource)[1:]  # the documents decided it, no call (engine.compare, engine.values)
+DECIDED: tuple[str, ...] = get_args(LeadSource)[1:]  # the documents decided it, no call (engine.decide, engine.values)
 # what the confidence counts an answer as whose short answer is "The documents don't settle it." (engine.lead):
 # it answers nothing, so it is right only where its sentences happen to be
 UNSETTLED_KINDS = {"yes_no": "yes_no_unsettled", "choice": "choice_unsettled"}

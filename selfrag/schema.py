@@ -164,7 +164,7 @@ class Candidate:
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
     also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them
     written: str | None = None  # quoted: the sentence the model wrote, which stated what its chunk does not hold
-    extracted: bool = False  # its chunk's own sentence, extracted beside the model's (engine.critic.extract)
+    extracted: bool = False  # its chunk's own sentence, extracted beside the model's (engine.extract)
     asked_again: bool = False  # written when its chunk's first sentence restated the question (Config.ask_plainly)
 
     @property

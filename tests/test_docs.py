@@ -129,6 +129,32 @@ def test_every_test_the_log_cites_exists():
     assert not absent, f"docs/decisions.md cites tests that do not exist: {absent}"
 
 
+_SOURCE_PATH = re.compile(r"\bselfrag/[\w./-]+\.(?:py|toml|json)\b")
+
+
+def code_cited(text: str, name: str) -> list[str]:
+    """The package files the `**Code:**` item of a policy's entry cites (the item and the lines that go on from it)."""
+    entry = text.split(f"\n### `{name}`", 1)[1].split("\n### ", 1)[0]
+    item = entry.split("\n- **Code:**", 1)[1].split("\n- **", 1)[0] if "\n- **Code:**" in entry else ""
+    return _SOURCE_PATH.findall(item)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_policy_entry_cites_the_module_its_code_lives_in(name):
+    cited = [path for path in code_cited(DECISIONS.read_text(), name) if path.endswith(".py")]
+    assert cited, f"docs/decisions.md's entry for `{name}` has no '- **Code:**' item citing a module"
+
+
+def test_every_package_file_the_log_cites_exists():
+    text = DECISIONS.read_text()
+    cited = set(_SOURCE_PATH.findall(text))
+    missing = sorted(p for p in cited if not (ROOT / p).is_file())
+    assert cited and not missing, f"docs/decisions.md cites package files that do not exist: {missing}"
+    name = NAMES[0]  # an entry without its code item is missed
+    without = "\n".join(line for line in text.splitlines() if not line.startswith("- **Code:**"))
+    assert not code_cited(without, name)
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

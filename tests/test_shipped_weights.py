@@ -1,7 +1,7 @@
 """The fit commands reproduce the shipped weights (`selfrag/data/`) from the datasets, where no model is needed.
 
 Reproduced from the training data alone: the claim scorers' heads, verdict cut and NEI cut (`bench fit-claims`
-with no run: training claims and their BM25 chunks), CLIMATE-FEVER's polarity head (`claimfit.fit_polarity`), and
+with no run: training claims and their BM25 chunks), CLIMATE-FEVER's polarity head (`fit.claims.fit_polarity`), and
 the short answer's counts over HaluEval's training pool (`bench fit-lead --decided-on halueval`). The rest was
 fitted on model runs or judged rows the repository does not hold (each file's `fitted_on` names them): the claim
 confidence maps, the decision to keep the polarity head, and critic-v1.json's heads, cut, maps and run counts.
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import selfrag
-from selfrag.bench import claimfit
 from selfrag.bench import datasets as ds
 from selfrag.cli import main
+from selfrag.fit.claims import fit_polarity
 
 DATA = Path(selfrag.__file__).parent / "data"
 ROOT = ds.default_root()
@@ -62,7 +62,7 @@ def test_fit_claims_reproduces_the_shipped_heads_and_cuts(dataset: str, tmp_path
 
 def test_the_polarity_head_is_the_shipped_one() -> None:
     dataset = ds.load("climate_fever", folder("climate_fever"), split="train")
-    head, rows = claimfit.fit_polarity((dataset, example) for example in dataset.examples)
+    head, rows = fit_polarity((dataset, example) for example in dataset.examples)
     shipped = json.loads((DATA / "critic-claims-climate_fever-v1.json").read_text())
     assert head is not None and rows == shipped["fitted_on"]["polarity_rows"]
     fitted = {"features": shipped["refutes"]["features"], "weights": list(head.weights), "bias": head.bias}

@@ -51,6 +51,7 @@ from ..engine.fitted import FittedFor
 from ..errors import FatalLLMError, InputError, LLMError, UsageError
 from ..files import write_atomic
 from ..fit.critic import fit_critic, with_lead_counts
+from ..fit.lead import lead_counts
 from ..llm.base import ChatModel
 from ..result import DECIDED
 from ..retrieval import as_searcher
@@ -58,7 +59,6 @@ from ..schema import Chunk, Meter
 from ..text import neutralise_document
 from . import datasets as ds
 from .judgments import rows_from_records
-from .leadfit import lead_counts
 from .metrics import answer_in, normalize_answer
 from .progress import Progress
 from .runner import RunOptions, folder_lock, run_benchmark

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.evidence import unstated
+from ..engine.grounding import unstated
 from ..errors import InputError
 from . import datasets as ds
 from . import metrics

@@ -289,10 +289,10 @@ def judgments_command(args: argparse.Namespace) -> int:
 
 
 def fit_claims_command(args: argparse.Namespace) -> int:
-    from ..bench import claimfit
     from ..bench import datasets as ds
     from ..bench.samples import read_samples
     from ..files import write_atomic
+    from ..fit.claims import fit_confidence, fit_heads, keep_polarity
     from ..retrieval.index import Index
 
     if args.ndocs < 1:
@@ -305,16 +305,16 @@ def fit_claims_command(args: argparse.Namespace) -> int:
     dataset = ds.load(args.dataset, args.data, split="train")
     index = Index.build(dataset.corpus)
     claims = [(dataset, e, index.find_relevant_chunks(e.question, args.ndocs)) for e in dataset.examples]
-    model = claimfit.fit_heads(claims, {"source": f"{args.dataset} training claims (split train)"})
+    model = fit_heads(claims, {"source": f"{args.dataset} training claims (split train)"})
     trained = []
     for folder, config in zip(runs, configs, strict=True):
         records, _ = read_samples(folder / "samples.jsonl", repair=False)
         ndocs = (config["system"].get("config") or {}).get("ndocs", args.ndocs)
         ok = [record for record in records.values() if record.get("status") == "ok"]
         trained += [(record, index.find_relevant_chunks(record["question"], ndocs)) for record in ok]
-    model, voted, polar = claimfit.keep_polarity(model, trained)
+    model, voted, polar = keep_polarity(model, trained)
     if voted:
-        model = claimfit.fit_confidence(model, voted, len(runs))
+        model = fit_confidence(model, voted, len(runs))
     write_atomic(Path(args.out), model.to_json())
     print(
         f"wrote {args.out}: {model.fitted_on['rows']} rows of {model.fitted_on['claims']} training claims, NEI cut "
@@ -327,9 +327,9 @@ def fit_claims_command(args: argparse.Namespace) -> int:
 def fit_lead_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..bench.leadfit import lead_counts
     from ..engine.calibration import LEAD_KINDS, LEAD_POOL, LEAD_RUNS, load_critic_model
     from ..files import write_atomic
+    from ..fit.lead import lead_counts
     from ..result import DECIDED
 
     if not args.runs and not args.decided_on:
@@ -369,9 +369,9 @@ def fit_lead_command(args: argparse.Namespace) -> int:
 
 
 def fit_confidence_command(args: argparse.Namespace) -> int:
-    from ..bench.answerfit import answered_all
     from ..engine.calibration import load_critic_model
     from ..files import write_atomic
+    from ..fit.answers import answered_all
     from ..fit.critic import fit_answered
 
     records, datasets = _training_records(args.runs)
@@ -409,7 +409,7 @@ def _training_records(folders: list[str], lead: bool = False) -> tuple[list[dict
 def _decided_on(args: argparse.Namespace) -> tuple[dict[str, tuple[int, int]], str]:
     """The documents' decisions counted over a dataset's training pool, and where they were counted."""
     from ..bench import datasets as ds
-    from ..bench.leadfit import decided_counts
+    from ..fit.lead import decided_counts
     from ..retrieval.index import Index
 
     if args.ndocs < 1:

@@ -142,7 +142,7 @@ def _estimators(result: Result) -> str:
     return " + ".join(sorted(found)) or "–"
 
 
-DECIDED_BY = {  # a short answer the documents decided, with no model call (engine.compare, engine.values)
+DECIDED_BY = {  # a short answer the documents decided, with no model call (engine.decide, engine.values)
     "dates": ": the two options' dates in the documents",
     "traits": ": what the question asks for, found in one option's own sentences only",
     "counts": ": how many of what the question counts each option's own sentences state, compared",

@@ -55,7 +55,7 @@ MAX_FILE_BYTES = 1 << 20
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
 # what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
-# hold (evidence.features' `novelty`) and whether it was extracted from its chunk (`critic.extract`). In weights
+# hold (evidence.features' `novelty`) and whether it was extracted from its chunk (`engine.extract`). In weights
 # files that last one is named "offered", its name when version 1 was written: a file's names must match these, and
 # the weights' text is part of a bench run's hash, so the old name is kept for the files and runs already made
 ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
@@ -234,7 +234,7 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
 
 
 # the kinds of engine.questions.question_kind that get a short answer, what decided a choice the documents decided
-# (result.DECIDED: the options' dates, or a trait said of one option only; engine.compare), and the answers whose
+# (result.DECIDED: the options' dates, or a trait said of one option only; engine.decide), and the answers whose
 # short answer says the documents don't settle it (result.UNSETTLED_KINDS)
 LEAD_KINDS = ("yes_no", "choice", "factoid", *DECIDED, *UNSETTLED_KINDS.values())
 
@@ -317,7 +317,7 @@ class CandidateView:
     model_rel: float
     model_sup: float
     others: tuple[str, ...]  # sentences written from the beam's other chunks this step
-    extracted: bool = False  # the chunk's own sentence, extracted to stand beside the model's (`critic.extract`)
+    extracted: bool = False  # the chunk's own sentence, extracted to stand beside the model's (`engine.extract`)
 
     def features(self, question: str) -> dict[str, float]:
         return features(

@@ -20,9 +20,9 @@ from ..errors import BudgetError, LLMError
 from ..labels import Mode, QuestionKind
 from ..result import Abstention, DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
-from . import beam, critic, generator, hops, lead, questions, report, retriever
+from . import beam, confirm, critic, generator, hops, lead, questions, report, retriever
 from .context import Run
-from .state import Evidence, RunInfo, StepOutcome, StopReason
+from .state import Evidence, Lead, RunInfo, StepOutcome, StopReason
 
 T = TypeVar("T")
 
@@ -119,7 +119,7 @@ class Finished:
     best: Beam
     steps: list[TraceStep]
     abstention: Abstention | None
-    short: lead.Lead | None = None
+    short: Lead | None = None
 
 
 async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
@@ -130,7 +130,7 @@ async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
     standing = lead.standing(run.question, searched.kind, searched.read)
     if standing is None or searched.kind is None:
         return done
-    if lead.confirms(run, searched.kind, standing.source):
+    if confirm.confirms(run, searched.kind, standing.source):
         agrees, asked = await _confirm_standing(run, standing, searched.deadline)
         if agrees is False:
             return done  # the model does not agree: the abstention stands (None: it cannot be asked)
@@ -138,12 +138,12 @@ async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
     return replace(done, abstention=None, short=standing)
 
 
-async def _confirm_standing(run: Run, standing: lead.Lead, deadline: float) -> tuple[bool | None, str]:
+async def _confirm_standing(run: Run, standing: Lead, deadline: float) -> tuple[bool | None, str]:
     """The model's agreement with an answer that stands alone; none when the budget or the deadline is spent."""
     clause = standing.clause or " ".join(chunk.text for chunk in standing.cites)
     try:
         async with asyncio.timeout_at(deadline):
-            return await lead.confirm(run, "standing", clause, standing.text or "")
+            return await confirm.confirm(run, "standing", clause, standing.text or "")
     except (BudgetError, TimeoutError):
         return False, "no reply (budget or deadline)"
 
@@ -231,7 +231,7 @@ def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], ru
     return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 
-async def _lead(best: Beam, run: Run, kind: QuestionKind | None, deadline: float) -> lead.Lead | None:
+async def _lead(best: Beam, run: Run, kind: QuestionKind | None, deadline: float) -> Lead | None:
     """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
     spent."""
     try:

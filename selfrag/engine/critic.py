@@ -4,38 +4,32 @@ and (in `separate` mode) one critic call per candidate, possibly on another mode
 Label probabilities come from token logprobs when the endpoint returns them, else from the labels (one-hot).
 A failed critic call leaves the candidate with conservative labels (irrelevant, no support, utility 3,
 not final) marked `defaulted`, so a chunk is never favoured because its critique happened to fail. A refusal or
-content filter is not a verdict on support: that candidate is dropped with the reason instead. With the
-evidence scorer each chunk of several sentences also has its own sentence extracted beside the model's (`extract`).
-A sentence that restated the question is asked for once more, plainly (`asked_again`, one more call); with the
-paper's scorer, sentences the model itself calls irrelevant and unsupported are not kept alone (`disowned`).
+content filter is not a verdict on support: that candidate is dropped with the reason instead.
+
+`assess` runs the policies on written sentences, each in its own module: `tidy` (a superseded document's sentence
+declined, then `filters` and `grounding`), `ask_plainly`, `extract` and `disowned`; then the rater (`rate`) and
+the gates (`gate`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 from ..errors import FatalLLMError, LLMError, RefusalError
 from ..labels import Decision, Mode, QuestionKind, Relevance, Support, Utility
 from ..llm.replies import CritiqueReply, check_quote, critique_from, plan_from
 from ..schema import Candidate, Critique, Flag, Plan
-from . import generator
+from .ask_plainly import asked_again
 from .beam import s_rel, s_sup
 from .calibration import CandidateView
 from .context import Run, run_all
-from .evidence import (
-    asks_yes_no,
-    best_sentence,
-    degeneracy,
-    drawn_on,
-    sentences,
-    source_sentence,
-    spaced,
-    terms,
-    unframed,
-    unstated,
-    words,
-)
+from .disowned import disowned
+from .evidence import drawn_on
+from .extract import extract
+from .filters import cut_to_one, degeneracy_of, draft_of, unframe
+from .grounding import grounded, unstated_verdict
 from .questions import question_kind
 
 
@@ -71,11 +65,12 @@ async def assess(candidates: Sequence[Candidate], run: Run) -> tuple[Candidate, 
     filters = bool(run.config.filters)
     tidied = [tidy(c, run.question, ground=ground, verdicts=verdicts, filters=filters) for c in candidates]
     if run.config.ask_plainly:
-        tidied += await asked_again(tidied, run, ground=ground, verdicts=verdicts)
+        again = partial(tidy, question=run.question, ground=ground, verdicts=verdicts)  # filters on: they flagged it
+        tidied += await asked_again(tidied, run, judged=_judged, tidied=again)
     if ground and run.config.extract:
         tidied += extract(tidied, run.question)
     if run.config.disowned and not run.deps.rater.from_documents:
-        tidied = disowned(tidied, run)
+        tidied = disowned(tidied, gated=lambda c: gate(c, run).gated)
     candidates = rate([sourced(c, run.question) for c in tidied], run)
     return tuple(gate(c, run) for c in candidates)
 
@@ -88,97 +83,6 @@ async def _judged(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
     run.meter.rounds += 1
     judged = dict(zip(map(id, pending), await run_all(_judge(c, run) for c in pending), strict=True))
     return [judged.get(id(c), c) for c in candidates]
-
-
-async def asked_again(candidates: Sequence[Candidate], run: Run, *, ground: bool, verdicts: bool) -> list[Candidate]:
-    """For each sentence written from a chunk that restated the question, one more asked for plainly
-    (`generator.ask_plainly`: the question after the document), judged and tidied as the first; where that one
-    is degenerate too or its call failed, the chunk's own best sentence competes (`extract`, a chunk of one
-    sentence included, with any scorer), with the latest critique of its chunk. A Self-RAG checkpoint's segment
-    is not asked again: its prompt is fixed."""
-    restating = [
-        c
-        for c in candidates
-        if c.flag is Flag.RESTATES_QUESTION
-        and c.chunk is not None
-        and not c.pooled
-        and c.critique is not None
-        and not c.critique.estimator.startswith("reflection")
-    ]
-    if not restating:
-        return []
-    run.meter.rounds += 1
-    written = await _judged(await run_all(generator.ask_plainly(c, run) for c in restating), run)
-    out = []
-    for first, again in zip(restating, written, strict=True):
-        again = tidy(again, run.question, ground=ground, verdicts=verdicts)
-        out.append(again)
-        if not generator.usable(again):
-            judged = again.critique is not None and again.critique.support is not None
-            out += extract([again if judged else first], run.question, alone=True)
-    return out
-
-
-def extract(candidates: Sequence[Candidate], question: str, *, alone: bool = False) -> list[Candidate]:
-    """The document's own sentence, extracted to stand beside the model's (`extracted`, no call): for each chunk of
-    several sentences that a candidate was written from, the sentence sharing most with the question
-    (`evidence.best_sentence`), where it is not degenerate and says something else than the model's sentence.
-    It shares its chunk's critique (its quote is itself) and is rated with the others. A small writer given a
-    paragraph mostly copies its first sentence, while the question's answer is often in another
-    (docs/decisions.md, `extract`). One is extracted from a chunk once per
-    beam (a sentence asked for again was written from the same chunk). `alone`: the model wrote nothing worth
-    keeping from the chunk, so from a chunk of one sentence that one is extracted too."""
-    out: list[Candidate] = []
-    seen = {(c.parent.id, c.chunk.key) for c in candidates if c.extracted and c.chunk is not None}
-    for candidate in candidates:
-        chunk, critique = candidate.chunk, candidate.critique
-        if candidate.pooled or candidate.error or chunk is None or critique is None or not critique.support:
-            continue
-        if candidate.flag is Flag.SUPERSEDED or candidate.extracted:  # its document yields to a newer one, and so do
-            continue  # its sentences; nothing is extracted from an extracted sentence
-        if (candidate.parent.id, chunk.key) in seen:
-            continue
-        text = spaced(chunk.text)
-        several = len(sentences(text)) >= 2
-        if not several and not alone:
-            continue  # one sentence: what the writer read and wrote from
-        draft = _draft(candidate)
-        best = best_sentence(question, text, draft)
-        if (several and best == text) or degeneracy(question, best, draft, text) is not None:
-            continue  # none worth keeping
-        if terms(best) in (terms(candidate.text), terms(candidate.written or "")):
-            continue  # the model wrote it already (or it stands quoted)
-        quoted = replace(critique, quote_ok=True)
-        seen.add((candidate.parent.id, chunk.key))
-        out.append(
-            replace(
-                candidate, text=best, critique=quoted, flag=None, written=None, extracted=True,
-                asked_again=False,
-            )
-        )  # fmt: skip
-    return out
-
-
-def disowned(candidates: Sequence[Candidate], run: Run) -> list[Candidate]:
-    """Sentences written from chunks that the model itself calls irrelevant and unsupported (the top label of
-    both) are declined, flagged `disowned`, where no other usable sentence of their beam is left: with the
-    paper's scorer such a sentence would otherwise be kept alone (utility 5 outweighs both labels), and the
-    answer abstains instead. Beside a sentence the model owns, a disowned one stays and ranks below it. One the
-    hard gates drop is left to them (their beam falls back to a sentence written without evidence)."""
-    live = [c for c in candidates if generator.usable(c) and not gate(c, run).gated]
-    owned = {c.parent.id for c in live if not _disowns(c)}
-    dropped = {id(c) for c in live if c.parent.id not in owned}
-    return [replace(c, flag=Flag.DISOWNED) if id(c) in dropped else c for c in candidates]
-
-
-def _disowns(candidate: Candidate) -> bool:
-    critique = candidate.critique
-    if critique is None or critique.relevance is None or critique.support is None:
-        return False  # written without documents: no verdict on any
-    if critique.status == "defaulted":
-        return False  # the critic's call failed: its labels are the engine's caution, not the model's verdict
-    irrelevant = Critique.top(critique.relevance) is Relevance.IRRELEVANT
-    return irrelevant and Critique.top(critique.support) is Support.NO
 
 
 # the flags `tidy` declines a candidate with, whatever its ratings (several_sentences is cut and kept; unsupported
@@ -217,7 +121,7 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, f
         return replace(candidate, flag=Flag.SUPERSEDED)
     if not filters and not ground:
         return candidate
-    draft = _draft(candidate)
+    draft = draft_of(candidate)
     candidate, topic = unframe(candidate)
     flaw = degeneracy_of(candidate, question, draft, topic=topic) if filters else None
     if flaw is Flag.SEVERAL_SENTENCES:
@@ -227,70 +131,6 @@ def tidy(candidate: Candidate, question: str, *, ground: bool, verdicts: bool, f
     if ground and flaw is None and not verdicts:
         flaw = unstated_verdict(candidate, question)
     return replace(candidate, flag=flaw) if flaw else candidate
-
-
-def unframe(candidate: Candidate) -> tuple[Candidate, bool]:
-    """The candidate with a report's or a topic's frame taken off its sentence (`evidence.unframed`), and whether
-    what is left is a topic ("The document is about ...": it states nothing)."""
-    text, topic = unframed(candidate.text)
-    return replace(candidate, text=text), topic
-
-
-def degeneracy_of(candidate: Candidate, question: str, draft: Sequence[str], *, topic: bool = False) -> Flag | None:
-    """Why the candidate's sentence must not be kept as written (`evidence.degeneracy`), read against its chunk
-    and the ids of the documents it was given; a Self-RAG checkpoint's segment is one unit however many sentences
-    it holds (the paper's)."""
-    whole = candidate.critique is not None and candidate.critique.estimator.startswith("reflection")
-    chunk_text = candidate.chunk.text if candidate.chunk else None
-    return degeneracy(question, candidate.text, draft, chunk_text, topic=topic, segment=whole, ids=_doc_ids(candidate))
-
-
-def cut_to_one(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
-    """Several sentences cut to the one worth keeping (`evidence.best_sentence`, its frame taken off), flagged
-    `several_sentences`, and why that one must not be kept either, or None."""
-    cut, topic = unframed(best_sentence(question, candidate.text, draft))
-    flaw = degeneracy(question, cut, draft, topic=topic, ids=_doc_ids(candidate))
-    return replace(candidate, text=cut, flag=Flag.SEVERAL_SENTENCES), flaw
-
-
-def grounded(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
-    """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
-    they do not hold (`evidence.unstated`: "Her father was born in 1985." from a chunk that says 1850), is
-    replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
-    Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
-    holds half its words. A pooled sentence's documents are the chunks it cites (`evidence.drawn_on`: the one its
-    quote is in and the one holding most of what that one lacks); its quote comes from the first. A sentence
-    written without a chunk is left as it is."""
-    if candidate.chunk is None:
-        return candidate, None
-    chunk_text = sources = candidate.chunk.text
-    if candidate.pooled:  # the chunks it will cite (`sourced`): a fact only a third chunk holds is cited by none
-        texts = [chunk.text for chunk in candidate.evidence]
-        sources = "\n\n".join(texts[i] for i in drawn_on(question, candidate.text, texts, candidate.index))
-    if not unstated(candidate.text, sources, question):
-        return candidate, None
-    quote = source_sentence(question, candidate.text, chunk_text, draft)
-    if quote is None:
-        return candidate, Flag.UNSTATED
-    return replace(candidate, text=quote, flag=Flag.QUOTED, written=candidate.text), None
-
-
-def unstated_verdict(candidate: Candidate, question: str) -> Flag | None:
-    """`unstated` for a bare yes or no to a yes/no question: "Yes.", "No, they are not." (no content word), the
-    model's own verdict, which no document's word states; None otherwise."""
-    said = words(candidate.text)
-    bare = bool(said) and said[0] in ("yes", "no") and not terms(candidate.text)
-    return Flag.UNSTATED if bare and asks_yes_no(question) else None
-
-
-def _draft(candidate: Candidate) -> list[str]:
-    """The sentences its beam has written so far."""
-    return [segment.text for segment in candidate.parent.segments]
-
-
-def _doc_ids(candidate: Candidate) -> tuple[str, ...]:
-    """The ids of the documents it was given (its chunk's first), each once."""
-    return tuple(dict.fromkeys(chunk.doc_id for chunk in (candidate.chunk, *candidate.evidence) if chunk))
 
 
 def sourced(candidate: Candidate, question: str) -> Candidate:

@@ -32,17 +32,8 @@ protocol's third head, `POLARITY`):
     direction_differs   one says a quantity rises (increase, more, higher, warming, ...) where the other says it
                         falls (decrease, less, lower, cooling, ...)
 
-`degeneracy` names what is wrong with a sentence that must not be kept as written: the question restated, a
-sentence already in the draft, several sentences copied at once (then `best_sentence` cuts it to one), a
-sentence about the document instead of the world ("This document contains information ...", "The document's
-version attribute says ..."). `unframed` first takes a report's frame off what it reports ("The document states
-that the fee is $15." -> "The fee is $15.", "The answer is: yes, ..." -> "Yes, ...") and a topic's off the topic
-("The document is about Kimber Manufacturing, a maker of ..." -> "Kimber Manufacturing, a maker of ...": a
-topic states nothing, so it never answers a yes/no question by restating it).
-
-`unstated` names what a sentence states of its own: the numbers, dates and names its source does not hold ("born
-in 1985" from a chunk that says 1850), or, when the source holds none of the words it adds, those words; and
-`source_sentence` finds the sentence of the chunk it was drawn from, which replaces it (`critic.grounded`).
+Whether a written sentence may be kept as written is the `filters` policy's (`engine.filters`); what it states
+that its chunk does not hold is the `ground` policy's (`engine.grounding`).
 """
 
 from __future__ import annotations
@@ -50,8 +41,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-
-from ..schema import Flag
 
 FEATURES = (
     "rank_inv",
@@ -80,7 +69,7 @@ _STOPWORDS = frozenset(
     why will with would you your yours yes""".split()
 )
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
-_FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")
+FACT = re.compile(r"\b\d[\d,.:/-]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+")  # a number, a date or a name
 _CLOSING = r"[\"')\]’”]"  # a quote or bracket that closes round what comes before it
 # the space after a sentence's end: its full stop, "!" or "?", and the quotes or brackets that close round it, which
 # stay with it ('He said "Go." Then ...': 'He said "Go."'), before a capital, a digit or an opening quote or bracket
@@ -116,9 +105,6 @@ _REQUEST = re.compile(
     re.I,
 )
 _WHETHER = re.compile(r"^\s*(?:whether|if)\b", re.I)
-# where a question asked inside a longer one begins: after a semicolon, a colon, a dash, or "and", "but" or "so"
-# before an auxiliary verb ("What is the fee, and is there a deposit?")
-_CLAUSE = re.compile(rf"[;:]\s+|\s[-–—]\s+|,?\s+(?:and|but|so)\s+(?={AUXILIARY})", re.I)
 QUESTION_WORDS = r"(?:who|whom|whose|what|which|how|when|where|why)\b"
 # a yes/no question with no verb, as typed in a search box: what it asks of a thing ("Riverside Park station open in
 # winter?", "Rebalancing rides on e-bikes allowed?") or a value to confirm ("Commuter plan $15 a month now?")
@@ -145,59 +131,10 @@ _FALLS = re.compile(
     r"|drop\w*|reduc\w*)\b",
     re.I,
 )
-# a sentence about the document rather than the world: "The document is about ...", "This document contains
-# information ...", "The document's version attribute ..." (the prompts call every chunk a document; a name such as
-# "The Document Foundation" goes on with a capital, and "The document must be signed" says something of the world)
-_OTHER_NAMES = "sentence|passage|excerpt|snippet|paragraph|text|chunk"  # the prompts' other names for a text
-_ABOUT_DOCUMENT = re.compile(
-    r"^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+documents?(?:['’]s?)?\s+(?:"
-    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?"
-    r"(?:relevant|irrelevant|between|from|a|an|the|dated|incomplete|complete|unclear|truncated)"
-    r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|has|have|provides?|discuss(?:es)?|describes?|talks?|mentions?"
-    r"|gives?|refers?|version|says?|states?|supports?)\b"
-    # the prompt's other names for a text, with only what is said of a text: "The sentence is also about ...", "The
-    # passage is relevant ...", "The next sentence is not complete" ("The passage was a sea route" speaks of the world)
-    r"|^\W*(?:[Tt]he|[Tt]his|[Tt]hat)\s+(?:next\s+|previous\s+|last\s+|first\s+)?"
-    rf"(?:{_OTHER_NAMES})s?\s+(?:"
-    r"(?:is|are|was|were)\s+(?:(?:not|also|mainly|mostly)\s+)?"
-    r"(?:about|relevant|irrelevant|incomplete|complete|unclear|truncated)"
-    r"|(?:does|do|did)\s*(?:not|n['’]t)|contains?|provides?|discuss(?:es)?|describes?|talks?|mentions?|refers?)\b"
-)
-# the prompt's or the reply's own machinery copied into the sentence: a reply field's name ("is_final: true"), the
-# document delimiter, the utility scale ("1: useful, 2: ...")
-_MACHINERY = re.compile(r"\b(?:is_final|retrieve_next|next_query)\b|<\s*/?\s*document\b|^\W*1\s*:\s*useful\b")
-_NONCE = re.compile(r"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")  # the shape of a document delimiter's nonce (`Run`)
-# a report's frame, whose report is the sentence's content: "The document states that ...", "According to the text,
-# ...", "The answer is: ..."; and a topic's ("The document is about ...": the small model names the topic so, and
-# the topic is often the answer)
-_TEXTS = "document|text|passage|article|paragraph|source|context"
-_TEXT = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS})"
-_TOPIC = re.compile(rf"^\W*{_TEXT}\s+(?:is|was)\s+(?:mainly\s+|mostly\s+)?about\s+")
-_TELLER = rf"(?:[Tt]he|[Tt]his)\s+(?:{_TEXTS}|{_OTHER_NAMES})"  # a text's other names report too
-_REPORT = re.compile(  # "The sentence says that ..." reports too ("The sentence is about ..." is declined, no topic)
-    rf"^\W*(?:{_TELLER}\s+"
-    r"(?:states|says|shows|mentions|notes|explains|reports|indicates|confirms)"
-    r"(?:\s+that)?"
-    r"|[Tt]he\s+answer\s+is(?:\s+that)?"
-    rf"|[Aa]ccording\s+to\s+(?:the|this)\s+(?:{_TEXTS}))\s*[:,]?\s*"
-)
-# a question asking an amount, and a sentence stating one (`asks_amount`, `states_amount`)
-_ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|old)\b|\bwhat (?:percentage|number|amount|proportion|share)\b", re.I)
 NUMBER_WORDS = tuple(  # a count written out, by its value ("four" is NUMBER_WORDS[4])
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()
 )
-_AMOUNT_SAID = re.compile(
-    rf"\d|\b(?:{'|'.join(NUMBER_WORDS)}|thirty|forty|fifty|sixty|seventy|eighty|ninety"
-    r"|hundreds?|thousands?|millions?|billions?|dozens?|once|twice|half|single|double"
-    r"|no|none|nothing|free|many|several|few|couple|all|every|each|most)\b",
-    re.I,
-)
-RESTATED_NOVELTY = 0.2  # a sentence with fewer new words than this share restates the question
-REPEATED_OVERLAP = 0.8  # a sentence sharing this much of its words with a draft sentence repeats it
-SHORT_ANSWER_TERMS = 3  # a sentence with fewer content words is a short answer, unless it asks the question back
-COPIED_SHARE = 0.8  # two sentences whose words are this much the chunk's were copied from it, not written
-DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
 MAX_SOURCES = 2  # a sentence is judged against at most this many chunks (HotpotQA's questions need two)
 
 
@@ -226,10 +163,11 @@ def denies(word: str) -> bool:
 
 def facts(text: str) -> frozenset[str]:
     """Numbers, dates and capitalised names in a text (not its first word), lower-cased."""
-    return frozenset(match.lower().rstrip(".,:/-") for match in _FACT.findall(text.strip()))
+    return frozenset(match.lower().rstrip(".,:/-") for match in FACT.findall(text.strip()))
 
 
-def _share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> float:
+def share(part: Iterable[str], whole: frozenset[str], empty: float = 0.0) -> float:
+    """The share of `part`'s items that `whole` holds (`empty` when `part` has none)."""
     items = list(part)
     return sum(item in whole for item in items) / len(items) if items else empty
 
@@ -301,15 +239,15 @@ def features(
     return {
         "rank_inv": 1.0 / (1 + max(rank, 0)),
         "score_rel": 0.5 if score_rel is None else min(max(score_rel, 0.0), 1.0),
-        "question_in": _share(asked, chunk),
-        "names_in": _share(asked_facts, chunk_facts | _present(sorted(asked_facts), chunk_lower), empty=1.0),
-        "sentence_in": _share(said, chunk),
-        "new_in": _share(new, chunk),
+        "question_in": share(asked, chunk),
+        "names_in": share(asked_facts, chunk_facts | _present(sorted(asked_facts), chunk_lower), empty=1.0),
+        "sentence_in": share(said, chunk),
+        "new_in": share(new, chunk),
         "novelty": len(new) / len(said) if said else 0.0,
-        "facts_in": _share((f for f in said_facts), chunk_facts | _present(said_facts, chunk_lower), empty=1.0),
+        "facts_in": share((f for f in said_facts), chunk_facts | _present(said_facts, chunk_lower), empty=1.0),
         "has_facts": 1.0 if said_facts else 0.0,
         "quote_ok": 0.5 if quote_ok is None else float(quote_ok),
-        "agreement": _share(new, elsewhere) if others else 0.0,
+        "agreement": share(new, elsewhere) if others else 0.0,
         "model_rel": model_rel,
         "model_sup": model_sup,
     }
@@ -327,7 +265,7 @@ def drawn_on(question: str, sentence: str, texts: Sequence[str], cited: int) -> 
     new_terms = terms(sentence) - terms(question)
     new_facts = sorted(facts(sentence) - facts(question))
     held = [  # what each chunk holds of the sentence's new words and facts (facts prefixed, kept apart from words)
-        new_terms & terms(text) | {f"fact:{f}" for f in _found(new_facts, text)} for text in texts
+        new_terms & terms(text) | {f"fact:{f}" for f in facts_held(new_facts, text)} for text in texts
     ]
     chosen = [cited]
     while len(chosen) < min(MAX_SOURCES, len(texts)):
@@ -339,7 +277,7 @@ def drawn_on(question: str, sentence: str, texts: Sequence[str], cited: int) -> 
     return tuple(chosen)
 
 
-def _found(items: Sequence[str], text: str) -> frozenset[str]:
+def facts_held(items: Sequence[str], text: str) -> frozenset[str]:
     """The numbers, dates and names among `items` that the text holds."""
     return frozenset(items) & (facts(text) | _present(items, text.lower()))
 
@@ -363,19 +301,6 @@ def polarity(claim: str, text: str) -> list[float]:
 def _direction(text: str) -> int:
     """1 when the text says something rises and nothing falls, -1 the reverse, else 0."""
     return int(bool(_RISES.search(text))) - int(bool(_FALLS.search(text)))
-
-
-def asks_amount(question: str) -> bool:
-    """The question asks for an amount ("How many ...?", "How much ...?", "How old ...?", "What percentage ...?"):
-    a sentence stating none does not answer it (`degeneracy`). How long, far or often is not asked here: "overnight",
-    "next door" and "monthly" answer those with no number."""
-    return bool(_ASKS_AMOUNT.search(question))
-
-
-def states_amount(sentence: str) -> bool:
-    """The sentence states an amount, however vaguely: digits, a number word ("six", "a dozen", "twice", "half"),
-    or none at all ("no", "none", "nothing", "free"), or a vague one ("many", "several", "few")."""
-    return bool(_AMOUNT_SAID.search(sentence))
 
 
 def asks_yes_no(question: str) -> bool:
@@ -402,136 +327,3 @@ def unwrapped(question: str) -> str:
     """The question a polite request wraps ("Could you please tell me how long X?" -> "how long X?"), or the
     question itself where no request does."""
     return _REQUEST.sub("", question, count=1)
-
-
-def degeneracy(
-    question: str,
-    sentence: str,
-    draft: Sequence[str],
-    chunk_text: str | None = None,
-    *,
-    topic: bool = False,
-    segment: bool = False,
-    ids: Sequence[str] = (),
-) -> Flag | None:
-    """Why a sentence must not be kept as written, or None: `restates_question` (few new words and no number,
-    date or name the question lacks; but a yes/no question stated as a statement, "Paris is the capital of
-    France.", answers it, yes or, with a "not", no, and so does a statement taking a side on a yes/no question
-    asked inside a longer one (`_takes_a_side`); not a `topic`, what a document was said to be about, which
-    states nothing), `repeats_draft`, `no_amount` (the question asks how many or how much, and neither the
-    sentence nor the draft states an amount), `several_sentences` (three or more, or two copied from the chunk,
-    or two of which the second speaks of the text; the caller may cut it with `best_sentence`, which skips the
-    parts that are degenerate themselves), `about_the_document` (it speaks of the document, not of the world, or
-    copies the prompt's machinery: "is_final: true", a delimiter's nonce, a document's id from `ids` with its
-    chunk number, "The Prestige (film) #0"). A `segment` is one unit however many
-    sentences it holds (a Self-RAG checkpoint's ends at its own [Retrieval] token). A short answer (fewer than
-    `SHORT_ANSWER_TERMS` content words: "Yes.", "Paris", an option letter the question lists) is an answer, not
-    a restatement, unless it asks the question back ("Where is the workshop?")."""
-    said = terms(sentence)
-    asked_back = sentence.rstrip().endswith("?")  # a question is no answer, however short: "Where is the depot?"
-    long_enough = len(said) >= SHORT_ANSWER_TERMS or (asked_back and said)
-    restated = long_enough and len(said - terms(question)) / len(said) < RESTATED_NOVELTY
-    answers = bool(facts(sentence) - facts(question))  # "... after 24 hours is $15." answers with its number
-    stated = not topic and not asked_back
-    asserts = stated and (asks_yes_no(question) or _takes_a_side(question, sentence))  # "Paris is ..." says yes
-    if restated and not answers and not asserts:
-        return Flag.RESTATES_QUESTION
-    for earlier in draft:
-        before = terms(earlier)
-        if said and before and len(said & before) / len(said | before) >= REPEATED_OVERLAP:
-            return Flag.REPEATS_DRAFT
-    parts = [sentence] if segment else sentences(sentence)
-    copied = chunk_text is not None and _share(said, terms(chunk_text)) >= COPIED_SHARE
-    if len(parts) >= 3 or (len(parts) == 2 and copied):
-        return Flag.SEVERAL_SENTENCES
-    if _ABOUT_DOCUMENT.match(sentence) or _MACHINERY.search(sentence) or _nonce(sentence, chunk_text):
-        return Flag.ABOUT_THE_DOCUMENT
-    if any(re.search(rf"{re.escape(doc)}\s*#\s*\d", sentence, re.IGNORECASE) for doc in ids if doc):
-        return Flag.ABOUT_THE_DOCUMENT  # "The Prestige (film) #0": a document's id as the prompt shows it
-    if len(parts) == 2 and _ABOUT_DOCUMENT.match(parts[1]):
-        return Flag.SEVERAL_SENTENCES  # "Helmets are advised. The sentence is also about e-bikes.": cut to the first
-    if asks_amount(question) and not any(map(states_amount, [*draft, sentence])):
-        return Flag.NO_AMOUNT  # "How many cargo bikes ...?" is not answered by "The co-op holds liability insurance."
-    return None
-
-
-def _takes_a_side(question: str, sentence: str) -> bool:
-    """The sentence answers a yes/no question asked inside the question (after a semicolon, a colon, a dash or an
-    "and": "I built a demand model; are we missing factors?") by taking a side in its words: it opens with "yes"
-    or "no", or denies what the question does not ("The model is not missing any factors."). Without a side it
-    may only restate what is asked."""
-    if not any(asks_yes_no(part) for part in _CLAUSE.split(question)[1:]):
-        return False
-    opening = words(sentence)[:1]
-    denied = any(map(denies, words(sentence))) and not any(map(denies, words(question)))
-    return opening in (["yes"], ["no"]) or denied
-
-
-def _nonce(sentence: str, chunk_text: str | None) -> bool:
-    """The sentence copies a document delimiter's nonce ("109783c817deb906."): sixteen hex digits its chunk does
-    not hold (a commit hash the document gives is the document's)."""
-    return any(token not in (chunk_text or "") for token in _NONCE.findall(sentence))
-
-
-def unframed(sentence: str) -> tuple[str, bool]:
-    """The sentence without a report's frame ("The document states that", "According to the text,", "The answer
-    is:") or a topic's ("The document is about"): what it reports, capitalised, and whether that is a topic; the
-    sentence itself when it has no frame or nothing after it."""
-    for pattern, topic in ((_TOPIC, True), (_REPORT, False)):
-        frame = pattern.match(sentence)
-        rest = sentence[frame.end() :].strip(" {}[]\"'") if frame else ""
-        if rest.strip(" .!?"):
-            return f"{rest[0].upper()}{rest[1:]}", topic
-    return sentence, False
-
-
-def unstated(sentence: str, source: str, question: str = "", *, words: bool = True) -> tuple[str, ...]:
-    """What a sentence states of its own: the numbers, dates and names that neither its source nor the question
-    holds, in the sentence's order ("born in 1985" from a chunk that says 1850); with `words`, also the words it
-    adds to the question when the source holds none of them ("jerde"). Empty for a sentence drawn from its
-    source."""
-    added = terms(sentence) - terms(question)
-    if words and added and not added & terms(source):
-        return tuple(sorted(added))
-    stated = [key for key in dict.fromkeys(map(_fact_key, _FACT.findall(sentence.strip()))) if key]
-    held = _found(stated, _dashes(source)) | _found(stated, _dashes(question))
-    return tuple(fact for fact in stated if fact not in held)
-
-
-def _fact_key(fact: str) -> str:
-    """A fact as `facts` reads it, with dashes made plain and a possessive taken off ("Madigan's" -> "madigan")."""
-    return re.sub(r"['’]s$", "", _dashes(fact).lower().rstrip(".,:/-"))
-
-
-def _dashes(text: str) -> str:
-    return text.replace("–", "-").replace("—", "-").replace("‐", "-")
-
-
-def source_sentence(question: str, sentence: str, text: str, draft: Sequence[str] = ()) -> str | None:
-    """The sentence of `text` a written sentence was drawn from: the one holding the largest share of its
-    content words, at least `DRAWN_SHARE` (ties: the one sharing more with the question, then the earlier);
-    None when no sentence of the text holds that much, or the one that does is degenerate itself."""
-    said, asked = terms(sentence), terms(question)
-    best, best_key = None, (DRAWN_SHARE, -1.0, 0)
-    for position, part in enumerate(sentences(text)):
-        key = (_share(said, terms(part)), _share(asked, terms(part)), -position)
-        if key >= best_key:
-            best, best_key = part, key
-    if best is None or degeneracy(question, best, draft, text) is not None:
-        return None
-    return best
-
-
-def best_sentence(question: str, text: str, draft: Sequence[str] = ()) -> str:
-    """The one sentence of a multi-sentence text worth keeping: the one that shares most with the question,
-    then says the most besides (ties: the earlier one); the text itself when nothing qualifies."""
-    asked = terms(question)
-    best, best_key = text, (-1.0, 0, 0)
-    for position, part in enumerate(sentences(text)):
-        if degeneracy(question, part, draft) is not None:
-            continue
-        said = terms(part)
-        key = (_share(asked, said), len(said - asked), -position)
-        if key > best_key:
-            best, best_key = part, key
-    return best

@@ -15,7 +15,7 @@ the search ends, `second_hop` adds it to the answer where the two chunks link up
 
 Only a candidate of the same step and draft, from a chunk of its own, that no rule or cut declined, is taken;
 the one covering the most of the question, then the better ranked, then the one the model wrote over the
-chunk's own sentence extracted beside it (`critic.extract`). What it changed on training and test questions:
+chunk's own sentence extracted beside it (`engine.extract`). What it changed on training and test questions:
 docs/decisions.md (`hops`).
 """
 
@@ -25,7 +25,8 @@ import re
 from collections.abc import Sequence
 
 from ..schema import Beam, Candidate
-from .evidence import degeneracy, terms
+from .evidence import terms
+from .filters import degeneracy
 
 MIN_ADDED = 2  # content words the second sentence must add to the kept one
 MIN_NAME_CHARS = 6  # a one-word subject shorter than this ("Mary") links too much to be a bridge

@@ -9,8 +9,8 @@ the names it weighs) is read in `engine.questions`.
     standing        the answer instead of an abstention: what the documents decide, citing what it was read from
     lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
-                    (the last also when a sentence of the answer opens with the other word: `contradicted`, and
-                    when the rater does not trust the model's yes or no: `Rater.trusts`);
+                    (the last also when a sentence of the answer opens with the other word, and when the rater
+                    does not trust the model's yes or no: `Rater.trusts`);
                     one of the two options, as the question writes it, for a choice; for a factoid, a phrase
                     copied from the documents read or the answer's sentences (`copied`: it can add no fact of its
                     own) with some word the question lacks, and none where the rater does not trust the
@@ -18,21 +18,20 @@ the names it weighs) is read in `engine.questions`.
     counted_kind    the kind the confidence counts the short answer as, when it says more than the sentences,
                     or when it is "The documents don't settle it." (`UNSETTLED_KINDS`: such answers are counted whole)
     echoes          a lead that only repeats the answer's first sentence ("We Move." over "We Move"): not printed
-    refuted         why a decided short answer is not printed: a kept sentence opens with the other yes or no, or
-                    a kept sentence or the clause it rests on denies what it says; the model's own short answer
-                    then stands (`Config.decide` off: no rule decides at all)
-    denial          the sentence that denies a "Yes" or a chosen option: the model's own short answer too prints
-                    as "The documents don't settle it." where a kept sentence or a document read denies it
-                    (`Config.denials`)
     without_opening_answers
                     the sentences under "Yes.", "No." or "The documents don't settle it.": none opens with a yes
-                    or no of its own (`opening_answer`: "Yes, the card ..." prints as "The card ...")
+                    or no of its own (`denials.opening_answer`: "Yes, the card ..." prints as "The card ...")
     write_lead      the lead of a question of a kind: a choice or a yes/no question the documents decide
-                    (`engine.compare`, no call: "Who was born first, A or B?" by their dates, "Which composer was
+                    (`engine.decide`, no call: "Who was born first, A or B?" by their dates, "Which composer was
                     Hungarian, A or B?" by what each option's own sentences say, "Are A and B from the same
                     country?" by the peoples they name, "Is a helmet required?" by "Wearing a helmet is not
                     required by law", "Day pass price?" by "A day pass costs $6.00", cited), else one call asks
                     the model
+
+What speaks against a short answer is read in `engine.denials`: a decision is checked against the kept sentences
+(`refuted`), a yes/no lead against a sentence opening with the other word (`contradicted`), and with
+`Config.denials` the model's own "Yes." or pick against a sentence that denies it (`denial`). With
+`Config.confirm`, a decision prints only where the model agrees (`engine.confirm`).
 
 The lead reads the documents, not the kept sentences: a yes/no or choice question is often decided by two
 documents, and a sentence copied from one of them does not say "no"; shown the sentences, a small model mostly
@@ -43,25 +42,23 @@ search wrote it: the lead is a courtesy, never a reason to fail.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import QuestionKind
-from ..llm.replies import LeadReply, agreed
-from ..result import DECIDED, UNSETTLED_KINDS, LeadSource
+from ..llm.replies import LeadReply
+from ..result import DECIDED, UNSETTLED_KINDS
 from ..schema import Beam, Chunk
-from ..text import neutralise_document
-from .compare import Proposal, decide, decide_stated, decide_yes_no, read_from
-from .context import Run, run_all
-from .evidence import sentences as sentences_of
+from .confirm import confirmed, confirms
+from .context import Run
+from .decide import Proposal, decide, decide_stated, decide_yes_no, read_from
+from .denials import OPENING_ANSWER, contradicted, denial, refuted
 from .evidence import terms, words
 from .questions import choice_options, options, pair
-from .scope import limited, negated, reading
+from .state import UNSETTLED, Lead
 from .values import decide_value
 
-UNSETTLED = "The documents don't settle it."
 _VERDICTS = ("Yes.", "No.", UNSETTLED)  # the leads that say what a sentence's own opening yes or no would
 MAX_LEAD_WORDS = 12
 # what a model that reads is asked besides (the embedded model is not: its kind is the regexes')
@@ -71,40 +68,14 @@ First read what the question asks, in whatever language it is written, and say i
 name, number, date or short phrase), "list" (several things: steps, side effects, changes, rules),
 "explanation" (why, how, under what circumstances) or "other". The kind named below is a first guess, and may
 be wrong: answer by your own reading, and for a list, an explanation or other, answer ""."""
-_ASKING = terms("is are was were do does did has have had can could will would should may might which who whom whose "
-                "what both each one also")  # fmt: skip
-# a sentence that opens with its answer: "Yes, since April ...", "No. The desk ...", "Yes it is."; not "No one
-# knows ...", "No bikes may ..." (a word of the sentence), "Yes-man" or "No-fault" (a compound), nor '"Yes," she
-# said' (someone's words)
-_OPENING_ANSWER = re.compile(
-    r"""^\s*(?P<word>yes(?=[\s,.;:!]|$)|no(?=\s*(?:[,.;:!]|[—–]|\s-\s|$)))[\s,.;:!—–-]*""", re.IGNORECASE
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Lead:
-    """A short answer as printed (None: nothing usable to print), where it came from, the model's own reply when
-    one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it), the chunks
-    it cites when it stands alone (`standing`), and the model's short answer as checked where the rater does not
-    trust its kind and it is not printed (`held`: kept, so its rate can still be counted, `bench.leadfit`)."""
-
-    text: str | None
-    source: LeadSource
-    reply: str | None = None
-    cites: tuple[Chunk, ...] = ()
-    held: str | None = None
-    clause: str | None = None  # what a decided lead rests on
-    refused: str | None = None  # a short answer the checks refused (`refuted`, `denial`, the model's disagreement): why
-    kind: QuestionKind | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
-    confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)
 
 
 def documents_decide(
     question: str, kind: QuestionKind | None, texts: Sequence[str], written: Sequence[str] = ()
 ) -> Proposal | None:
-    """What the documents decide with no call: a choice (`compare.decide`), a yes/no question about two names
-    (`compare.decide_yes_no`), one about one thing that a clause of `texts` states or denies
-    (`compare.decide_stated`), or the value a factoid question asks that the clauses holding its words state
+    """What the documents decide with no call: a choice (`decide.decide`), a yes/no question about two names
+    (`decide.decide_yes_no`), one about one thing that a clause of `texts` states or denies
+    (`decide.decide_stated`), or the value a factoid question asks that the clauses holding its words state
     (`values.decide_value`). The answer's own sentences, `written`, are read by the first two only: a sentence
     the model wrote does not state what the documents say. None for other questions and where they cannot."""
     if kind == QuestionKind.CHOICE and (offered := options(question)) is not None:
@@ -183,68 +154,6 @@ def copied(said: str, read: Sequence[str]) -> bool:
     return bool(asked) and any(phrase in f" {' '.join(words(text))} " for text in read)
 
 
-def opening_answer(sentence: str) -> str | None:
-    """The yes or no a sentence opens with as its answer ("Yes, both airports ...", "No. The desk ..."), lower
-    case; None where it opens otherwise, "No one knows ..." and "No bikes may ..." among them."""
-    found = _OPENING_ANSWER.match(sentence)
-    return found["word"].lower() if found else None
-
-
-def contradicted(lead: str, sentences: Sequence[str]) -> bool:
-    """A yes/no lead that a sentence of the answer opens against: "No." over "Yes, both airports are in ..."."""
-    said = lead.strip().rstrip(".").lower()
-    if said not in ("yes", "no"):
-        return False
-    return any(opening_answer(sentence) == ("no" if said == "yes" else "yes") for sentence in sentences)
-
-
-def refuted(question: str, kind: QuestionKind | None, decision: Proposal, sentences: Sequence[str]) -> str | None:
-    """Why a decided short answer may not be printed, or None: a kept sentence opens with the other yes or no
-    (`contradicted`), or a kept sentence or the clause the decision rests on denies what the answer says
-    (`denial`). A decision is a proposal; the model's own short answer stands where it is refused."""
-    said = f"{decision.option}."
-    stating = [s for s in sentences if terms(s) - {"yes", "no"}]  # a bare "Yes." rests on no clause
-    against = next((s for s in stating if contradicted(said, [s])), None)
-    if against is not None:
-        return f"a kept sentence opens against it: {against!r}"
-    part = denial(question, kind, decision.option, [decision.clause, *sentences])
-    return f"it is denied in {part!r}" if part is not None else None
-
-
-def denial(
-    question: str, kind: QuestionKind | None, option: str, texts: Sequence[str], *, plainly: bool = False
-) -> str | None:
-    """The sentence of `texts` that denies what a "Yes" or a chosen option says of the question's words (a "Yes."
-    or "The Vela Lite." over "The Vela Lite is not waterproof": `scope.reading`), or None. A sentence counts only
-    where it holds the chosen option's words and at least half the question's own; a "No" is never denied.
-    `plainly`: only a plain negation denies (a sentence with an exception or a condition is not read, nor is a
-    question that holds a negation of its own): how the model's own answer is checked."""
-    if option == "No" or kind not in (QuestionKind.YES_NO, QuestionKind.CHOICE):
-        return None
-    if plainly and negated(question):
-        return None
-    asked = terms(question) - _ASKING
-    chosen, other = frozenset(), frozenset()
-    if kind == QuestionKind.CHOICE:
-        chosen = _own_words(option)  # "after" of "before or after meals" is a function word, and still the pick
-        offered = choice_options(question) or ("", "")
-        other = frozenset().union(*(_own_words(o) for o in offered if not _own_words(o) <= chosen)) - chosen
-    trait = asked - chosen - other  # what the question asks of the pick ("safe during pregnancy")
-    for text in texts:
-        for part in sentences_of(text):
-            held = terms(part) | frozenset(words(part))
-            if chosen - held or len(asked & held) * 2 < len(asked) or (plainly and limited(part)):
-                continue  # about another option, too little of what the question asks, or not plainly read
-            if reading(trait, part, question) == "denied":  # "every mode except Quiet" denies nothing of Standard
-                return part
-    return None
-
-
-def _own_words(option: str) -> frozenset[str]:
-    """An option's content words, or all its words where it has none ("before", "after")."""
-    return terms(option) or frozenset(words(option))
-
-
 def without_opening_answers(best: Beam, lead: str | None) -> Beam:
     """The answer as printed under its lead: where the lead answers yes or no, or says "The documents don't settle
     it.", a sentence does not open with a yes or no of its own ("Yes. Yes, the card ..." says it twice, "... don't
@@ -254,7 +163,7 @@ def without_opening_answers(best: Beam, lead: str | None) -> Beam:
         return best
     kept = []
     for segment in best.segments:
-        found = _OPENING_ANSWER.match(segment.text)
+        found = OPENING_ANSWER.match(segment.text)
         if found is None:
             kept.append(segment)
             continue
@@ -324,7 +233,7 @@ async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead
         decided = Lead(f"{decision.option}.", decision.by, cites=cites, clause=decision.clause or None)
         if kind is None or not confirms(run, kind, decision.by):
             return decided
-        return await _confirmed(run, best, kind, chunks, decided)
+        return await confirmed(run, best, kind, chunks, decided, _asked_lead(run, best, kind, chunks))
     refused = f"{decision.option}. by {decision.by}: {why}" if decision is not None else None
     lead = await _asked_lead(run, best, kind, chunks)
     if refused is None:
@@ -334,63 +243,6 @@ async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead
     ):  # the rule's pick was refused, the model's is none
         return Lead(UNSETTLED, "model", lead.reply if lead else None, refused=refused)
     return replace(lead, refused=refused)
-
-
-def confirms(run: Run, kind: QuestionKind, rule: str) -> bool:
-    """A decision waits for the model's agreement (`Config.confirm`): any endpoint's model; the embedded one only
-    where its own training counts of the kind beat the rule's (`Rater.reads_better`)."""
-    if not run.config.confirm:
-        return False
-    return not run.config.embedded or run.deps.rater.reads_better(kind, rule)
-
-
-async def _confirmed(run: Run, best: Beam, kind: QuestionKind, chunks: list[Chunk], decided: Lead) -> Lead | None:
-    """The decided lead where the model, asked about the clause that decided it, agrees; else the model's own
-    short answer (asked at the same time), or "The documents don't settle it." for a yes/no or choice. Where the
-    model reads the question as another kind, the rule read another question: the model's reading stands."""
-    clause = decided.clause or " ".join(c.text for c in decided.cites) or " ".join(c.text for c in chunks[:2])
-    asking = [confirm(run, f"confirm{best.id}", clause, decided.text or ""), _asked_lead(run, best, kind, chunks)]
-    verdict, lead = await run_all(asking)
-    agrees, asked = verdict
-    if agrees is None:  # the model cannot be asked (a Self-RAG checkpoint): the decision stands, as without confirm
-        return replace(decided, confirm=asked)
-    reply = lead.reply if lead else None
-    read_as = lead.kind if lead and lead.kind else kind
-    if read_as != kind:
-        why = f"{decided.text} by {decided.source}: the model reads a {read_as} question"
-        return replace(lead, refused=why, confirm=asked) if lead else None
-    if agrees:
-        return replace(decided, reply=reply, confirm=asked)
-    why = f"{decided.text} by {decided.source}: the model does not agree ({asked})"
-    if lead is None or (lead.text is None and kind in (QuestionKind.YES_NO, QuestionKind.CHOICE)):
-        return Lead(UNSETTLED, "model", reply, refused=why, confirm=asked)
-    return replace(lead, refused=why, confirm=asked)
-
-
-async def confirm(run: Run, key: str, clause: str, proposal: str) -> tuple[bool | None, str]:
-    """One closed-set call: does `clause` give `proposal` as the answer? (agrees, what was asked and replied, for
-    the trace); a failed call agrees with nothing; None where the model cannot pose the prompt (it does not read
-    so: the decision stands)."""
-    asked = f'"{proposal}" from "{" ".join(clause.split())[:300]}"'
-    nonce = run.document_values(key, Chunk("clause", 0, clause))["nonce"]
-    try:
-        parsed = await run.ask(
-            "confirm_decision",
-            question=run.question,
-            nonce=nonce,
-            clause=neutralise_document(clause[: run.config.max_chunk_chars], nonce),
-            proposal=proposal,
-        )
-    except FatalLLMError:
-        raise
-    except PromptNotSupportedError:
-        return None, f"{asked}: not asked (the model cannot pose confirm_decision)"
-    except LLMError as failed:
-        return False, f"{asked}: no reply ({type(failed).__name__})"
-    agrees, p_agree = agreed(parsed)
-    verdict = getattr(parsed.value, "verdict", "?")
-    said = f"{verdict} (P(agree) {p_agree:.2f})" if p_agree is not None else verdict
-    return agrees, f"{asked}: {said}"
 
 
 async def _asked_lead(run: Run, best: Beam, kind: QuestionKind | None, chunks: list[Chunk]) -> Lead | None:

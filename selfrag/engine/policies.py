@@ -1,7 +1,9 @@
 """The layers that can change an answer beyond the paper's algorithm, as named policies: each has its own switch
 in `Config` (of the same name), says what it reads and what it may change, and runs at one hook of the loop
 (`retrieval`: which chunks are read; `candidates`: which sentences compete and are kept; `finish`: the answer
-after the search). A preset (`config.PRESETS`) sets them all at once; a switch set on its own wins.
+after the search). A preset (`config.PRESETS`) sets them all at once; a switch set on its own wins. Each policy's
+code is in the module of its name, `engine/<name>.py` (`ground`: `engine/grounding.py`; `supersession`:
+`retrieval/supersession.py`).
 
     POLICIES    every policy, in the order they run
     in_force    the names of the policies that act on an answer under a config (some act only with the evidence
@@ -59,7 +61,7 @@ POLICIES: tuple[Policy, ...] = (
     Policy("lead", "finish", "the question, the documents read", "prints a short answer first (one more call)"),
     Policy(
         "decide", "finish", "the clauses of the documents read",
-        "proposes the short answer with no call, checked against the kept sentences (lead.refuted)",
+        "proposes the short answer with no call, checked against the kept sentences (denials.refuted)",
     ),
     Policy(
         "confirm", "finish", "the decided answer, the clause it rests on, the question",

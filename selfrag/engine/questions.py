@@ -16,7 +16,7 @@
 
 The critic reads the kind (a question that asks for a fact is answered from the documents), the lead writes a
 short answer by it, and the documents decide a choice or a yes/no question between the names found here
-(`engine.compare`).
+(`engine.decide`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import re
 
 from ..conversation import questions_asked
 from ..labels import QuestionKind
-from .compare import PEOPLE
 from .evidence import AUXILIARY, QUESTION_WORDS, asks_yes_no, terms, unwrapped
+from .lexicon import PEOPLE
 
 _AMOUNT = r"how (?:many|much|long|old|far|often|big|tall|large|soon)"  # "how many ...?" asks for a number, not a way
 _FACTOID = re.compile(

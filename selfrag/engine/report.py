@@ -29,9 +29,8 @@ from ..schema import Beam, Candidate, Chunk, Critique, Flag, Meter, Segment
 from ..text import looks_like_injection
 from .beam import s_sup
 from .calibration import PaperRater, Rater, answer_support
-from .lead import Lead
 from .policies import explain
-from .state import RunInfo, StepOutcome, StopReason
+from .state import Lead, RunInfo, StepOutcome, StopReason
 
 
 def critique_out(critique: Critique) -> CritiqueOut:

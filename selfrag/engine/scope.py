@@ -1,5 +1,5 @@
 """What a sentence says of the words a rule matched in it: said, denied, or unclear, read off the negation,
-exception and condition around them (no model). The rules that decide a short answer (`engine.compare`,
+exception and condition around them (no model). The rules that decide a short answer (`engine.decide`,
 `engine.values`) read this before they propose one, and propose nothing where it is unclear.
 
     reading     "said", "denied" or "unclear" for the asked words a sentence holds: denied by a negation within

@@ -1,5 +1,5 @@
-"""The engine's state between stages: what one step produced, why a search stopped, and what the run
-reports about itself. Frozen values; the controller builds them and `report` turns them into the output.
+"""The engine's state between stages: what one step produced, why a search stopped, the short answer, and what the
+run reports about itself. Frozen values; the controller builds them and `report` turns them into the output.
 """
 
 from __future__ import annotations
@@ -8,7 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ..labels import QuestionKind
+from ..result import LeadSource
 from ..schema import Beam, Candidate, Chunk, Plan
+
+UNSETTLED = "The documents don't settle it."  # the short answer where the documents say neither yes nor no
 
 
 class StopReason(StrEnum):
@@ -71,3 +75,22 @@ class RunInfo:
     model: str = ""
     fitted_for: str = ""  # engine.fitted.FittedFor.describe of the weights in use ("": the paper's scorer)
     weights_warning: str = ""  # engine.fitted.other_model: the weights were fitted for another model
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """A short answer as printed (None: nothing usable to print), where it came from, the model's own reply when
+    one call asked it (kept in the trace, printed or not: why a lead is missing can be read off it), the chunks
+    it cites when it stands alone (`standing`), and the model's short answer as checked where the rater does not
+    trust its kind and it is not printed (`held`: kept, so its rate can still be counted, `fit.lead`). Written
+    by `engine.lead`, checked by `engine.denials` and `engine.confirm`."""
+
+    text: str | None
+    source: LeadSource
+    reply: str | None = None
+    cites: tuple[Chunk, ...] = ()
+    held: str | None = None
+    clause: str | None = None  # what a decided lead rests on
+    refused: str | None = None  # a short answer the checks refused (`refuted`, `denial`, the model's disagreement): why
+    kind: QuestionKind | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
+    confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)

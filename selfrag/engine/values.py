@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .compare import MONTH, YEAR, Proposal, clauses
+from .decide import Proposal, clauses
 from .evidence import NUMBER_WORDS, denies, terms, words
+from .lexicon import MONTH, YEAR
 from .questions import VALUE_NAMES
 from .scope import DENIAL_REACH, reading
 

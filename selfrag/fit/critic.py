@@ -133,7 +133,7 @@ class JudgedRow:
     `declined` marks a candidate the engine declined whatever its ratings (the question restated, the draft
     repeated, a sentence about the document, a superseded source): the heads learn from it, but it is never an
     answer, so the confidence map and the abstention cut leave it out. `extracted` marks a sentence extracted from
-    the chunk beside the model's (`critic.extract`): it is rated and may answer like any other; the flag
+    the chunk beside the model's (`engine.extract`): it is rated and may answer like any other; the flag
     lets it be counted apart."""
 
     question: str

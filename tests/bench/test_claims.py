@@ -197,8 +197,8 @@ def test_a_polarity_head_gives_each_settling_chunk_its_verdict_and_keeps_the_wri
 
 
 def test_the_polarity_head_is_fitted_on_training_claims_settling_evidence(tmp_path):
-    from selfrag.bench.claimfit import MIN_POLARITY_ROWS, fit_polarity
     from selfrag.engine.evidence import polarity
+    from selfrag.fit.claims import MIN_POLARITY_ROWS, fit_polarity
 
     def row(n: int, negated: bool, label: str) -> dict:
         city = list(CAPITALS)[n % len(CAPITALS)]
@@ -221,7 +221,7 @@ def test_the_polarity_head_is_fitted_on_training_claims_settling_evidence(tmp_pa
 
 
 def test_the_polarity_head_is_kept_only_where_it_rights_more_training_claims():
-    from selfrag.bench.claimfit import keep_polarity
+    from selfrag.fit.claims import keep_polarity
     from selfrag.schema import Hit
 
     model = replace(_polar_rater(cut=0.1).model, fitted_on={"polarity_rows": 60})

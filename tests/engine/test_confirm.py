@@ -18,10 +18,9 @@ from selfrag.config import EndpointConfig
 from selfrag.engine.calibration import EvidenceRater, load_critic_model, reads_better
 from selfrag.engine.context import Deps, Run
 from selfrag.engine.controller import search
-from selfrag.engine.lead import UNSETTLED
 from selfrag.engine.policies import in_force
 from selfrag.engine.questions import question_kind
-from selfrag.engine.state import RunInfo
+from selfrag.engine.state import UNSETTLED, RunInfo
 from selfrag.prompts import PromptBook
 from selfrag.result import DECIDED, LeadEvent, SegmentEvent
 from selfrag.retrieval import as_searcher

@@ -10,8 +10,9 @@ from helpers import fused
 
 from selfrag import Chunk
 from selfrag.cli.common import add_engine_options, engine_flags
-from selfrag.engine.lead import UNSETTLED, denial
+from selfrag.engine.denials import denial
 from selfrag.engine.policies import NAMES
+from selfrag.engine.state import UNSETTLED
 from selfrag.labels import QuestionKind
 from selfrag.settings import load_config
 

@@ -12,7 +12,7 @@ import pytest
 
 import selfrag
 from selfrag.bench.judgments import row_dict
-from selfrag.engine import evidence
+from selfrag.engine import evidence, filters
 from selfrag.engine.calibration import (
     ANSWER_FEATURES,
     ANSWERED_FEATURES,
@@ -103,7 +103,7 @@ def test_agreement_counts_what_other_chunks_sentences_also_say():
     ],
 )
 def test_degenerate_sentences_are_named(sentence, draft, flaw):
-    assert evidence.degeneracy(Q, sentence, draft, CHUNK) == flaw
+    assert filters.degeneracy(Q, sentence, draft, CHUNK) == flaw
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_degenerate_sentences_are_named(sentence, draft, flaw):
     ],
 )
 def test_a_sentence_about_the_document_is_named(sentence):
-    assert evidence.degeneracy(Q, sentence, [], CHUNK) == "about_the_document"
+    assert filters.degeneracy(Q, sentence, [], CHUNK) == "about_the_document"
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_a_sentence_about_the_document_is_named(sentence):
 )
 def test_a_sentence_copying_a_documents_id_is_about_the_document(sentence, flaw):
     ids = ("The Prestige (film)", "Jaws (film)")
-    assert evidence.degeneracy("Who directed The Prestige?", sentence, [], CHUNK, ids=ids) == flaw
+    assert filters.degeneracy("Who directed The Prestige?", sentence, [], CHUNK, ids=ids) == flaw
 
 
 @pytest.mark.parametrize(
@@ -161,35 +161,35 @@ def test_a_sentence_copying_a_documents_id_is_about_the_document(sentence, flaw)
     ],
 )
 def test_a_sentence_about_a_document_in_the_world_is_not(sentence):
-    assert evidence.degeneracy("What happened?", sentence, []) is None
+    assert filters.degeneracy("What happened?", sentence, []) is None
 
 
 def test_two_sentences_one_about_the_text_are_cut_to_the_other():
     sentence = "Spielberg directed it in 1975. The sentence is also about his later career."  # not a copy
-    assert evidence.degeneracy(Q, sentence, [], CHUNK) == "several_sentences"
-    assert evidence.best_sentence(Q, sentence) == "Spielberg directed it in 1975."
+    assert filters.degeneracy(Q, sentence, [], CHUNK) == "several_sentences"
+    assert filters.best_sentence(Q, sentence) == "Spielberg directed it in 1975."
 
 
 CARGO_Q = "How many cargo bikes does the co-op have?"
 
 
 def test_a_sentence_stating_no_amount_does_not_answer_how_many_and_a_cut_keeps_the_one_that_does():
-    assert evidence.degeneracy(CARGO_Q, "The co-op insures its riders.", []) == "no_amount"
-    assert evidence.degeneracy(CARGO_Q, "They are kept at the Depot.", ["The co-op has 6 cargo bikes."]) is None
+    assert filters.degeneracy(CARGO_Q, "The co-op insures its riders.", []) == "no_amount"
+    assert filters.degeneracy(CARGO_Q, "They are kept at the Depot.", ["The co-op has 6 cargo bikes."]) is None
     several = "The co-op's cargo bikes are insured. It has 6 cargo bikes with a front box. They are kept at the Depot."
-    assert evidence.degeneracy(CARGO_Q, several, []) == "several_sentences"
-    assert evidence.best_sentence(CARGO_Q, several) == "It has 6 cargo bikes with a front box."
+    assert filters.degeneracy(CARGO_Q, several, []) == "several_sentences"
+    assert filters.best_sentence(CARGO_Q, several) == "It has 6 cargo bikes with a front box."
     # a Self-RAG checkpoint's segment is one unit, however many sentences: judged whole
-    assert evidence.degeneracy(CARGO_Q, several, [], segment=True) is None
-    assert evidence.degeneracy(CARGO_Q, "The co-op insures riders. Bikes are kept at the Depot.", [], segment=True) == (
+    assert filters.degeneracy(CARGO_Q, several, [], segment=True) is None
+    assert filters.degeneracy(CARGO_Q, "The co-op insures riders. Bikes are kept at the Depot.", [], segment=True) == (
         "no_amount"
     )
 
 
 def test_sixteen_hex_digits_the_chunk_holds_are_the_documents_not_a_nonce():
     chunk = "The fix landed in commit 109783c817deb906 on 3 May."
-    assert evidence.degeneracy("Which commit fixed it?", "Commit 109783c817deb906 fixed it.", [], chunk) is None
-    assert evidence.degeneracy("Which commit fixed it?", "Commit 119783c817deb906 fixed it.", [], chunk) == (
+    assert filters.degeneracy("Which commit fixed it?", "Commit 109783c817deb906 fixed it.", [], chunk) is None
+    assert filters.degeneracy("Which commit fixed it?", "Commit 119783c817deb906 fixed it.", [], chunk) == (
         "about_the_document"
     )
 
@@ -209,26 +209,26 @@ def test_sixteen_hex_digits_the_chunk_holds_are_the_documents_not_a_nonce():
     ],
 )
 def test_a_reports_frame_is_taken_off_what_it_reports(sentence, content):
-    assert evidence.unframed(sentence)[0] == content
+    assert filters.unframed(sentence)[0] == content
 
 
 def test_a_topic_restating_a_yes_no_question_says_nothing():
     question = "Can I return a bike after 24 hours without paying anything?"
-    topic, is_topic = evidence.unframed("The document is about returning a bike after 24 hours without paying.")
-    assert is_topic and evidence.degeneracy(question, topic, [], topic=True) == "restates_question"
-    assert evidence.degeneracy(question, "You can return a bike after 24 hours without paying.", []) is None
+    topic, is_topic = filters.unframed("The document is about returning a bike after 24 hours without paying.")
+    assert is_topic and filters.degeneracy(question, topic, [], topic=True) == "restates_question"
+    assert filters.degeneracy(question, "You can return a bike after 24 hours without paying.", []) is None
 
 
 def test_a_sentence_that_adds_only_a_number_to_the_questions_words_answers_it():
     question = "What is the late fee for a bike returned after 24 hours?"
-    assert evidence.degeneracy(question, "The late fee for a bike returned after 24 hours is $15.", []) is None
-    assert evidence.degeneracy(question, "The late fee for a bike returned after 24 hours.", []) == "restates_question"
-    assert evidence.degeneracy(Q, "The 1975 film Jaws was directed in 1975.", []) == "restates_question"
+    assert filters.degeneracy(question, "The late fee for a bike returned after 24 hours is $15.", []) is None
+    assert filters.degeneracy(question, "The late fee for a bike returned after 24 hours.", []) == "restates_question"
+    assert filters.degeneracy(Q, "The 1975 film Jaws was directed in 1975.", []) == "restates_question"
 
 
 def test_a_multi_sentence_copy_is_cut_to_the_sentence_that_answers():
     text = "Jaws is a thriller. It was directed by Steven Spielberg in 1975. Peter Benchley wrote the novel."
-    assert evidence.best_sentence("Who directed Jaws?", text) == "It was directed by Steven Spielberg in 1975."
+    assert filters.best_sentence("Who directed Jaws?", text) == "It was directed by Steven Spielberg in 1975."
 
 
 def test_logistic_fit_learns_a_separable_rule():
@@ -643,11 +643,11 @@ def test_a_sentence_keeps_the_quote_that_closes_it(text, parts):
 
 def test_a_yes_no_question_stated_as_a_statement_answers_it_and_asked_again_does_not():
     question = "Is Paris the capital of France?"
-    assert evidence.degeneracy(question, "Paris is the capital of France.", []) is None  # yes
-    assert evidence.degeneracy(question, "Paris is not the capital of France.", []) is None  # no
-    assert evidence.degeneracy(question, "Is Paris the capital of France?", []) == "restates_question"
+    assert filters.degeneracy(question, "Paris is the capital of France.", []) is None  # yes
+    assert filters.degeneracy(question, "Paris is not the capital of France.", []) is None  # no
+    assert filters.degeneracy(question, "Is Paris the capital of France?", []) == "restates_question"
     other = "When was the capital of France founded as a city?"  # not a yes/no question: restated, declined
-    assert evidence.degeneracy(other, "The capital of France was founded as a city.", []) == "restates_question"
+    assert filters.degeneracy(other, "The capital of France was founded as a city.", []) == "restates_question"
 
 
 FITTED = "We fitted bike demand on weather; are we missing factors?"
@@ -683,9 +683,9 @@ FITTED = "We fitted bike demand on weather; are we missing factors?"
     ],
 )
 def test_a_side_taken_on_a_yes_no_question_asked_inside_a_longer_one_answers_it(question, sentence, flaw):
-    assert evidence.degeneracy(question, sentence, []) == flaw
+    assert filters.degeneracy(question, sentence, []) == flaw
     # the whole question a yes/no one: any statement answers it, as before
-    assert evidence.degeneracy("Are we missing factors?", "We are not missing any factors.", []) is None
+    assert filters.degeneracy("Are we missing factors?", "We are not missing any factors.", []) is None
 
 
 @pytest.mark.parametrize(
@@ -752,10 +752,10 @@ def test_fitting_the_answered_head_refuses_too_few_answers_one_class_and_bad_inp
 
 
 def test_a_short_question_asked_back_restates_it_and_a_short_answer_does_not():
-    assert evidence.degeneracy("Where is the repair workshop?", "Where is the repair workshop?", []) == (
+    assert filters.degeneracy("Where is the repair workshop?", "Where is the repair workshop?", []) == (
         "restates_question"
     )
-    assert evidence.degeneracy("Is it free?", "Is it free?", []) == "restates_question"
-    assert evidence.degeneracy("Where is the repair workshop?", "At the Depot?", []) is None  # new words: an answer
-    assert evidence.degeneracy("Where is the repair workshop?", "The repair workshop.", []) is None  # short, stated
-    assert evidence.degeneracy("Is it free?", "Yes.", []) is None
+    assert filters.degeneracy("Is it free?", "Is it free?", []) == "restates_question"
+    assert filters.degeneracy("Where is the repair workshop?", "At the Depot?", []) is None  # new words: an answer
+    assert filters.degeneracy("Where is the repair workshop?", "The repair workshop.", []) is None  # short, stated
+    assert filters.degeneracy("Is it free?", "Yes.", []) is None

@@ -12,8 +12,8 @@ from helpers import CHUNKS, DIRECTORS, by_document, fused, plain
 from selfrag import Chunk, LeadEvent
 from selfrag.cli import main
 from selfrag.engine.calibration import FEATURES, CriticModel, Head, Platt
-from selfrag.engine.lead import UNSETTLED
 from selfrag.engine.report import abstention_from
+from selfrag.engine.state import UNSETTLED
 from selfrag.result import ABSTAIN_ANSWER, CritiqueOut, TraceCandidate, TraceStep
 from selfrag.testing.fake_server import echo_responder
 

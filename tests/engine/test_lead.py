@@ -10,16 +10,16 @@ from helpers import CHUNKS, DIRECTORS, fused
 
 from selfrag import Chunk, LeadEvent, SegmentEvent
 from selfrag.bench.claims import claim_question
-from selfrag.engine.evidence import asks_amount, states_amount
+from selfrag.engine.denials import opening_answer
+from selfrag.engine.filters import asks_amount, states_amount
 from selfrag.engine.lead import (
-    UNSETTLED,
     counted_kind,
     documents_decide,
     lead_chunks,
     lead_text,
-    opening_answer,
 )
 from selfrag.engine.questions import options, pair, question_kind
+from selfrag.engine.state import UNSETTLED
 from selfrag.schema import Beam, Critique, Segment, Version
 
 DECIDE_YES = {"retrieve": "yes", "query": "refunds"}

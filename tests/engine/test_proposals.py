@@ -8,10 +8,11 @@ import pytest
 from helpers import DIRECTORS, fused, plain
 
 from selfrag import Chunk
-from selfrag.engine.compare import Proposal, decide, decide_stated, decide_yes_no
+from selfrag.engine.decide import Proposal, decide, decide_stated, decide_yes_no
+from selfrag.engine.denials import refuted
 from selfrag.engine.evidence import terms
-from selfrag.engine.lead import UNSETTLED, refuted
 from selfrag.engine.scope import reading
+from selfrag.engine.state import UNSETTLED
 from selfrag.errors import InputError
 
 VELA = [

@@ -19,7 +19,7 @@ from helpers import document_of, fused, plain
 
 from selfrag import Config
 from selfrag.api import SelfRAG
-from selfrag.engine.lead import UNSETTLED
+from selfrag.engine.state import UNSETTLED
 from selfrag.llm.base import ChatRequest
 from selfrag.retrieval import RetrievalSettings, Retriever
 from selfrag.retrieval.index import Index

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from selfrag.engine.critic import cut_to_one, degeneracy_of, grounded, outdated, tidy, unframe, unstated_verdict
+from selfrag.engine.critic import outdated, tidy
+from selfrag.engine.filters import cut_to_one, degeneracy_of, unframe
+from selfrag.engine.grounding import grounded, unstated_verdict
 from selfrag.labels import Relevance, Support, Utility
 from selfrag.schema import Beam, Candidate, Chunk, Critique, Flag, Segment, Version
 

@@ -10,7 +10,7 @@ from helpers import CHUNKS, DIRECTORS, SHIPPED_WEIGHTS, by_document, fused
 from selfrag import Chunk
 from selfrag.cli import main
 from selfrag.cli.trace_html import render_trace_html
-from selfrag.engine.evidence import source_sentence, unstated
+from selfrag.engine.grounding import source_sentence, unstated
 from selfrag.result import ABSTAIN_ANSWER
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
 

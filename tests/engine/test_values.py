@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.compare import Proposal
+from selfrag.engine.decide import Proposal
 from selfrag.engine.values import asked_value, decide_value
 
 CARGO = (

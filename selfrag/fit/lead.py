@@ -15,7 +15,7 @@ checked (`lead_held`; for a yes/no record from before that field, the model's ow
 counted under its kind as if stated (`held_back`), so whether the model is right more often than wrong can still
 be fitted once its answer is no longer printed.
 
-A choice or a yes/no question the documents decide (`engine.compare`) needs no model, so its rate is counted over
+A choice or a yes/no question the documents decide (`engine.decide`) needs no model, so its rate is counted over
 a dataset's whole training pool instead (`decided_counts`, `fit-lead --decided-on`): every training choice or
 yes/no question about two names, its BM25 top chunks as the documents, how often what the documents pick (an
 option, "Yes" or "No") is a gold answer.
@@ -27,11 +27,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.lead import UNSETTLED, counted_kind, documents_decide, lead_text
+from ..bench.metrics import answer_in
+from ..engine.lead import counted_kind, documents_decide, lead_text
 from ..engine.questions import question_kind
+from ..engine.state import UNSETTLED
 from ..labels import QuestionKind
 from ..result import UNSETTLED_KINDS
-from .metrics import answer_in
 
 
 def sentences_of(record: Mapping[str, Any]) -> str:

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 from factories import write_run
 
-from selfrag.bench.answerfit import answered, answered_all
 from selfrag.cli import main
 from selfrag.engine.calibration import answer_support, load_critic_model
+from selfrag.fit.answers import answered, answered_all
 
 FEATURES = {"novelty": 0.5}
 

@@ -7,7 +7,7 @@ confidence). The answered head
 of its sentences, and how many words they state. This module reads those inputs back from run records, each
 sentence matched to the candidate it was kept from, the answer support recomputed under the weights being fitted
 (runs made before the weights had an answers head recorded P(relevant)·P(supported) there), and whether the
-sentences hold a gold answer (the short answer's share is counted apart: `leadfit`).
+sentences hold a gold answer (the short answer's share is counted apart: `fit.lead`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..bench.metrics import answer_in
 from ..engine.calibration import CriticModel, answered_inputs
-from .leadfit import sentences_of
-from .metrics import answer_in
+from .lead import sentences_of
 
 
 def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float], bool] | None:

@@ -1,11 +1,12 @@
-"""⑥ A choice question decided by the documents, with no model call: by the two options' dates for a choice
-about time ("Who was born first, A or B?", "Which film was released earlier, A or B?", "Who is younger, A or
-B?"), by the counts each option's own sentences state for a choice about how many ("Which genus has more
-species, A or B?"), by what each option's own sentences say for a choice about a trait ("Which composer was
-Hungarian, A or B?", "Who was also an airline pilot, A or B?"). A yes/no question about two names likewise:
-"Are A and B from the same country?" by the peoples each one's own sentences name, "... released in the same
-year?" by their dates, "Are A and B both film directors?" by whether each one's own sentences say so. A yes/no
-question about one thing ("Is a helmet required?") by a clause holding every word it asks, denied or not.
+"""⑥ The `decide` policy: the short answer the documents decide, with no model call (a value asked for:
+`engine.values`). A choice question is decided by the two options' dates for a choice about time ("Who was born
+first, A or B?", "Which film was released earlier, A or B?", "Who is younger, A or B?"), by the counts each
+option's own sentences state for a choice about how many ("Which genus has more species, A or B?"), by what each
+option's own sentences say for a choice about a trait ("Which composer was Hungarian, A or B?", "Who was also an
+airline pilot, A or B?"). A yes/no question about two names likewise: "Are A and B from the same country?" by
+the peoples each one's own sentences name, "... released in the same year?" by their dates, "Are A and B both
+film directors?" by whether each one's own sentences say so. A yes/no question about one thing ("Is a helmet
+required?") by a clause holding every word it asks, denied or not.
 
     asked_order   "earlier" or "later": which end of time the question asks for, or None (no time word, or both)
     asked_count   "more" or "fewer", and the thing counted, for a choice about how many ("more species"), or None
@@ -38,7 +39,7 @@ before its verb, as a stage name is ("James Dixon Swan (born 1956), better known
 Every rule reads what a sentence says of the words it matched (`engine.scope`): a trait denied ("The Vela Lite
 is not waterproof") is not said, and a negation, exception or condition whose reach is unclear decides nothing.
 A choice by dates reads the date of the event asked ("opened in 1932", not "designed in 1890": `asked_event`).
-What a rule decides is a proposal: `lead.refuted` checks it against the kept sentences before it is printed.
+What a rule decides is a proposal: `denials.refuted` checks it against the kept sentences before it is printed.
 
 Comparing two dates, or finding "Hungarian" in one composer's sentences and not the other's, needs no model.
 Where this cannot decide, the model's short answer stands. What each rule decides on training data, and why it
@@ -54,6 +55,7 @@ from typing import Literal
 
 from ..result import LeadSource
 from .evidence import NUMBER_WORDS, sentences, spaced, terms
+from .lexicon import COUNTRY, MONTH, PEOPLE, YEAR
 from .scope import EXCEPTION, reading
 
 Order = Literal["earlier", "later"]
@@ -65,11 +67,6 @@ _EARLIER = re.compile(
 )
 _LATER = re.compile(r"\b(?:later|latest|younger|youngest|newer|newest|more recent(?:ly)?|most recent(?:ly)?)\b", re.I)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-MONTH = (  # a month's name, whole or cut short (also read by `engine.values`)
-    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
-    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
-)
-YEAR = r"(?:1[0-9]{3}|20[0-9]{2})(?![\d,.]\d)"  # a year, not the start of a longer number
 _MONTH = rf"({MONTH})\.?"
 _YEAR = f"({YEAR})"
 _DATE = re.compile(
@@ -122,23 +119,6 @@ _COMPARISON = re.compile(
     re.I,
 )
 _ASKING = terms("which who whom whose what one both these two following also")
-_COUNTRIES = {  # a country's name as its people's adjective, so "from Germany" finds "German film director"
-    "American": r"United States(?: of America)?|U\.S\.(?:A\.)?|USA|US|America",
-    "British": r"United Kingdom|U\.K\.|UK|Great Britain|Britain",
-    "English": "England", "Scottish": "Scotland", "Irish": "Ireland", "Welsh": "Wales", "French": "France",
-    "German": "Germany", "Italian": "Italy", "Spanish": "Spain", "Portuguese": "Portugal", "Dutch": "Netherlands",
-    "Belgian": "Belgium", "Swiss": "Switzerland", "Austrian": "Austria", "Swedish": "Sweden", "Norwegian": "Norway",
-    "Danish": "Denmark", "Finnish": "Finland", "Polish": "Poland", "Czech": "Czech Republic|Czechia",
-    "Hungarian": "Hungary", "Greek": "Greece", "Turkish": "Turkey", "Russian": "Russia", "Ukrainian": "Ukraine",
-    "Canadian": "Canada", "Mexican": "Mexico", "Brazilian": "Brazil", "Argentine": "Argentina",
-    "Chilean": "Chile", "Australian": "Australia", "Indian": "India", "Chinese": "China", "Japanese": "Japan",
-    "Korean": "South Korea|North Korea|Korea", "Filipino": "Philippines", "Egyptian": "Egypt", "Iranian": "Iran",
-    "Israeli": "Israel", "Nigerian": "Nigeria", "South African": "South Africa", "New Zealander": "New Zealand",
-}  # fmt: skip
-_COUNTRY = re.compile(
-    r"\b(?:" + "|".join(f"(?P<c{n}>{names})" for n, names in enumerate(_COUNTRIES.values())) + r")(?!\w)"
-)
-PEOPLE = tuple(_COUNTRIES)  # the peoples' adjectives ("American", "South African")
 _PEOPLES = frozenset().union(*(terms(people.split()[-1]) for people in PEOPLE))  # "South African": "african"
 # "from the same country", "of different nationalities", "released in the same year", "in the same family",
 # "located in the same state"
@@ -190,7 +170,7 @@ def date_after(option: str, texts: Sequence[str], other: str = "", *, death: boo
 class Proposal:
     """The option the documents pick, as the question writes it, and what picked it; `read` the texts holding
     the sentences that decided it, where the rule knows them (`decide_stated`; else `read_from` finds them);
-    `clause` the words it rests on, for the trace and the check before it is printed (`lead.refuted`)."""
+    `clause` the words it rests on, for the trace and the check before it is printed (`denials.refuted`)."""
 
     option: str
     by: LeadSource
@@ -399,7 +379,7 @@ def _without(question: str, names: tuple[str, str], filler: str = " ") -> str:
 
 def _traits(text: str) -> frozenset[str]:
     """A text's content words, a country named as its people's adjective ("Germany" -> "german")."""
-    return terms(_COUNTRY.sub(lambda m: PEOPLE[int(str(m.lastgroup)[1:])], _COMPOUND.sub(" ", text)))
+    return terms(COUNTRY.sub(lambda m: PEOPLE[int(str(m.lastgroup)[1:])], _COMPOUND.sub(" ", text)))
 
 
 def _by_trait(

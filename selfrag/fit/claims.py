@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from ..bench.claims import claim_question, rate_candidates, settled_vote
+from ..bench.datasets import Dataset, Example
 from ..engine.calibration import CriticModel, EvidenceRater, Head, Platt
 from ..engine.evidence import polarity, vector
 from ..errors import InputError
-from ..fit.critic import JudgedRow, balanced_threshold, fit_logistic, fit_platt
 from ..schema import Chunk, Hit
-from .claims import claim_question, rate_candidates, settled_vote
-from .datasets import Dataset, Example
+from .critic import JudgedRow, balanced_threshold, fit_logistic, fit_platt
 
 MIN_POLARITY_ROWS = 20  # settling chunks of each side (supporting, refuting) needed to fit the polarity head
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfrag.engine.compare import (
+from selfrag.engine.decide import (
     Proposal,
     asked_order,
     asked_trait,

@@ -7,10 +7,10 @@ import json
 
 from factories import write_run
 
-from selfrag.bench.leadfit import decided_counts, lead_counts, lead_of
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
-from selfrag.engine.lead import UNSETTLED
+from selfrag.engine.state import UNSETTLED
+from selfrag.fit.lead import decided_counts, lead_counts, lead_of
 from selfrag.result import DECIDED
 
 YES_NO = "Are Medici and Senet both board games?"
