@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine.state import UNSETTLED
 from ..errors import InputError
 from .metrics import answer_in, normalize_answer
 
@@ -28,7 +29,6 @@ PHRASINGS = ("question", "keywords", "title")
 SPLITS = ("dev", "test")
 GROUPS = ("all", "kind", "rule", "trap", "lang", "corpus")  # the tables `tally` makes
 NOT_IN_DOCUMENTS = "not in the documents"
-UNSETTLED = "The documents don't settle it."  # the engine's lead where the documents say neither yes nor no
 FIELDS: dict[str, type | tuple[type, ...]] = {
     "id": str,
     "corpus": str,
