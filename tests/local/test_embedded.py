@@ -39,7 +39,7 @@ from selfrag.llm.local import (
     served,
     thread_choice,
 )
-from selfrag.llm.weights import cached_f16, f16_path, upcast_f16
+from selfrag.llm.local_weights import cached_f16, f16_path, upcast_f16
 from selfrag.retrieval.index import Index
 from selfrag.schema import Meter
 

@@ -1,6 +1,6 @@
-"""The embedded model's weights chosen for this CPU (llm/weights.py, llm/weights_timing.py): the options timed on
-first use, the fastest kept and recorded, the record reused until the CPU, llama.cpp or the model file changes, a
-bad record said in one line, $SELFRAG_WEIGHTS forcing a kind.
+"""The embedded model's weights chosen for this CPU (llm/local_weights.py, llm/local_weights_timing.py): the options
+timed on first use, the fastest kept and recorded, the record reused until the CPU, llama.cpp or the model file
+changes, a bad record said in one line, $SELFRAG_WEIGHTS forcing a kind.
 
 A fake llama_cpp module stands in for llama.cpp: its models cost a fixed time per evaluated token, counted on a
 fake clock, so the timings are exact and no real model is loaded (except in the one slow test at the end).
@@ -21,8 +21,8 @@ import pytest
 
 from selfrag.cli.diagnose import check_local_weights
 from selfrag.errors import UsageError
-from selfrag.llm.weights import LOSSLESS, choose_weights, f16_path, weights_asked
-from selfrag.llm.weights_timing import (
+from selfrag.llm.local_weights import LOSSLESS, choose_weights, f16_path, weights_asked
+from selfrag.llm.local_weights_timing import (
     PROMPT_TOKENS,
     REPEATS,
     STEP_ROWS,
@@ -58,7 +58,7 @@ def kind_of(path: str | Path) -> str:
 
 
 class FakeLlamaCpp:
-    """What weights.py uses of the llama_cpp module: Llama, the quantize calls, the version and system info."""
+    """What local_weights.py uses of the llama_cpp module: Llama, the quantize calls, the version and system info."""
 
     def __init__(
         self, costs: dict[str, float], *, version: str = "0.3.36", broken: tuple[str, ...] = (), sleep: bool = False

@@ -5,7 +5,7 @@
   copy that is missing, truncated or not GGUF is ignored and removed). F16 is lossless, BF16 is not: it rounds the
   weights to 8 bits of mantissa, so some replies change.
 - The choice: with several kinds asked for (by default `LOSSLESS`: the shipped file and the F16 copy), the first
-  use on a machine times each one on the same short work (`weights_timing`) and keeps the fastest; the timings go
+  use on a machine times each one on the same short work (`local_weights_timing`) and keeps the fastest; the timings go
   into a record beside the copies, which later processes reuse while the CPU and its features, llama.cpp's build
   and the source file stay the same. One kind asked for ($SELFRAG_WEIGHTS=q4_1, f16 or bf16) is served untimed.
 - A record that is corrupt or of another format is ignored with one line (logger `selfrag.weights`) and the
@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..files import write_atomic
-from .weights_timing import (
+from .local_weights_timing import (
     BadRecord,
     Machine,
     Measurement,

@@ -226,7 +226,7 @@ def time_option(llama_cpp: Any, path: Path, threads: int, clock: Callable[[], fl
 def time_in_child(path: Path, threads: int, *, command: list[str] | None = None) -> float:
     """`time_option` with the real llama.cpp, run in a child Python process; OptionFailed saying how it failed
     (a crash names its signal). `command` replaces the child's command line (tests)."""
-    argv = command or [sys.executable, "-m", "selfrag.llm.weights_timing", str(path), str(threads)]
+    argv = command or [sys.executable, "-m", "selfrag.llm.local_weights_timing", str(path), str(threads)]
     try:
         done = subprocess.run(
             argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=CHILD_LIMIT_S
