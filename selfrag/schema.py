@@ -192,14 +192,13 @@ class Meter:
     rounds: int = 0  # sequential rounds of LLM calls
     estimated_usage: bool = False  # some reply carried no usage and its tokens were estimated
     notes: list[str] = field(default_factory=list)
-    # replies per prompt name, and their prompt plus completion tokens (retries and probes count only above)
-    calls_by_prompt: dict[str, int] = field(default_factory=dict)
-    tokens_by_prompt: dict[str, int] = field(default_factory=dict)
+    # per prompt name: (replies, their prompt plus completion tokens); retries and probes count only above
+    by_prompt: dict[str, tuple[int, int]] = field(default_factory=dict)
     # the answer's limits, so a call waiting out a rate limit knows when to stop (None: no such limit)
     deadline: float | None = None  # event-loop time the answer must end by
     max_calls: int | None = None  # HTTP requests the answer may send
 
     def count_reply(self, prompt: str, tokens: int) -> None:
         """One reply to `prompt` (a re-ask counts again), with its tokens."""
-        self.calls_by_prompt[prompt] = self.calls_by_prompt.get(prompt, 0) + 1
-        self.tokens_by_prompt[prompt] = self.tokens_by_prompt.get(prompt, 0) + tokens
+        calls, spent = self.by_prompt.get(prompt, (0, 0))
+        self.by_prompt[prompt] = (calls + 1, spent + tokens)

@@ -225,7 +225,7 @@ def usage_of(meter: Meter, *, rounds: int, retrieval_frequency: float) -> dict[s
         "retrieval_frequency": retrieval_frequency,
         "reasks": meter.reasks,
         "parse_failures": meter.parse_failures,
-        "by_prompt": {name: [n, meter.tokens_by_prompt.get(name, 0)] for name, n in meter.calls_by_prompt.items()},
+        "by_prompt": {name: list(counts) for name, counts in meter.by_prompt.items()},
     }
 
 

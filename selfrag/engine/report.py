@@ -279,8 +279,7 @@ def build_result(
         wall_time=round(wall_time, 4),
         estimated=meter.estimated_usage,
         by_prompt={
-            name: PromptUsage(calls=calls, tokens=meter.tokens_by_prompt.get(name, 0))
-            for name, calls in sorted(meter.calls_by_prompt.items())
+            name: PromptUsage(calls=calls, tokens=tokens) for name, (calls, tokens) in sorted(meter.by_prompt.items())
         },
     )
     path = best.id.split(".")

@@ -156,10 +156,10 @@ def _measure(
     llama_cpp: Any,
     path: Path,
     why: str,
-    clocks: tuple[Timer, Callable[[], float], Callable[[], float]],
+    timing: tuple[Timer, Callable[[], float], Callable[[], float]],  # the timer, the clock, the wall clock
 ) -> WeightsChoice:
     """Time each option (making the copies first), keep the fastest, record it; unchosen copies are removed."""
-    timer, clock, now = clocks
+    timer, clock, now = timing
     started = clock()
     files: dict[str, Path] = {}
     for kind in options:

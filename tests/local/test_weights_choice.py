@@ -427,8 +427,8 @@ def test_the_embedded_server_serves_the_chosen_weights_and_falls_back_when_the_c
 
 @pytest.mark.slow
 def test_doctor_refresh_times_the_real_weights_and_a_later_doctor_reuses_them(tmp_path, installed):
-    """Each option timed by the real llama.cpp in a child process: one that crashes it (the Q4_1 file on a CPU
-    with AMX) is named with its signal, and doctor still answers."""
+    """Each option timed by the real llama.cpp in a child process, so doctor answers even where one crashes it (the
+    Q4_1 file on a CPU with AMX ended doctor with SIGSEGV when it was timed in doctor's own process)."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SELFRAG_", "OPENAI_"))},
         "SELFRAG_HOME": str(tmp_path / "home"),
@@ -445,5 +445,4 @@ def test_doctor_refresh_times_the_real_weights_and_a_later_doctor_reuses_them(tm
         [line] = [line for line in run.stdout.splitlines() if " local weights " in line]
         lines.append(line)
     assert "timed now (doctor --refresh)" in lines[0] and "q4_1 " in lines[0] and "f16 " in lines[0]
-    assert "Traceback" not in lines[0]
     assert "remembered in" in lines[1]
