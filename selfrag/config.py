@@ -104,6 +104,8 @@ class Config:
     scorer_weights: str | None = None  # evidence scorer: a weights file from `selfrag calibrate` or `selfrag critic
     # fit` (None: those calibrated for the endpoint's model, else the shipped ones on the embedded model)
     lead: bool | None = None  # a yes/no, choice or factoid question gets its short answer first (one more call)
+    lead_ahead: bool = True  # an endpoint's model: the short answer's call is sent while a step writes, not after
+    # the loop (no round of its own; a call for nothing where the answer reads other documents: engine.lead.EarlyLead)
     decide: bool | None = None  # the documents may decide that short answer with no call (engine.decide,
     # engine.values), checked against the kept sentences first (engine.denials); off: the model's own short answer
     confirm: bool | None = None  # a decided short answer is printed only where the model, asked a closed-set question

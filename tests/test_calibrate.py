@@ -199,6 +199,25 @@ def test_where_the_model_writes_no_usable_question_its_sentence_with_the_answer_
     assert arvo["answer"] == "1901" and arvo["calls"] == 2
 
 
+def test_a_reply_that_never_validates_is_the_chunks_failure_and_its_blank_is_asked(corpus_index, capsys):
+    """A model whose question replies never parse (cut off, say): the chunk gets its blank, not a failure that
+    every --resume would meet again."""
+    long = {file: text for file, (text, _, _) in DOCS.items()}
+    model = writer(answers=long)
+
+    def cut_off(body: dict[str, Any]) -> str:
+        return '{"question": "In which year' if "JudgeQuestionReply" in json.dumps(body) else model(body)
+
+    with FakeOpenAIServer(responder=cut_off) as server:
+        assert main(calibrate(corpus_index, server)) == 0
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+    capsys.readouterr()
+    lines = (weights.parent / (weights.name + ".work") / "questions.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert all(r["status"] == "ok" and r["made"] == "a blank" for r in records)
+    assert all("no usable reply (CritiqueError" in r["tried"][1] for r in records)
+
+
 @pytest.mark.parametrize(
     ("text", "spans"),
     [

@@ -27,7 +27,9 @@ so its weights are fitted on its own candidates, over the corpus it will answer 
 Refused in one line (UsageError) before anything is written, existing weights untouched: a corpus of fewer than
 `MIN_DOCUMENTS` documents, fewer than `MIN_QUESTIONS` usable questions, judged candidates of one class for a head,
 a damaged questions file, a work folder of another calibration. An endpoint that fails stops the run (LLMError):
-what finished is kept, and a resumed run goes on from there. The weights are written once, atomically, at the end.
+what finished is kept, and a resumed run goes on from there. A reply that never validates is the chunk's, not the
+endpoint's: the next way of making its question is tried (asked again, the model would write it again). The
+weights are written once, atomically, at the end.
 """
 
 from __future__ import annotations
@@ -48,7 +50,15 @@ from ..engine.calibration import LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_cr
 from ..engine.context import Deps, Run, run_all
 from ..engine.evidence import sentences, terms
 from ..engine.fitted import FittedFor
-from ..errors import FatalLLMError, InputError, LLMError, UsageError
+from ..errors import (
+    ContextLengthError,
+    CritiqueError,
+    FatalLLMError,
+    InputError,
+    LLMError,
+    RefusalError,
+    UsageError,
+)
 from ..files import write_atomic
 from ..fit.critic import fit_critic, with_lead_counts
 from ..fit.lead import lead_counts
@@ -277,22 +287,17 @@ async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> 
     random.Random(chunk.key).shuffle(spans)
     tried: list[str] = []
     try:
-        reply = await run.ask("calibrate_question", logprobs=False, **block)
-        question, answer = reply.value.question.strip(), reply.value.answer.strip()  # type: ignore[attr-defined]
-        why = unusable_because(question, answer, chunk.text, chunk.text)
+        reply, why = await _written(run, "calibrate_question", **block)
+        question, answer = (reply.question.strip(), reply.answer.strip()) if reply else ("", "")
+        why = why or unusable_because(question, answer, chunk.text, chunk.text)
         if why and spans:
             tried.append(f"the model's own pair: {why}")
             answer, sentence = spans[0]
             nonce = block["nonce"]
-            reply = await run.ask(
-                "calibrate_question_for",
-                logprobs=False,
-                sentence=neutralise_document(sentence, nonce),
-                answer=neutralise_document(answer, nonce),
-                **block,
-            )
-            question = reply.value.question.strip()  # type: ignore[attr-defined]
-            why = unusable_because(question, answer, chunk.text, sentence)
+            values = {"sentence": neutralise_document(sentence, nonce), "answer": neutralise_document(answer, nonce)}
+            reply, why = await _written(run, "calibrate_question_for", **values, **block)
+            question = reply.question.strip() if reply else ""
+            why = why or unusable_because(question, answer, chunk.text, sentence)
     except FatalLLMError:
         raise
     except LLMError as error:
@@ -308,6 +313,15 @@ async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> 
     record |= {"made": ["the model's pair", "the model's question", "a blank"][len(tried)], "tried": tried}
     record["usage"] = {"total_tokens": meter.prompt_tokens + meter.completion_tokens}  # for the progress line
     return {**record, "status": "unusable", "why": why} if why else {**record, "status": "ok"}
+
+
+async def _written(run: Run, prompt: str, **values: str) -> tuple[Any, str | None]:
+    """The model's reply, or why it gave none: a reply that does not validate, a refusal or a chunk too long for
+    its context is this chunk's (the next way is tried, and asking again would get the same), not the endpoint's."""
+    try:
+        return (await run.ask(prompt, logprobs=False, **values)).value, None
+    except (CritiqueError, RefusalError, ContextLengthError) as error:
+        return None, f"no usable reply ({type(error).__name__}: {error})"
 
 
 def blank(answer: str, sentence: str) -> str:

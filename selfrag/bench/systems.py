@@ -56,6 +56,7 @@ BENCH_DEFAULTS: dict[str, Any] = {
 # folders of earlier runs keep their hash
 LATER_KNOBS: dict[str, Any] = {
     "pooled": False,
+    "lead_ahead": True,
     "short_replies": False,
     "hops": True,
     "ground": True,

@@ -38,6 +38,7 @@ ENGINE_FLAGS = (
     "scorer_weights",
     "abstain_below",
     "lead",
+    "lead_ahead",
     "decide",
     "confirm",
     "denials",
@@ -95,6 +96,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--lead",
         action=argparse.BooleanOptionalAction,
         help="a yes/no, choice or factoid question gets its short answer first (default on; benchmarks: off)",
+    )
+    search.add_argument(
+        "--lead-ahead",
+        action=argparse.BooleanOptionalAction,
+        help="an endpoint's model: the short answer's call is sent while the last step writes, not after it (one "
+        "round less; one call for nothing when the answer ends on other documents or abstains; default on)",
     )
     search.add_argument(
         "--decide",

@@ -38,10 +38,12 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     kind = questions.question_kind(run.question) if run.config.lead else None  # a short answer is printed first
     # a question the regexes cannot read (another language) is put to a model that reads, which says its kind
     asks = kind is not None or (run.config.lead and not run.config.embedded and not questions.read_here(run.question))
+    ahead = asks and run.config.lead_ahead and not run.config.embedded
+    early = lead.EarlyLead(run, kind) if ahead else None  # the lead's call, sent while a step writes
     for depth in range(run.config.max_depth):
         try:
             async with asyncio.timeout_at(deadline):
-                step = await _step(frontier, run)
+                step = await _step(frontier, run, early)
         except BudgetError:
             stop = StopReason.BUDGET
             break
@@ -72,10 +74,14 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
             stop = StopReason.FINAL if all(b.final for b in frontier) else StopReason.MAX_DEPTH
             break
     abstention = report.abstention_from(steps, run.abstain_below) if stop is StopReason.UNSUPPORTED else None
-    searched = Searched(stop, failure, tuple(read), tuple(written), kind, deadline, asks)
+    searched = Searched(stop, failure, tuple(read), tuple(written), kind, deadline, asks, early)
     done = Finished(beam.best(frontier), steps, abstention)
-    for finishing in FINISHING:  # after the paper's loop, the finishing policies, in order
-        done = await finishing(done, searched, run)
+    try:
+        for finishing in FINISHING:  # after the paper's loop, the finishing policies, in order
+            done = await finishing(done, searched, run)
+    finally:
+        if early is not None:
+            early.close()  # sent ahead for documents the answer did not end on, or not needed
     best, steps, abstention, short = done.best, done.steps, done.abstention, done.short
     said = short.text if short and short.text else None
     if short and said:
@@ -99,8 +105,8 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
 class Searched:
     """What the paper's loop leaves to the finishing policies: why it stopped, the first failure, the chunks its
     last step read (when every candidate was declined), every candidate written, the question's kind as the
-    regexes read it (None: none they know), the deadline, and whether a short answer is asked for (a kind, or a
-    question only a model that reads can read)."""
+    regexes read it (None: none they know), the deadline, whether a short answer is asked for (a kind, or a
+    question only a model that reads can read), and its call if one was sent ahead."""
 
     stop: StopReason
     failure: str | None
@@ -109,6 +115,7 @@ class Searched:
     kind: QuestionKind | None
     deadline: float
     asks: bool = False
+    early: lead.EarlyLead | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +174,7 @@ async def _short_answer(done: Finished, searched: Searched, run: Run) -> Finishe
     """lead (and decide, inside it): the short answer of a yes/no, choice or factoid question."""
     if done.short is not None or not searched.asks or done.abstention is not None:
         return done
-    return replace(done, short=await _lead(done.best, run, searched.kind, searched.deadline))
+    return replace(done, short=await _lead(done.best, run, searched.kind, searched.deadline, searched.early))
 
 
 async def _said_once(done: Finished, searched: Searched, run: Run) -> Finished:
@@ -183,10 +190,10 @@ FINISHING: tuple[Callable[[Finished, Searched, Run], Awaitable[Finished]], ...] 
 )  # fmt: skip
 
 
-async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
+async def _step(frontier: tuple[Beam, ...], run: Run, early: lead.EarlyLead | None = None) -> StepOutcome:
     live = tuple(b for b in frontier if not b.final)
     plans = await retriever.plan(live, run)  # ②
-    evidence, candidates = await _write(live, plans, run)  # ② ③ ④
+    evidence, candidates = await _write(live, plans, run, early)  # ② ③ ④
     unread = retriever.unread(live, plans, candidates) if run.config.mode is Mode.ADAPTIVE else []
     if unread:  # chose not to retrieve and had its sentence declined: it reads before the answer may abstain
         again = tuple(retriever.read_instead(plans[i]) for i in unread)
@@ -198,10 +205,13 @@ async def _step(frontier: tuple[Beam, ...], run: Run) -> StepOutcome:
 
 
 async def _write(
-    live: tuple[Beam, ...], plans: tuple[Plan, ...], run: Run
+    live: tuple[Beam, ...], plans: tuple[Plan, ...], run: Run, early: lead.EarlyLead | None = None
 ) -> tuple[tuple[Evidence, ...], tuple[Candidate, ...]]:
-    """The chunks each beam's plan fetches, and its candidates written from them and critiqued."""
+    """The chunks each beam's plan fetches, and its candidates written from them and critiqued (with the lead's
+    call sent ahead, for the first beam's chunks, where `early` is given)."""
     evidence = await retriever.gather(live, plans, run)
+    if early is not None and live:
+        early.send(live[0], evidence[0])
     return evidence, await critic.assess(await generator.expand(live, plans, evidence, run), run)
 
 
@@ -231,12 +241,14 @@ def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], ru
     return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 
-async def _lead(best: Beam, run: Run, kind: QuestionKind | None, deadline: float) -> Lead | None:
+async def _lead(
+    best: Beam, run: Run, kind: QuestionKind | None, deadline: float, early: lead.EarlyLead | None
+) -> Lead | None:
     """The short answer of a yes/no, choice or factoid question (⑥); none when the budget or the deadline is
     spent."""
     try:
         async with asyncio.timeout_at(deadline):
-            return await lead.write_lead(run, best, kind)
+            return await lead.write_lead(run, best, kind, early)
     except (BudgetError, TimeoutError):
         return None
 

@@ -7,7 +7,8 @@ the names it weighs) is read in `engine.questions`.
                     clauses holding the question's words state (`engine.values`; not a superseded document's:
                     `current_texts`)
     standing        the answer instead of an abstention: what the documents decide, citing what it was read from
-    lead_chunks     what the lead reads: the chunks the answer cites, then the rest of its last retrieval
+    lead_chunks     what the lead reads: the answer's last retrieval, then the chunks it cites that it does not hold
+    EarlyLead       the lead's call sent while the last step writes (an endpoint's model), not after the loop
     lead_text       the model's short answer, checked: yes / no / "The documents don't settle it." for yes/no
                     (the last also when a sentence of the answer opens with the other word, and when the rater
                     does not trust the model's yes or no: `Rater.trusts`);
@@ -42,14 +43,18 @@ search wrote it: the lead is a courtesy, never a reason to fail.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
+
+from pydantic import BaseModel
 
 from ..errors import FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import QuestionKind
 from ..llm.replies import LeadReply
+from ..llm.structured import Parsed
 from ..result import DECIDED, UNSETTLED_KINDS
-from ..schema import Beam, Chunk
+from ..schema import Beam, Chunk, Segment
 from .confirm import confirmed, confirms
 from .context import Run
 from .decide import Proposal, decide, decide_stated, decide_yes_no, read_from
@@ -113,11 +118,67 @@ def current_texts(chunks: Sequence[Chunk]) -> list[str]:
 
 
 def lead_chunks(best: Beam, limit: int) -> list[Chunk]:
-    """The documents the lead reads: the chunks the answer cites (its sentences' own, then the second sources of
-    two-source sentences), then the rest of its last retrieval, `limit` at most."""
-    cited = [c for s in best.segments for c in (s.chunk, *s.also) if c is not None]
-    unique = {chunk.key: chunk for chunk in [*cited, *best.evidence]}
-    return list(unique.values())[: max(limit, 1)]
+    """The documents the lead reads: the answer's last retrieval in its order (`limit` at most), then the chunks
+    the answer cites that it does not hold (earlier retrievals', second sources of two-source sentences). Known
+    once a step has retrieved, before its sentence is chosen: `EarlyLead` sends the call then."""
+    return read_by_lead(best.evidence, best.segments, limit)
+
+
+def read_by_lead(evidence: Sequence[Chunk], segments: Sequence[Segment], limit: int) -> list[Chunk]:
+    cited = [c for s in segments for c in (s.chunk, *s.also) if c is not None]
+    return list({chunk.key: chunk for chunk in [*evidence[: max(limit, 1)], *cited]}.values())
+
+
+class EarlyLead:
+    """The lead's call sent while a step writes its sentences, so that it is no round of its own after the loop
+    (an endpoint's model; the embedded one shares this CPU, where a call sent for nothing costs time). It is sent
+    for the documents the lead reads if the step ends the answer (`read_by_lead` of a child of the step's first
+    beam) and taken where the finished answer reads exactly those; else it is cancelled and the lead asks then.
+    The prompt is the same either way, so the answer is too."""
+
+    def __init__(self, run: Run, kind: QuestionKind | None) -> None:
+        self._run, self._kind = run, kind
+        self._sent: tuple[tuple[str, ...], asyncio.Task[Parsed[BaseModel]]] | None = None
+
+    def send(self, parent: Beam, evidence: Sequence[Chunk]) -> None:
+        """The call for what a child of `parent` reading `evidence` would lead with (none sent twice)."""
+        chunks = read_by_lead(evidence, parent.segments, self._run.config.ndocs)
+        keys = tuple(chunk.key for chunk in chunks)
+        if self._sent is not None and self._sent[0] == keys:
+            return
+        self.close()
+        if self._decided_alone(chunks):
+            return
+        task = asyncio.ensure_future(_lead_reply(self._run, self._kind, chunks))
+        task.add_done_callback(_consumed)
+        self._sent = (keys, task)
+
+    def _decided_alone(self, chunks: Sequence[Chunk]) -> bool:
+        """These documents decide the lead and the model is not asked to confirm it: no call is needed."""
+        run, kind = self._run, self._kind
+        if not run.config.decide or kind is None:
+            return False
+        decision = documents_decide(run.question, kind, current_texts(chunks))
+        return decision is not None and not confirms(run, kind, decision.by)
+
+    def take(self, chunks: Sequence[Chunk]) -> asyncio.Task[Parsed[BaseModel]] | None:
+        """The call sent for these documents (None: none was, or for others: cancelled)."""
+        sent, self._sent = self._sent, None
+        if sent is not None and sent[0] == tuple(chunk.key for chunk in chunks):
+            return sent[1]
+        if sent is not None:
+            sent[1].cancel()
+        return None
+
+    def close(self) -> None:
+        """Cancels a call sent and not taken."""
+        self.take(())
+
+
+def _consumed(task: asyncio.Task[Parsed[BaseModel]]) -> None:
+    """A call sent ahead and never taken fails quietly (its error, if taken, is raised where it is awaited)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def lead_text(kind: QuestionKind, answer: str, read: Sequence[str], question: str = "") -> str | None:
@@ -211,19 +272,19 @@ def _chosen(said: str, offered: tuple[str, str] | None) -> str | None:
     return f"{picks[0][:1].upper()}{picks[0][1:]}." if len(picks) == 1 else None  # "Kept." of "refunded or kept"
 
 
-async def write_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead | None:
+async def write_lead(run: Run, best: Beam, kind: QuestionKind | None, early: EarlyLead | None = None) -> Lead | None:
     """The lead of a question of this kind (`question_kind`): from the documents where they decide it
     (`documents_decide`), else from one call. None when the call failed; a lead with no text when the reply is
     no usable short answer or only repeats the answer's first sentence."""
     if not best.segments:
         return None
-    lead = await _written_lead(run, best, kind)
+    lead = await _written_lead(run, best, kind, early)
     if lead is not None and lead.text is not None and echoes(lead.text, [s.text for s in best.segments]):
         return replace(lead, text=None)
     return lead
 
 
-async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead | None:
+async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None, early: EarlyLead | None) -> Lead | None:
     chunks = lead_chunks(best, run.config.ndocs)
     written = [s.text for s in best.segments]
     decision = documents_decide(run.question, kind, current_texts(chunks), written) if run.config.decide else None
@@ -233,9 +294,9 @@ async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead
         decided = Lead(f"{decision.option}.", decision.by, cites=cites, clause=decision.clause or None)
         if kind is None or not confirms(run, kind, decision.by):
             return decided
-        return await confirmed(run, best, kind, chunks, decided, _asked_lead(run, best, kind, chunks))
+        return await confirmed(run, best, kind, chunks, decided, _asked_lead(run, best, kind, chunks, early))
     refused = f"{decision.option}. by {decision.by}: {why}" if decision is not None else None
-    lead = await _asked_lead(run, best, kind, chunks)
+    lead = await _asked_lead(run, best, kind, chunks, early)
     if refused is None:
         return lead
     if lead is None or (
@@ -245,21 +306,29 @@ async def _written_lead(run: Run, best: Beam, kind: QuestionKind | None) -> Lead
     return replace(lead, refused=refused)
 
 
-async def _asked_lead(run: Run, best: Beam, kind: QuestionKind | None, chunks: list[Chunk]) -> Lead | None:
+async def _lead_reply(run: Run, kind: QuestionKind | None, chunks: Sequence[Chunk]) -> Parsed[BaseModel]:
+    """The lead's one call: the question, its kind and the documents (the same prompt sent ahead or after)."""
+    return await run.ask(
+        "answer_lead",
+        logprobs=False,
+        question=run.question,
+        kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind or "", kind or "factoid"),
+        reading="" if run.config.embedded else READING,
+        reply='{"answer": "..."}' if run.config.embedded else '{"kind": "...", "answer": "..."}',
+        documents=run.documents("lead", chunks) if chunks else "(no documents)",
+    )
+
+
+async def _asked_lead(
+    run: Run, best: Beam, kind: QuestionKind | None, chunks: list[Chunk], early: EarlyLead | None = None
+) -> Lead | None:
     """The model's own short answer, asked in one call and checked (`lead_text`); None when the call failed. An
     endpoint's model also reads the question's kind (any language), and its reading decides: a list or an
     explanation gets no short answer, a yes/no question its yes or no; the embedded model's kind is the
     regexes' (`questions.question_kind`)."""
+    sent = early.take(chunks) if early is not None else None
     try:
-        parsed = await run.ask(
-            "answer_lead",
-            logprobs=False,
-            question=run.question,
-            kind={"yes_no": "yes/no", "choice": "choice between two"}.get(kind or "", kind or "factoid"),
-            reading="" if run.config.embedded else READING,
-            reply='{"answer": "..."}' if run.config.embedded else '{"kind": "...", "answer": "..."}',
-            documents=run.documents(f"lead{best.id}", chunks) if chunks else "(no documents)",
-        )
+        parsed = await (sent if sent is not None else _lead_reply(run, kind, chunks))
     except FatalLLMError:
         raise
     except (LLMError, PromptNotSupportedError):  # a model that cannot pose the lead prompt gets no lead

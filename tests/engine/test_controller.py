@@ -369,15 +369,15 @@ def test_hard_gates_drop_unsupported_candidates_with_a_safe_fallback(engine):
 
 def test_budget_ends_the_answer_with_what_is_settled(engine):
     more = distinct(lambda n: fused(f"Refund rule {n} applies.", is_final=False, retrieve_next="continue"))
-    script = {"retrieve_decide": DECIDE_YES, "generate_fused": more}
-    result = engine(script, max_llm_calls=6, max_depth=7).answer(Q)
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": more, "answer_lead": {"answer": "30 days"}}
+    result = engine(script, max_llm_calls=6, max_depth=7).answer(Q)  # the lead's call, sent ahead, counts too
     assert result.stop_reason == "budget"
     assert result.segments and result.usage.llm_calls <= 6 + 2
 
 
 def test_deadline_ends_the_answer(engine):
     more = distinct(lambda n: fused(f"Refund rule {n} applies.", is_final=False, retrieve_next="yes"))
-    script = {"retrieve_decide": DECIDE_YES, "generate_fused": more}
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": more, "answer_lead": {"answer": "30 days"}}
     result = engine(script, latency=0.05, deadline=0.3, max_depth=50).answer(Q)
     assert result.stop_reason == "deadline" and result.usage.wall_time < 1.0
 

@@ -96,13 +96,23 @@ def test_the_evidence_scorer_ranks_by_what_the_chunk_backs_not_by_the_models_use
 
 def test_nothing_supported_is_an_explicit_typed_abstention(engine, weights):
     script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
-    result = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights, ground=False).answer(Q)  # rated
+    rated = engine(script, ndocs=2, scorer="evidence", scorer_weights=weights, ground=False, lead_ahead=False)
+    result = rated.answer(Q)  # (with the lead's call sent ahead, one more: tests/engine/test_lead_ahead.py)
     assert result.answer == ABSTAIN_ANSWER and not result.segments and not result.sources
     assert result.stop_reason == "unsupported" and result.abstention is not None
     assert result.abstention.threshold == 0.5 and result.abstention.best_support < 0.5
     assert result.confidence < 0.5
     assert {c.flag for c in result.trace.steps[0].candidates} == {"unsupported"}
     assert result.usage.llm_calls == 3  # the decision and two candidates: no fallback call
+
+
+def test_an_abstention_costs_the_short_answers_call_sent_ahead_and_nothing_more(engine, weights):
+    script = {"retrieve_decide": DECIDE_YES, "generate_fused": fused("You have 90 days under the Lyon rule.")}
+    knobs = {"ndocs": 2, "scorer": "evidence", "scorer_weights": weights, "ground": False}
+    ahead = engine({**script, "answer_lead": {"answer": "90 days"}}, lead_ahead=True, **knobs).answer(Q)
+    after = engine(script, lead_ahead=False, **knobs).answer(Q)
+    assert ahead.answer == after.answer == ABSTAIN_ANSWER and ahead.trace.lead_reply is None
+    assert ahead.usage.llm_calls == after.usage.llm_calls + 1 and ahead.usage.by_prompt["answer_lead"].calls == 1
 
 
 @pytest.mark.parametrize(
@@ -157,7 +167,7 @@ def directors() -> dict:
     return {
         "retrieve_decide": {"retrieve": "yes", "query": "Pablo Trapero Aleksander Ford country"},
         "generate_fused": fused("They were born in Lyon and Vienna."),
-        "answer_lead": {"answer": "yes"},  # the model's coin flip: never asked here
+        "answer_lead": {"answer": "yes"},  # the model's coin flip: sent ahead while the step writes, never used here
         "confirm_decision": {"verdict": "agree"},  # it agrees with what the documents decide
     }
 
@@ -171,7 +181,7 @@ async def test_where_no_sentence_is_supported_what_the_documents_decide_stands_c
     assert (result.lead, result.lead_from, result.stop_reason) == ("No.", "same", "unsupported")
     assert {s.doc_id for s in result.sources} == {"trapero.md", "ford.md"}  # what decided it, not bikes.md
     assert [e.text for e in events if isinstance(e, LeadEvent)] == ["No [1, 2]."]  # streamed as printed
-    assert not rag.chat.calls_to("answer_lead")
+    assert result.trace.lead_reply is None  # the model's own short answer never stands alone
 
 
 def test_an_answer_that_would_stand_alone_needs_the_models_agreement_too(engine, weights):
@@ -195,7 +205,7 @@ def test_where_no_sentence_is_supported_a_value_the_documents_state_stands_citin
     rag = engine(directors(), chunks=DIRECTORS_AND_BIKES, ndocs=3, lead=True, scorer="evidence", scorer_weights=weights)
     result = rag.answer("How much is the late fee for bikes returned after 24 hours?")
     assert (result.lead, result.lead_from, result.stop_reason) == ("15 euros.", "value", "unsupported")
-    assert result.abstention is None and not result.segments and not rag.chat.calls_to("answer_lead")
+    assert result.abstention is None and not result.segments and result.trace.lead_reply is None
     assert [s.doc_id for s in result.sources] == ["bikes.md"] and result.answer == "15 euros [1]."
     # alone, it is as sure as the decisions of its kind were right, however few (Laplace's rule), never 0
     assert result.confidence == pytest.approx(confidence)
@@ -213,7 +223,7 @@ def test_where_the_documents_decide_nothing_the_answer_still_abstains(engine, we
     rag = engine(directors(), chunks=DIRECTORS_AND_BIKES, ndocs=2, scorer="evidence", scorer_weights=weights, **knobs)
     result = rag.answer(question)
     assert result.answer == ABSTAIN_ANSWER and result.abstention is not None and result.lead is None
-    assert not rag.chat.calls_to("answer_lead")
+    assert result.trace.lead_reply is None
 
 
 def test_a_beam_does_not_grow_by_an_unsupported_sentence(engine, weights):

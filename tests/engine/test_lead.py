@@ -261,16 +261,19 @@ def test_a_choice_between_options_in_lower_case_leads_with_one_of_them(question,
     assert lead_text("choice", answer, [], question) == lead
 
 
-def test_the_lead_reads_the_cited_chunks_first_then_the_rest_of_the_last_retrieval():
+def test_the_lead_reads_the_last_retrieval_in_its_order_then_cited_chunks_it_does_not_hold():
     critique = Critique(utility={5: 1.0}, is_final=True)
-    a, b, c, d = (Chunk(f"{name}.md", 0, name) for name in "abcd")
+    a, b, c, d, e = (Chunk(f"{name}.md", 0, name) for name in "abcde")
     best = Beam(
         "0.1",
-        segments=(Segment("one", critique, c), Segment("two", critique, d, also=(a,))),
+        segments=(Segment("one", critique, e), Segment("two", critique, d, also=(a,))),
         evidence=(a, b, c, d),
     )
-    assert lead_chunks(best, 3) == [c, d, a]
-    assert lead_chunks(best, 9) == [c, d, a, b]
+    assert lead_chunks(best, 9) == [a, b, c, d, e]  # e: cited from an earlier retrieval
+    assert lead_chunks(best, 2) == [a, b, e, d]  # the limit cuts the retrieval, never a cited chunk
+    # which sentence is kept does not change what is read: known once the step has retrieved
+    other = replace(best, segments=(Segment("one", critique, e), Segment("three", critique, b)))
+    assert lead_chunks(other, 9) == lead_chunks(best, 9)
 
 
 async def test_a_yes_no_question_leads_with_yes_then_the_cited_sentences(engine):
