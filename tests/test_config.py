@@ -64,6 +64,7 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "scorer_weights": "weights.json",
         "abstain_below": 0.3,
         "lead": False,
+        "lead_ahead": False,
         "decide": False,
         "confirm": False,
         "denials": False,

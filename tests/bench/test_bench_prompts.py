@@ -16,7 +16,7 @@ def test_bench_prompts_load_beside_the_engine_prompts_and_are_all_used():
     ours = {p.stem for p in (prompts_dir() / "bench").glob("*.toml")}
     assert set(book.names()) == set(engine.names()) | ours
     source = "\n".join(p.read_text() for p in SOURCES.glob("*.py"))
-    used = set(re.findall(r'(?:\.ask\(|ask_over_top_chunks\([^"]*?)\s*"([a-z_]+)"', source))
+    used = set(re.findall(r'(?:\.ask\(|_written\(run,|ask_over_top_chunks\([^"]*?)\s*"([a-z_]+)"', source))
     assert ours <= used
     for name in ours:
         prompt = book[name]
