@@ -1,6 +1,6 @@
 """⑥ The short answer first: a yes/no, choice or factoid question gets its answer stated plainly before the
-supported sentences and their citations (one more call, after the search). What a question asks (its kind,
-the names it weighs) is read in `engine.questions`.
+supported sentences and their citations (one more call: after the search, or with an endpoint's model beside its
+last step, `EarlyLead`). What a question asks (its kind, the names it weighs) is read in `engine.questions`.
 
     documents_decide what the documents decide with no call: a choice, a yes/no question about two names, one
                     about one thing that a clause of the documents states or denies, or a value asked that the
