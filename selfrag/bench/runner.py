@@ -38,6 +38,7 @@ from typing import Any, TextIO
 
 from ..config import Config, redact_url, resolve_endpoint, resolve_scorer
 from ..engine.calibration import SHIPPED, load_critic_model, rater_for
+from ..engine.fitted import scoring
 from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
 from ..llm.base import ChatModel
@@ -148,8 +149,10 @@ def run_benchmark(options: RunOptions, *, chat: ChatModel | None = None, stream:
         dataset = dataset.without_gold()
     dataset = dataset.only(options.ids)  # last: the corpus stays the whole sample's
     system = parse_system(options.system, options.config)
-    embedded = chat is None and not (system.config.endpoint.base_url or environ.get("OPENAI_BASE_URL"))
-    system = replace(system, config=resolve_scorer(system.config, embedded=embedded))
+    # as `selfrag ask` rates: the embedded model's shipped weights, or those calibrated (or named) for an endpoint's
+    # model; a chat passed in is rated as the config says
+    scored = scoring(system.config, environ) if chat is None else resolve_scorer(system.config, embedded=False)
+    system = replace(system, config=scored)
     if system.oracle_flip is not None and dataset.task != "qa":
         raise ConfigError(f"the oracle critic needs gold answers: use a QA dataset, not {dataset.name}")
     if system.kind == "critic" and not any(example.pairs for example in dataset.examples):

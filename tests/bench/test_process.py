@@ -236,3 +236,31 @@ def test_a_second_process_on_the_same_run_folder_is_refused_and_the_first_comple
     ids = [r["id"] for r in samples(out)]
     assert len(ids) == len(set(ids)) == 6
     assert results(out)["status"] == "complete"
+
+
+def test_a_run_at_an_endpoint_rates_with_the_weights_calibrated_or_named_for_its_model(tmp_path, monkeypatch):
+    """As `selfrag ask` does: scorer auto (the benchmarks' default is the paper's) takes weights named by
+    --scorer-weights, or those `selfrag calibrate` left for this endpoint and model, and is the paper's without."""
+    from helpers import SHIPPED_WEIGHTS
+
+    from selfrag.engine.fitted import place
+
+    write_hotpot(tmp_path / "data")
+    monkeypatch.setenv("SELFRAG_HOME", str(tmp_path / "home"))
+    with FakeOpenAIServer() as server:
+
+        def scorer(run: str, *extra: str) -> tuple[str, str | None]:
+            argv = command(tmp_path, server, tmp_path / run, "--limit", "1", "--scorer", "auto", *extra)[2:]
+            argv[argv.index("no-retrieval")] = "selfrag"
+            assert in_process(["run", *argv]) == 0
+            (folder,) = (tmp_path / run).glob("hotpotqa_smoke/*/*")
+            config = json.loads((folder / "config.json").read_text())["system"]["config"]
+            return config["scorer"], config["scorer_weights"]
+
+        assert scorer("none") == ("paper", None)
+        assert scorer("named", "--scorer-weights", SHIPPED_WEIGHTS) == ("evidence", SHIPPED_WEIGHTS)
+        calibrated = place(dict(os.environ), server.base_url, "fake-model", "fake-model")
+        calibrated.parent.mkdir(parents=True)
+        calibrated.write_bytes(Path(SHIPPED_WEIGHTS).read_bytes())
+        assert scorer("calibrated") == ("evidence", str(calibrated))
+        assert scorer("told", "--scorer", "paper")[0] == "paper"
