@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from helpers import SHIPPED_WEIGHTS
+
 from selfrag.bench.score import score_run
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
@@ -37,7 +39,9 @@ def test_each_fold_is_scored_by_a_map_fitted_on_the_others(tmp_path, monkeypatch
         flags = ["--dataset", "hotpotqa_smoke", "--data", str(data), "--system", "selfrag+evidence+abstain0",
                  "--base-url", server.base_url, "--model", "fake", "--cache", str(tmp_path / "cache.sqlite3"),
                  "--no-progress"]  # fmt: skip
-        assert main(["bench", "run", *flags, "--run-dir", str(tmp_path / "run")]) == 0
+        # the shipped weights named: at an endpoint, the evidence scorer takes only weights named or fitted for it
+        first = [*flags, "--scorer-weights", SHIPPED_WEIGHTS, "--run-dir", str(tmp_path / "run")]
+        assert main(["bench", "run", *first]) == 0
         sent = len(server.stats.bodies)
         crossfit = crossfit_module()
         assert crossfit.main([str(tmp_path / "run"), "--out", str(tmp_path / "cf"), "--", *flags]) == 0
