@@ -190,7 +190,7 @@ FINISHING: tuple[Callable[[Finished, Searched, Run], Awaitable[Finished]], ...] 
 )  # fmt: skip
 
 
-async def _step(frontier: tuple[Beam, ...], run: Run, early: lead.EarlyLead | None = None) -> StepOutcome:
+async def _step(frontier: tuple[Beam, ...], run: Run, early: lead.EarlyLead | None) -> StepOutcome:
     live = tuple(b for b in frontier if not b.final)
     plans = await retriever.plan(live, run)  # ②
     evidence, candidates = await _write(live, plans, run, early)  # ② ③ ④

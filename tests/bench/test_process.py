@@ -11,10 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import default_ctrl_c
+from helpers import SHIPPED_WEIGHTS, default_ctrl_c
 
 from selfrag.bench.samples import read_samples
 from selfrag.cli import bench
+from selfrag.engine.fitted import place
 from selfrag.testing.fake_server import FakeOpenAIServer
 
 from .fixtures import many_hotpot_questions, write_hotpot
@@ -241,10 +242,6 @@ def test_a_second_process_on_the_same_run_folder_is_refused_and_the_first_comple
 def test_a_run_at_an_endpoint_rates_with_the_weights_calibrated_or_named_for_its_model(tmp_path, monkeypatch):
     """As `selfrag ask` does: scorer auto (the benchmarks' default is the paper's) takes weights named by
     --scorer-weights, or those `selfrag calibrate` left for this endpoint and model, and is the paper's without."""
-    from helpers import SHIPPED_WEIGHTS
-
-    from selfrag.engine.fitted import place
-
     write_hotpot(tmp_path / "data")
     monkeypatch.setenv("SELFRAG_HOME", str(tmp_path / "home"))
     with FakeOpenAIServer() as server:
