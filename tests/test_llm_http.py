@@ -589,6 +589,22 @@ def loopback_model(base_url, transport, **settings):
     return OpenAIChatModel(endpoint, http_client_factory=lambda: httpx2.AsyncClient(transport=transport))
 
 
+async def test_a_call_cancelled_in_flight_is_counted_as_the_server_saw_it():
+    """A short answer's call sent ahead and not used, or one a deadline cut: the server has it, so the meter does."""
+    known = Capabilities(model="m", structured="json_schema", logprobs=False, n=False)
+    with FakeOpenAIServer(latency=5) as server:
+        endpoint = ResolvedEndpoint(server.base_url, "sk-test", "test", EndpointConfig(model="m"))
+        chat = OpenAIChatModel(endpoint, known=known)  # no probe: the one request is the call
+        sent = asyncio.ensure_future(chat.chat(REQUEST, meter := Meter()))
+        while server.stats.requests == 0:
+            await asyncio.sleep(0.01)
+        sent.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sent
+        await chat.aclose()
+    assert server.stats.requests == meter.llm_calls == 1
+
+
 async def test_refused_connections_are_bounded_per_call_and_count_toward_the_breaker():
     """A refused connection is a transient failure, like a 503 after the SDK's retries: each call makes at
     most max_retries + 1 attempts and fails fast; one refusal does not open the breaker (a restarting server

@@ -475,6 +475,9 @@ class OpenAIChatModel:
             trial = self.breaker.check() if guarded else False
             try:
                 return await client.post(path, body=params, cast_to=httpx2.Response)
+            except asyncio.CancelledError:  # given up on in flight (a short answer sent ahead, a deadline): the
+                meter.llm_calls += 1  # server has it, and a hosted one bills it
+                raise
             except openai.APIError as error:
                 if self._ours(error):
                     raise
