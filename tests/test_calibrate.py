@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 import selfrag
-from selfrag.bench.calibrate import answer_spans
+from selfrag.bench.calibrate import Corpus, Question, answer_spans, calibration_set, held_out
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.fitted import place
+from selfrag.schema import Chunk
 from selfrag.testing.fake_server import FakeOpenAIServer, echo_responder
 
 # 24 documents of two sentences; each one's question is answered by a word of its own (a year or a name that no
@@ -117,6 +118,8 @@ def test_calibrate_fits_weights_for_the_model_and_ask_picks_them_up(corpus_index
     assert info["sizes"]["questions"] == 24 and info["sizes"]["unanswerable_questions"] == 24
     assert info["sizes"]["rows"] == info["rows"] > 24
     assert model.relevant != load_critic_model().relevant  # fitted anew, not the shipped heads
+    assert model.answered is not None and model.answered != load_critic_model().answered  # the answer's confidence
+    assert info["answered"].startswith("selfrag calibrate's answers: 48 answers")  # with and without their chunk
     assert "yes_no" not in model.lead  # the 135M model's own counts are not carried over to another model
     result = json.loads(answered.out)
     assert f"weights {weights}, fitted for fake-model at {server.base_url}" in result["trace"]["policies"]
@@ -326,3 +329,22 @@ def test_the_limit_and_the_shipped_file_are_checked_before_any_call(corpus_index
         assert "is the shipped weights file" in capsys.readouterr().err
         assert not server.stats.authorizations
     assert digest(shipped) == before
+
+
+def test_a_question_is_asked_held_out_unless_another_chunk_answers_it_too():
+    texts = {
+        "arvo": "The Arvo bridge was built in 1901 across the river.",
+        "belt": "The Belt mill opened in 1901 and closed in 1950.",  # the year, about something else
+        "corin": "The Corin ferry was first run by MasonAov in 1930.",
+        "dalm": "The Corin ferry was first run by MasonAov, from 1930 until the bridge came.",  # the fact again
+        **{f"other{n}": f"Filler document number {n} says nothing of bridges or ferries." for n in range(8)},
+    }
+    chunks = tuple(Chunk(name, 0, text) for name, text in texts.items())
+    questions = [
+        Question("arvo#0", "In which year was the Arvo bridge built?", "1901"),
+        Question("corin#0", "Who first ran the Corin ferry?", "MasonAov"),
+    ]
+    folds = held_out(calibration_set(Corpus(Path("idx"), chunks, len(chunks)), questions), questions)
+    asked = [example.question for _, fold in folds for example in fold.examples]
+    assert asked == ["In which year was the Arvo bridge built?"]
+    assert all("arvo#0" not in {chunk.key for chunk in fold.corpus} for _, fold in folds)

@@ -17,10 +17,12 @@ so its weights are fitted on its own candidates, over the corpus it will answer 
                   progress line, resumable), with the evidence scorer and the shipped weights, the short answer on
                   and no abstention cut, so every step's candidates are written and rated; then the same questions
                   with their chunk held out (`Dataset.without_gold`), in folds that each keep at least three
-                  quarters of the chunks. A question whose answer another chunk holds too is not asked held out.
+                  quarters of the chunks. A question that another chunk answers too (it holds the answer and half
+                  of what the question names beside it) is not asked held out.
     3. fit        the candidates labelled against each question's chunk and answer (`bench.judgments`) and fitted
                   as `selfrag critic fit` fits judged rows (`fit.critic.fit_critic`: both heads, the support
-                  threshold, the answers head, the confidence map, the abstention cut); the short answer's counts as
+                  threshold, the answers head, the confidence map, the abstention cut); the answer's confidence
+                  on both runs' answers as `selfrag bench fit-confidence` fits it; the short answer's counts as
                   `selfrag bench fit-lead` counts them (the documents' own decisions keep the shipped counts: those
                   count rules, not the model); then the model block and what the weights were fitted on.
 
@@ -60,7 +62,8 @@ from ..errors import (
     UsageError,
 )
 from ..files import write_atomic
-from ..fit.critic import fit_critic, with_lead_counts
+from ..fit.answers import answered_all
+from ..fit.critic import MIN_MAP_ANSWERS, fit_answered, fit_critic, with_lead_counts
 from ..fit.lead import lead_counts
 from ..llm.base import ChatModel
 from ..result import DECIDED
@@ -393,18 +396,28 @@ def calibration_set(corpus: Corpus, questions: Sequence[Question]) -> ds.Dataset
 
 def held_out(asked: ds.Dataset, questions: Sequence[Question]) -> list[tuple[str, ds.Dataset]]:
     """The questions again with their chunk out of the corpus, in folds that each take at most 1/HELD_OUT of the
-    chunks out (so the corpus stays the corpus); a question whose answer another chunk also holds is left out
-    (asked without its chunk, it could still be answered)."""
-    texts = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in asked.corpus}
+    chunks out (so the corpus stays the corpus); a question that another chunk answers too is left out (asked
+    without its chunk, it could still be answered)."""
+    chunks = [(chunk.key, f" {normalize_answer(chunk.text)} ", terms(chunk.text)) for chunk in asked.corpus]
     alone = [
         example
         for example, q in zip(asked.examples, questions, strict=True)
-        if not any(f" {normalize_answer(q.answer)} " in text for key, text in texts.items() if key != q.chunk)
+        if not any(answers_too(q, text, named) for key, text, named in chunks if key != q.chunk)
     ]
     per = max(1, len(asked.corpus) // HELD_OUT)
     count = -(-len(alone) // per)
     folds = [replace(asked, examples=tuple(alone[number::count])).without_gold() for number in range(count)]
     return [(f"held-out-{number + 1}", fold) for number, fold in enumerate(folds) if fold.examples]
+
+
+def answers_too(question: Question, text: str, named: frozenset[str]) -> bool:
+    """Whether a chunk (`text` normalised and padded with spaces, `named` its terms) answers `question` too: it
+    holds the answer and at least half of what the question names beside it. A year or a name that another
+    chunk holds about something else does not answer the question; the same fact told twice does."""
+    if f" {normalize_answer(question.answer)} " not in text:
+        return False
+    asked = terms(question.question) - terms(question.answer)
+    return not asked or 2 * len(asked & named) >= len(asked)
 
 
 def _answer(dataset: ds.Dataset, chat: ChatModel, folder: Path, stream: TextIO) -> list[dict[str, Any]]:
@@ -438,6 +451,7 @@ def fit(plan: Calibration, questions: Sequence[Question], records: Mapping[str, 
         model = fit_critic(rows, {"source": f"selfrag calibrate over {plan.corpus.path}"})
     except InputError as error:
         raise UsageError(f"cannot fit weights from these runs: {error}") from None
+    model = with_answered(model, [r for found in records.values() for r in found])
     answers = records["answerable"]
     counted = {kind: n for kind, n in lead_counts(answers).items() if kind not in DECIDED}
     shipped = load_critic_model()
@@ -451,3 +465,13 @@ def fit(plan: Calibration, questions: Sequence[Question], records: Mapping[str, 
         "sizes": {"questions": len(questions), "unanswerable_questions": held, "rows": len(rows)},
     }
     return replace(model, lead=lead, fitted_on=fitted_on, fitted_for=plan.fitted_for)
+
+
+def with_answered(model: CriticModel, records: Sequence[Mapping[str, Any]]) -> CriticModel:
+    """`model` with the answer's confidence fitted on the answers the runs gave, with and without their chunk
+    (`selfrag bench fit-confidence`: the answered head reads an answer's ratings under these heads and its
+    length); the map of P(supported) alone stands where those answers are too few or all right or all wrong."""
+    answers = answered_all(records, model)
+    if len(answers) < MIN_MAP_ANSWERS or len({right for _, right in answers}) < 2:
+        return model
+    return fit_answered(model, answers, "selfrag calibrate's answers")[0]

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..bench.metrics import answer_in
 from ..engine.calibration import CriticModel, answered_inputs
+from ..engine.evidence import FEATURES, vector
 from .lead import sentences_of
 
 
@@ -34,7 +35,7 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
         if match is None:
             return None
         critique = match["critique"]
-        p_rel, p_sup = float(critique["p_relevant"]), float(critique["p_supported"])
+        p_rel, p_sup = _rated(critique, model)
         p_supported.append(p_sup)
         supports.append(model.support(p_rel, p_sup, critique["features"], bool(match.get("extracted"))))
     said = sentences_of(record)
@@ -44,6 +45,17 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
 def answered_all(records: Iterable[Mapping[str, Any]], model: CriticModel) -> list[tuple[list[float], bool]]:
     """`answered` of each record that has them."""
     return [found for found in (answered(record, model) for record in records) if found is not None]
+
+
+def _rated(critique: Mapping[str, Any], model: CriticModel) -> tuple[float, float]:
+    """A candidate's P(relevant) and P(supported) under `model`'s heads, from its recorded evidence features (a
+    run rated by other weights, as `selfrag calibrate`'s is, recorded other probabilities); the recorded ones where
+    its features are not the heads' inputs."""
+    values = critique["features"]
+    if not all(name in values for name in FEATURES):
+        return float(critique["p_relevant"]), float(critique["p_supported"])
+    x = vector(values)
+    return model.relevant.probability(x), model.supported.probability(x)
 
 
 def _estimated(candidate: Mapping[str, Any]) -> bool:

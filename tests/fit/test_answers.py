@@ -11,6 +11,8 @@ from factories import write_run
 
 from selfrag.cli import main
 from selfrag.engine.calibration import answer_support, load_critic_model
+from selfrag.engine.evidence import FEATURES as ALL
+from selfrag.engine.evidence import vector
 from selfrag.fit.answers import answered, answered_all
 
 FEATURES = {"novelty": 0.5}
@@ -108,3 +110,15 @@ def test_fit_confidence_refuses_test_runs_too_few_answers_and_one_class(tmp_path
         assert main(["bench", "fit-confidence", str(folder), "--out", str(out)]) == code
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_run_rated_by_other_weights_is_read_under_the_weights_being_fitted():
+    shipped = load_critic_model()
+    values = dict.fromkeys(ALL, 0.5) | {"novelty": 0.2}
+    text = "Raging Bull was directed by Martin Scorsese."
+    rated = {"text": text, "critique": {"p_relevant": 0.99, "p_supported": 0.99, "features": values}}
+    found = answered(record([(text, 0.99, 0.99)], ["Martin Scorsese"], candidates=[rated]), shipped)
+    assert found is not None  # the recorded 0.99 were another model's heads: this one's are read from the features
+    p_rel, p_sup = shipped.relevant.probability(vector(values)), shipped.supported.probability(vector(values))
+    assert found[0][:2] == pytest.approx([p_sup, shipped.support(p_rel, p_sup, values, False)])
+    assert p_sup != pytest.approx(0.99)
