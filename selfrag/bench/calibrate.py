@@ -63,7 +63,7 @@ from ..errors import (
 )
 from ..files import write_atomic
 from ..fit.answers import answered_all
-from ..fit.critic import MIN_MAP_ANSWERS, fit_answered, fit_critic, with_lead_counts
+from ..fit.critic import fit_answered, fit_critic, with_lead_counts
 from ..fit.lead import lead_counts
 from ..llm.base import ChatModel
 from ..result import DECIDED
@@ -398,11 +398,11 @@ def held_out(asked: ds.Dataset, questions: Sequence[Question]) -> list[tuple[str
     """The questions again with their chunk out of the corpus, in folds that each take at most 1/HELD_OUT of the
     chunks out (so the corpus stays the corpus); a question that another chunk answers too is left out (asked
     without its chunk, it could still be answered)."""
-    chunks = [(chunk.key, f" {normalize_answer(chunk.text)} ", terms(chunk.text)) for chunk in asked.corpus]
+    texts = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in asked.corpus}
     alone = [
         example
         for example, q in zip(asked.examples, questions, strict=True)
-        if not any(answers_too(q, text, named) for key, text, named in chunks if key != q.chunk)
+        if not answered_elsewhere(q, asked.corpus, texts)
     ]
     per = max(1, len(asked.corpus) // HELD_OUT)
     count = -(-len(alone) // per)
@@ -410,14 +410,18 @@ def held_out(asked: ds.Dataset, questions: Sequence[Question]) -> list[tuple[str
     return [(f"held-out-{number + 1}", fold) for number, fold in enumerate(folds) if fold.examples]
 
 
-def answers_too(question: Question, text: str, named: frozenset[str]) -> bool:
-    """Whether a chunk (`text` normalised and padded with spaces, `named` its terms) answers `question` too: it
-    holds the answer and at least half of what the question names beside it. A year or a name that another
-    chunk holds about something else does not answer the question; the same fact told twice does."""
-    if f" {normalize_answer(question.answer)} " not in text:
-        return False
+def answered_elsewhere(question: Question, corpus: Sequence[Chunk], texts: Mapping[str, str]) -> bool:
+    """Whether a chunk other than the question's own answers it too (`texts`: each chunk's text normalised and
+    padded with spaces): holds the answer and at least half of what the question names beside it. A year or a
+    name that another chunk holds about something else does not answer the question; the same fact told twice
+    does."""
+    answer = f" {normalize_answer(question.answer)} "
     asked = terms(question.question) - terms(question.answer)
-    return not asked or 2 * len(asked & named) >= len(asked)
+    return any(
+        2 * len(asked & terms(chunk.text)) >= len(asked)
+        for chunk in corpus
+        if chunk.key != question.chunk and answer in texts[chunk.key]
+    )
 
 
 def _answer(dataset: ds.Dataset, chat: ChatModel, folder: Path, stream: TextIO) -> list[dict[str, Any]]:
@@ -471,7 +475,7 @@ def with_answered(model: CriticModel, records: Sequence[Mapping[str, Any]]) -> C
     """`model` with the answer's confidence fitted on the answers the runs gave, with and without their chunk
     (`selfrag bench fit-confidence`: the answered head reads an answer's ratings under these heads and its
     length); the map of P(supported) alone stands where those answers are too few or all right or all wrong."""
-    answers = answered_all(records, model)
-    if len(answers) < MIN_MAP_ANSWERS or len({right for _, right in answers}) < 2:
+    try:
+        return fit_answered(model, answered_all(records, model), "selfrag calibrate's answers")[0]
+    except InputError:  # too few answers, or all right or all wrong
         return model
-    return fit_answered(model, answers, "selfrag calibrate's answers")[0]

@@ -115,6 +115,11 @@ class CriticModel:
         right, of = self.lead.get(kind or "", (0, 0))
         return (right + 1) / (of + 2) if of >= least else None
 
+    def probabilities(self, values: Mapping[str, float]) -> tuple[float, float]:
+        """P(relevant) and P(supported) of a candidate with these evidence features (`evidence.FEATURES`)."""
+        x = vector(values)
+        return self.relevant.probability(x), self.supported.probability(x)
+
     def support(self, p_relevant: float, p_supported: float, values: Mapping[str, float], extracted: bool) -> float:
         """The answer support of a candidate, what the abstention cut is applied to: the answers head's probability
         where the weights have one, else P(relevant) · P(supported)."""
@@ -450,8 +455,7 @@ class EvidenceRater:
         out = []
         for view in views:
             values = view.features(question)
-            x = vector(values)
-            p_rel, p_sup = self.model.relevant.probability(x), self.model.supported.probability(x)
+            p_rel, p_sup = self.model.probabilities(values)
             out.append(SupportEstimate(p_rel, p_sup, values, self.model.support(p_rel, p_sup, values, view.extracted)))
         return out
 

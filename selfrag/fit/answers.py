@@ -17,7 +17,7 @@ from typing import Any
 
 from ..bench.metrics import answer_in
 from ..engine.calibration import CriticModel, answered_inputs
-from ..engine.evidence import FEATURES, vector
+from ..engine.evidence import FEATURES
 from .lead import sentences_of
 
 
@@ -54,8 +54,7 @@ def _rated(critique: Mapping[str, Any], model: CriticModel) -> tuple[float, floa
     values = critique["features"]
     if not all(name in values for name in FEATURES):
         return float(critique["p_relevant"]), float(critique["p_supported"])
-    x = vector(values)
-    return model.relevant.probability(x), model.supported.probability(x)
+    return model.probabilities(values)
 
 
 def _estimated(candidate: Mapping[str, Any]) -> bool:

@@ -430,8 +430,8 @@ def _row_probabilities(
 ) -> tuple[list[float], list[float], list[dict[str, float]]]:
     """Each row's P(relevant) and P(supported) under `model`'s heads, and its evidence features."""
     values = [row.features() for row in rows]
-    x = [vector(v) for v in values]
-    return [model.relevant.probability(v) for v in x], [model.supported.probability(v) for v in x], values
+    rated = [model.probabilities(v) for v in values]
+    return [p_rel for p_rel, _ in rated], [p_sup for _, p_sup in rated], values
 
 
 def _supports(
