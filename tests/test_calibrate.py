@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import selfrag
-from selfrag.bench.calibrate import Corpus, Question, answer_spans, calibration_set, held_out
+from selfrag.bench.calibrate import Corpus, Question, answer_spans, calibration_set, held_out, locate
+from selfrag.bench.metrics import normalize_answer
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.fitted import place
@@ -348,3 +349,75 @@ def test_a_question_is_asked_held_out_unless_another_chunk_answers_it_too():
     asked = [example.question for _, fold in folds for example in fold.examples]
     assert asked == ["In which year was the Arvo bridge built?"]
     assert all("arvo#0" not in {chunk.key for chunk in fold.corpus} for _, fold in folds)
+
+
+def questions_file(path: Path, extra: list[dict[str, Any]] | None = None) -> Path:
+    """The 24 documents' own questions as a user's questions file, and `extra` lines after them."""
+    rows = [{"question": question, "answer": answer} for _, question, answer in DOCS.values()]
+    path.write_text("".join(json.dumps(row) + "\n" for row in [*rows, *(extra or [])]))
+    return path
+
+
+def test_the_users_own_questions_are_placed_on_their_chunks_and_none_is_written(corpus_index, tmp_path, capsys):
+    """A yes/no question (no chunk states "yes"), one whose answer no document holds and a second question of a
+    chunk already asked are left out; the 24 others are asked, and no question is written by the model."""
+    extra = [
+        {"question": "Is the Arvo bridge across the river?", "answer": "yes"},
+        {"question": "Who painted the Arvo bridge?", "answer": "Someone Else"},
+        {"question": "Which river does the bridge built in 1901 cross?", "answers": ["nowhere", "1901"]},
+    ]
+    given = questions_file(tmp_path / "mine.jsonl", extra)
+    out = tmp_path / "w.json"
+    with FakeOpenAIServer(responder=writer()) as server:
+        argv = calibrate(corpus_index, server, "--questions", str(given), "--out", str(out), "--limit", "30")
+        assert main(argv) == 0  # every line of the file is met: the sample is all of them
+        written = sum(1 for b in server.stats.bodies if "CalibrateQuestionReply" in json.dumps(b))
+    captured = capsys.readouterr()
+    assert written == 0
+    said = f"selfrag calibrate: 24 questions of {given} (left out: 2 no chunk states its answer; 1 the question gives"
+    assert said in captured.err
+    assert captured.out.strip().endswith(f"calls for 24 questions of {given}")
+    model = load_critic_model(out)
+    assert model.fitted_on["sizes"]["questions"] == 24
+    assert model.fitted_on["questions_file"] == {"path": str(given), "fingerprint": digest(given)[:16]}
+    assert model.answered is not None and model.fitted_on["answered"].startswith("selfrag calibrate's answers: 48")
+
+
+def test_a_users_question_goes_to_the_chunk_that_states_its_answer_and_names_most_of_it():
+    texts = {
+        "arvo": "The Arvo bridge was built in 1901 across the river.",
+        "belt": "The Belt mill opened in 1901 and closed in 1950.",
+        "corin": "In 1901 the Belt family sold a field to the town.",
+    }
+    chunks = tuple(Chunk(name, 0, text) for name, text in texts.items())
+    padded = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in chunks}
+    found, why = locate("When did the Belt mill open?", ["1901"], chunks, padded)
+    assert found == Question("belt#0", "When did the Belt mill open?", "1901") and why == ""
+    assert locate("Is the Belt mill open?", ["yes", "no"], chunks, padded) == (None, "no chunk states its answer")
+    found, why = locate("When was it built, in 1901?", ["1901"], chunks, padded)
+    assert found is None and why == "the question gives its answer away"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"question": "Where?", "answer": "Arvo"}', "not json"], "mine.jsonl line 2: not a JSON object"),
+        (['{"question": "Where is the Arvo bridge?"}'], 'mine.jsonl line 1: no "answer"'),
+        (['{"answer": "1901"}'], 'mine.jsonl line 1: no "question"'),
+        (['{"question": "Where?", "answers": []}'], 'line 1: no "answer" (a string) or "answers"'),
+        ([""], "mine.jsonl holds no questions"),
+        (['{"question": "Is it so?", "answer": "yes"}'] * 30, "0 of the questions in"),
+    ],
+)
+def test_a_bad_questions_file_is_refused_in_one_line_before_any_call(corpus_index, tmp_path, capsys, lines, message):
+    given = tmp_path / "mine.jsonl"
+    given.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "w.json"
+    out.write_text(load_critic_model().to_json())
+    before = digest(out)
+    with FakeOpenAIServer(responder=writer()) as server:
+        assert main(calibrate(corpus_index, server, "--questions", str(given), "--out", str(out))) == 2
+        assert not server.stats.authorizations
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert digest(out) == before

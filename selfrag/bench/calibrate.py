@@ -13,6 +13,10 @@ so its weights are fitted on its own candidates, over the corpus it will answer 
                   when the question is no question, names nothing of what it was written about, or gives its answer
                   away, or when the answer is not in the chunk or longer than a short phrase. Each chunk's outcome
                   is appended to <work>/questions.jsonl as it finishes, so a resumed run asks only what is left.
+                  With a questions file (`--questions`: the user's own questions with their answers, shaped like
+                  those the engine will be asked, so the answer's confidence is fitted on questions as hard as
+                  theirs) nothing is written: each question is placed on the chunk that states its answer and
+                  names most of it (`locate`), one question per chunk, a seeded sample of `limit` of them.
     2. answers    the engine over those questions (the benchmark runner: a record appended per question, a
                   progress line, resumable), with the evidence scorer and the shipped weights, the short answer on
                   and no abstention cut, so every step's candidates are written and rated; then the same questions
@@ -133,6 +137,7 @@ class Calibration:
     limit: int = DEFAULT_LIMIT
     seed: int = 0
     resume: bool = False
+    questions: QuestionsFile | None = None  # the user's own questions, asked instead of writing one per chunk
 
     @property
     def work(self) -> Path:
@@ -141,7 +146,8 @@ class Calibration:
     def plan(self) -> dict[str, Any]:
         """What the work folder's records depend on: a resumed run must ask the same."""
         said = {"model": self.fitted_for.model, "endpoint": self.fitted_for.endpoint}
-        return {**said, "corpus": self.corpus.fingerprint, "limit": self.limit, "seed": self.seed}
+        asked = {"questions": self.questions.fingerprint} if self.questions else {}
+        return {**said, "corpus": self.corpus.fingerprint, "limit": self.limit, "seed": self.seed, **asked}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,13 +160,29 @@ class Question:
 
 
 @dataclass(frozen=True, slots=True)
+class QuestionsFile:
+    """The user's own questions asked (`given_questions`): those of the file placed on their chunks, the file and
+    a fingerprint of its bytes."""
+
+    path: Path
+    questions: tuple[Question, ...]
+    fingerprint: str
+    left: tuple[tuple[str, int], ...] = ()  # why the others met on the way were left out, and how many each
+
+    def describe(self) -> str:
+        """The questions asked, and those left out on the way, for the progress line."""
+        left = "; ".join(f"{count} {why}" for why, count in self.left)
+        return f"{len(self.questions)} questions of {self.path}" + (f" (left out: {left})" if left else "")
+
+
+@dataclass(frozen=True, slots=True)
 class Calibrated:
     """What a calibration wrote, and what it cost: the chat calls it counted (this process's and the records'
-    of earlier ones), over how many chunks."""
+    of earlier ones), over what (`asked`: "24 chunks", "60 questions of FILE")."""
 
     model: CriticModel
     calls: int
-    chunks: int
+    asked: str
 
 
 def read_corpus(path: Path) -> Corpus:
@@ -193,10 +215,16 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
     plan.work.mkdir(parents=True, exist_ok=True)
     with folder_lock(plan.work):
         _check_work(plan)
-        chunks = sample(plan.corpus, plan.limit, plan.seed)
-        print(f"selfrag calibrate: a question for each of {len(chunks)} chunks", file=stream, flush=True)
-        outcomes = asyncio.run(_ask_all(chat, chunks, plan.work / "questions.jsonl", stream))
-        questions = usable(outcomes, plan.work / "questions.jsonl", len(chunks))
+        if plan.questions is None:
+            chunks = sample(plan.corpus, plan.limit, plan.seed)
+            print(f"selfrag calibrate: a question for each of {len(chunks)} chunks", file=stream, flush=True)
+            outcomes = asyncio.run(_ask_all(chat, chunks, plan.work / "questions.jsonl", stream))
+            questions = usable(outcomes, plan.work / "questions.jsonl", len(chunks))
+            said = f"{len(chunks)} chunks"
+        else:
+            outcomes, questions = {}, list(plan.questions.questions)
+            said = f"{len(questions)} questions of {plan.questions.path}"
+            print(f"selfrag calibrate: {plan.questions.describe()}", file=stream, flush=True)
         asked = calibration_set(plan.corpus, questions)
         runs = [("answerable", asked), *held_out(asked, questions)]
         records: dict[str, list[dict[str, Any]]] = {}
@@ -214,7 +242,7 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
         write_atomic(plan.work / "done.json", json.dumps({"weights": str(plan.out), **plan.plan()}) + "\n")
     spent = calls + sum(int(o.get("calls", 0)) for o in outcomes.values())
     spent += sum(int((r.get("usage") or {}).get("requests_sent", 0)) for rs in records.values() for r in rs)
-    return Calibrated(model, spent, len(chunks))
+    return Calibrated(model, spent, said)
 
 
 def _check_work(plan: Calibration) -> None:
@@ -373,6 +401,97 @@ def usable(outcomes: Mapping[str, Mapping[str, Any]], path: Path, chunks: int) -
     return questions
 
 
+def given_questions(path: Path, corpus: Corpus, limit: int, seed: int) -> QuestionsFile:
+    """The questions file at `path` read (`read_questions`) and a seeded sample of `limit` placed on the corpus's
+    chunks (`placed`); UsageError for a damaged file or too few placed questions, before any call."""
+    data, rows = read_questions(path)
+    questions, left = placed(path, rows, corpus, limit, seed)
+    return QuestionsFile(path, tuple(questions), hashlib.sha256(data).hexdigest()[:16], left)
+
+
+def read_questions(path: Path) -> tuple[bytes, list[tuple[int, str, tuple[str, ...]]]]:
+    """The questions file at `path`, its bytes and its rows (line number, question, answers): JSON lines, each an
+    object with a "question" and its short "answer" (or "answers", a list; blank lines are skipped). UsageError
+    naming the file and line for anything else."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot read the questions file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text (a questions file is JSON lines)") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise UsageError(f"{path} line {number}: not a JSON object") from None
+        answers = row.get("answers", [row.get("answer")]) if isinstance(row, dict) else None
+        question = row.get("question") if isinstance(row, dict) else None
+        if not (isinstance(question, str) and question.strip()):
+            raise UsageError(f'{path} line {number}: no "question" (each line needs a question and its "answer")')
+        if not (isinstance(answers, list) and answers and all(isinstance(a, str) and a.strip() for a in answers)):
+            raise UsageError(f'{path} line {number}: no "answer" (a string) or "answers" (a list of strings)')
+        rows.append((number, " ".join(question.split()), tuple(" ".join(a.split()) for a in answers)))
+    if not rows:
+        raise UsageError(f"{path} holds no questions")
+    return data, rows
+
+
+def placed(
+    path: Path, rows: Sequence[tuple[int, str, tuple[str, ...]]], corpus: Corpus, limit: int, seed: int
+) -> tuple[list[Question], tuple[tuple[str, int], ...]]:
+    """A seeded sample of `limit` of the file's questions, each on its chunk (`locate`), one question per chunk,
+    in file order, and why those met on the way were left out (how many each, most first); UsageError, saying
+    why, when fewer than MIN_QUESTIONS can be placed."""
+    texts = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in corpus.chunks}
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    chosen: dict[str, tuple[int, Question]] = {}
+    left: dict[str, int] = {}
+    for index in order:
+        if len(chosen) == limit:
+            break
+        number, question, answers = rows[index]
+        found, why = locate(question, answers, corpus.chunks, texts)
+        if found is not None and found.chunk in chosen:
+            found, why = None, "asked of a chunk another question of the file is asked of"
+        if found is None:
+            left[why] = left.get(why, 0) + 1
+        else:
+            chosen[found.chunk] = (number, found)
+    questions = [question for _, question in sorted(chosen.values())]
+    counted = tuple(sorted(left.items(), key=lambda kv: -kv[1]))
+    if len(questions) < MIN_QUESTIONS:
+        why = "; ".join(f"{count} {reason}" for reason, count in counted)
+        raise UsageError(
+            f"{len(questions)} of the questions in {path} could be placed on a chunk of the index (left out: "
+            f"{why or 'none'}); calibrating needs at least {MIN_QUESTIONS}: give more questions, or the index "
+            "they were written on"
+        )
+    return questions, counted
+
+
+def locate(
+    question: str, answers: Sequence[str], chunks: Sequence[Chunk], texts: Mapping[str, str]
+) -> tuple[Question | None, str]:
+    """A question of the user's on its chunk: of the chunks that state one of its answers (`texts`: each chunk's
+    text normalised and padded with spaces), the one that names most of what the question asks (the first in the
+    index on a tie), with the first answer it states; or None and why it cannot label candidates (no chunk states
+    an answer: a yes/no question's answer is in no chunk; or the pair is unusable as a written one would be)."""
+    for answer in answers:
+        wanted = f" {normalize_answer(answer)} "
+        holding = [chunk for chunk in chunks if wanted.strip() and wanted in texts[chunk.key]]
+        if holding:
+            asked = terms(question) - terms(answer)
+            chunk = max(holding, key=lambda c: len(asked & terms(c.text)))  # max keeps the first of equals
+            why = unusable_because(question, answer, chunk.text, chunk.text)
+            return (None, why) if why else (Question(chunk.key, question, answer), "")
+    return None, "no chunk states its answer"
+
+
 # -- 2. answers ----------------------------------------------------------------------------------------------
 
 
@@ -468,6 +587,8 @@ def fit(plan: Calibration, questions: Sequence[Question], records: Mapping[str, 
         "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "sizes": {"questions": len(questions), "unanswerable_questions": held, "rows": len(rows)},
     }
+    if plan.questions is not None:
+        fitted_on["questions_file"] = {"path": str(plan.questions.path), "fingerprint": plan.questions.fingerprint}
     return replace(model, lead=lead, fitted_on=fitted_on, fitted_for=plan.fitted_for)
 
 

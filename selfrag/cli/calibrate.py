@@ -1,6 +1,7 @@
 """`selfrag calibrate`: fit the evidence scorer for one model, on your own corpus.
 
     selfrag calibrate --index IDX --base-url URL [--model NAME] [--limit 60] [--seed 0] [--out FILE] [--resume]
+                      [--questions FILE]
 
 The model writes one question per sampled chunk, with its short answer copied from the chunk (where it cannot, it is
 given the chunk's own number or name and writes only the question; where it cannot do that either, the chunk's
@@ -13,6 +14,11 @@ folder>/weights/<model>-<hash of endpoint and model>.json (the data folder: $SEL
 $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), where `selfrag ask` and `selfrag chat` find them for that endpoint
 and model; elsewhere, pass them with --scorer-weights. The embedded model keeps the shipped weights unless given
 others.
+
+With --questions FILE the questions are yours instead: JSON lines, each {"question": ..., "answer": ...} (or
+"answers": [...]) whose answer a chunk of the index states word for word. Questions shaped like the ones you will ask
+fit the answer's confidence better than questions written from single sentences; a yes/no question, whose answer no
+chunk states, is left out. Each is placed on the chunk that states its answer and names most of it, one per chunk.
 
 The work is kept in <out>.work/ (the questions, one record per answered question); after a failure, run the same
 command with --resume to go on from there. Calibrating needs at least 2 documents and 20 usable questions, and
@@ -44,7 +50,8 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     calibrate.add_argument("--index", "-i", required=True, help="index folder (made by `selfrag index`)")
-    calibrate.add_argument("--limit", type=int, help="chunks to ask about, a seeded sample (default 60)")
+    calibrate.add_argument("--limit", type=int, help="chunks (or questions) to ask about, a seeded sample (default 60)")
+    calibrate.add_argument("--questions", help="your own questions and answers (JSON lines) instead of writing them")
     calibrate.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     calibrate.add_argument("--out", help="weights file to write (default: where ask finds them for this model)")
     calibrate.add_argument("--resume", action="store_true", help="go on from the work an earlier run left")
@@ -58,7 +65,7 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bench.calibrate import DEFAULT_LIMIT, MIN_QUESTIONS, Calibration, calibrate, read_corpus
+    from ..bench.calibrate import DEFAULT_LIMIT, MIN_QUESTIONS, Calibration, calibrate, given_questions, read_corpus
     from ..engine.fitted import FittedFor, endpoint_name, place
     from ..settings import load_config
 
@@ -71,13 +78,16 @@ def run(args: argparse.Namespace) -> int:
         _refuse_shipped(Path(args.out))
     config = load_config(engine_flags(args), config_file=args.config)
     corpus = read_corpus(Path(args.index))  # a corpus too small is refused before any call
+    questions = None  # a damaged questions file, or too few of its questions placed on the index, is refused too
+    if args.questions:
+        questions = given_questions(Path(args.questions), corpus, limit, args.seed)
     resolved = resolve_endpoint(config.endpoint, os.environ)
     chat = _open(config, resolved.nothing_configured, args.threads)
     meter = Meter()
     model, identity = asyncio.run(_probe(chat, meter))
     fitted_for = FittedFor(model, endpoint_name(resolved), identity)
     out = Path(args.out) if args.out else place(os.environ, fitted_for.endpoint, config.endpoint.model, model)
-    plan = Calibration(corpus, fitted_for, out, limit, args.seed, args.resume)
+    plan = Calibration(corpus, fitted_for, out, limit, args.seed, args.resume, questions)
     try:
         done = calibrate(plan, chat, calls=meter.llm_calls, stream=sys.stderr)
     except UsageError:
@@ -94,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"wrote {escape_name(str(out))}: weights for {fitted_for.describe()}, fitted on {sizes['rows']} candidates "
         f"of {sizes['questions']} questions and {sizes['unanswerable_questions']} held out; {cut}; confidence map "
-        f"a={fitted.confidence.a:.2f} c={fitted.confidence.c:.2f}; {done.calls} calls for {done.chunks} chunks"
+        f"a={fitted.confidence.a:.2f} c={fitted.confidence.c:.2f}; {done.calls} calls for {done.asked}"
     )
     if args.out or resolved.nothing_configured:
         print("selfrag: use them with --scorer-weights " + escape_name(str(out)), file=sys.stderr)

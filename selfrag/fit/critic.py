@@ -32,6 +32,9 @@ from ..errors import InputError
 
 MIN_ROWS = 20  # fewer judged rows than this cannot fit twelve weights
 MIN_MAP_ANSWERS = 20  # fewer answered questions than this cannot fit the confidence map alone
+# the answered head's regularisation is chosen among these by held-out log loss over FOLDS folds: where its inputs
+# do not rank answers it was not fitted on, the strongest flattens it to the answers' right rate
+L2_GRID, FOLDS = (0.1, 1.0, 10.0, 100.0, 1000.0), 5
 MIN_UNANSWERABLE = 20  # the answers head is fitted from this many questions made unanswerable on
 # the abstention cut keeps 92 % of the judged right answers, promised at 95 % confidence. The margin over the 90 %
 # aimed at is the engine's own: a declined sentence can change the answer, so the engine loses more right answers
@@ -55,6 +58,29 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int 
         if float(np.max(np.abs(step))) < 1e-8:
             break
     return Head(tuple(float(v) for v in beta[:-1]), float(beta[-1]))
+
+
+def chosen_l2(x: np.ndarray, y: np.ndarray, grid: Sequence[float] = L2_GRID, folds: int = FOLDS) -> float:
+    """The regularisation of `grid` whose fits predict held-out rows best (summed log loss over `folds` folds,
+    each class dealt round the folds so every fold's training rows hold both); the middle of the grid where a
+    class has fewer rows than folds. Ties go to the stronger regularisation."""
+    labels = y.astype(bool)
+    if min(int(labels.sum()), int((~labels).sum())) < folds:
+        return 1.0
+    fold = np.empty(len(y), dtype=int)
+    for members in (np.flatnonzero(labels), np.flatnonzero(~labels)):
+        fold[members] = np.arange(len(members)) % folds
+    losses = []
+    for l2 in grid:
+        loss = 0.0
+        for k in range(folds):
+            head = fit_logistic(x[fold != k], y[fold != k], l2=l2)
+            z = x[fold == k] @ np.array(head.weights) + head.bias
+            p = np.clip(1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))), 1e-6, 1 - 1e-6)
+            loss -= float(np.sum(y[fold == k] * np.log(p) + (1 - y[fold == k]) * np.log(1 - p)))
+        losses.append(loss)
+    best = min(losses)
+    return max(l2 for l2, loss in zip(grid, losses, strict=True) if loss <= best + 1e-9)
 
 
 def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
@@ -400,8 +426,9 @@ def fit_answered(
     model: CriticModel, answers: Sequence[tuple[Sequence[float], bool]], source: str = "training answers"
 ) -> tuple[CriticModel, int, int]:
     """`model` with its answered head fitted on answers the engine gave (each one's `answered_inputs` and whether
-    it was right), everything else kept. Returns the model, the answers and the right ones; refuses fewer than
-    MIN_MAP_ANSWERS answers, answers all right or all wrong, and inputs of the wrong shape."""
+    it was right; the regularisation by `chosen_l2`), everything else kept. Returns the model, the answers and the
+    right ones; refuses fewer than MIN_MAP_ANSWERS answers, answers all right or all wrong, and inputs of the wrong
+    shape."""
     right = sum(bool(y) for _, y in answers)
     if len(answers) < MIN_MAP_ANSWERS:
         raise InputError(
@@ -413,8 +440,10 @@ def fit_answered(
     x = np.array([list(v) for v, _ in answers], dtype=float)
     if x.shape[1:] != (len(ANSWERED_FEATURES),) or not np.isfinite(x).all():
         raise InputError(f"each answer needs {len(ANSWERED_FEATURES)} finite inputs ({', '.join(ANSWERED_FEATURES)})")
-    head = fit_logistic(x, np.array([float(bool(y)) for _, y in answers]))
-    fitted_on = {**model.fitted_on, "answered": f"{source}: {len(answers)} answers, {right} right"}
+    target = np.array([float(bool(y)) for _, y in answers])
+    l2 = chosen_l2(x, target)
+    head = fit_logistic(x, target, l2=l2)
+    fitted_on = {**model.fitted_on, "answered": f"{source}: {len(answers)} answers, {right} right, L2 {l2:g}"}
     return replace(model, answered=head, fitted_on=fitted_on), len(answers), right
 
 

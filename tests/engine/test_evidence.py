@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -739,7 +740,7 @@ def test_fitting_the_answered_head_refuses_too_few_answers_one_class_and_bad_inp
     model = CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0))
     answers = [([0.5, 0.6, 2.5], True), ([0.5, 0.1, 1.0], False)] * 10
     fitted, n, right = fit_answered(model, answers, "toy runs")
-    assert (n, right) == (20, 10) and fitted.fitted_on["answered"] == "toy runs: 20 answers, 10 right"
+    assert (n, right) == (20, 10) and fitted.fitted_on["answered"].startswith("toy runs: 20 answers, 10 right, L2 ")
     assert fitted.answer_confidence([0.5], [0.6], 11) > 0.5 > fitted.answer_confidence([0.5], [0.1], 1)
     for bad, message in (
         (answers[:18], "18 answers are too few"),
@@ -749,6 +750,32 @@ def test_fitting_the_answered_head_refuses_too_few_answers_one_class_and_bad_inp
     ):
         with pytest.raises(InputError, match=message):
             fit_answered(model, bad)
+
+
+def test_the_answered_head_is_flattened_to_the_right_rate_where_its_inputs_rank_no_held_out_answer():
+    """Inputs unrelated to being right: the chosen regularisation gives nearly one confidence, the right rate;
+    inputs that tell right from wrong keep their spread (a fixed light regularisation would spread both)."""
+    rng = random.Random(7)
+    model = CriticModel(Head((0.0,) * len(FEATURES), 0.0), Head((0.0,) * len(FEATURES), 0.0))
+    noise = [([rng.random(), rng.random(), rng.uniform(1, 4)], rng.random() < 0.4) for _ in range(120)]
+    right = sum(y for _, y in noise) / len(noise)
+    flat = fit_answered(model, noise)[0]
+    said = [flat.answer_confidence([v[0]], [v[1]], round(math.expm1(v[2]))) for v, _ in noise]
+    assert max(said) - min(said) < 0.02 and abs(sum(said) / len(said) - right) < 0.02
+    assert flat.fitted_on["answered"].endswith("L2 1000")
+    light = replace(
+        flat, answered=fit_logistic(np.array([v for v, _ in noise]), np.array([float(y) for _, y in noise]))
+    )
+    spread = [light.answer_confidence([v[0]], [v[1]], round(math.expm1(v[2]))) for v, _ in noise]
+    assert max(spread) - min(spread) > 0.15  # what the fixed regularisation said of the same noise
+    told = []
+    for _ in range(120):
+        support = rng.random()
+        told.append(([rng.random(), support, rng.uniform(1, 4)], rng.random() < (0.85 if support > 0.5 else 0.15)))
+    kept = fit_answered(model, told)[0]
+    said = [kept.answer_confidence([v[0]], [v[1]], round(math.expm1(v[2]))) for v, _ in told]
+    assert max(said) - min(said) > 0.5
+    assert not kept.fitted_on["answered"].endswith("L2 1000")
 
 
 def test_a_short_question_asked_back_restates_it_and_a_short_answer_does_not():
