@@ -16,9 +16,9 @@ and model; elsewhere, pass them with --scorer-weights. The embedded model keeps 
 others.
 
 With --questions FILE the questions are yours instead: JSON lines, each {"question": ..., "answer": ...} (or
-"answers": [...]) whose answer a chunk of the index states word for word. Questions shaped like the ones you will ask
-fit the answer's confidence better than questions written from single sentences; a yes/no question, whose answer no
-chunk states, is left out. Each is placed on the chunk that states its answer and names most of it, one per chunk.
+"answers": [...]) whose answer a chunk of the index states word for word, so that the answer's confidence is fitted
+on questions like the ones you will ask. Each is placed on the chunk that states its answer and names most of it, one
+per chunk; a yes/no question, whose answer no chunk states, is left out.
 
 The work is kept in <out>.work/ (the questions, one record per answered question); after a failure, run the same
 command with --resume to go on from there. Calibrating needs at least 2 documents and 20 usable questions, and
