@@ -284,3 +284,83 @@ def test_forget_empties_every_keeper_and_bad_settings_are_refused():
     with pytest.raises(ValueError):
         KeptPrefixes(slots=0)
     assert trunk([]) == () and trunk([(1, 2, 3), (1, 2), (1, 2, 4)]) == (1, 2)
+
+
+def client(gone: asyncio.Event | None = None):  # type: ignore[no-untyped-def]
+    """An ASGI `receive` of a client whose body is empty and who disconnects when `gone` is set (never if None)."""
+    sent = False
+
+    async def receive():  # type: ignore[no-untyped-def]
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await (gone or asyncio.Event()).wait()
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+def into(messages: list):  # type: ignore[no-untyped-def]
+    """An ASGI `send` that keeps what it is sent."""
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        messages.append(message)
+
+    return send
+
+
+async def test_a_request_whose_client_gave_up_waiting_for_the_gate_never_reaches_the_app():
+    pytest.importorskip("llama_cpp.server.types")  # the gate reads the app's request schemas
+    from selfrag.llm.local import Gate
+
+    seen, release = [], asyncio.Event()
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        seen.append(scope["path"])
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    gate, replies = Gate(app, logprobs=False), []
+    scope = {"type": "http", "path": "/v1/models", "method": "GET"}
+    first = asyncio.create_task(gate(scope, client(), into(replies)))
+    await asyncio.sleep(0.05)  # the first request holds the gate
+    gone, answered = asyncio.Event(), []
+    waiting = asyncio.create_task(gate({**scope, "path": "/v1/second"}, client(gone), into(answered)))
+    await asyncio.sleep(0.05)
+    gone.set()  # its client times out while it waits for the lock
+    await asyncio.wait_for(waiting, 1)
+    release.set()
+    await asyncio.wait_for(first, 1)
+    assert seen == ["/v1/models"] and answered == [] and len(replies) == 2
+    await asyncio.wait_for(gate({**scope, "path": "/v1/third"}, client(), into(replies)), 1)  # the lock is free
+    assert seen == ["/v1/models", "/v1/third"]
+
+
+async def test_a_batched_request_whose_client_gave_up_before_its_batch_is_not_decoded():
+    pytest.importorskip("llama_cpp.server.types")
+    from selfrag.llm.local import _while_connected
+
+    started, release = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def handle(jobs):  # type: ignore[no-untyped-def]
+        seen.append(list(jobs))
+        started.set()
+        release.wait(5)
+        return [job * 10 for job in jobs]
+
+    gather = batcher(handle, idle=0.02)
+    busy = asyncio.ensure_future(_while_connected(gather.run(1), client()))
+    assert await asyncio.to_thread(started.wait, 5)  # the first batch decodes
+    gone = asyncio.Event()
+    dropped = asyncio.ensure_future(_while_connected(gather.run(2), client(gone)))
+    kept = asyncio.ensure_future(_while_connected(gather.run(3), client()))
+    await asyncio.sleep(0.05)
+    gone.set()
+    assert await asyncio.wait_for(dropped, 1) is None  # answered at once: nothing to wait for
+    release.set()
+    assert await asyncio.wait_for(busy, 5) == 10 and await asyncio.wait_for(kept, 5) == 30
+    assert seen == [[1], [3]]
+    gather.close()

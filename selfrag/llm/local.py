@@ -48,7 +48,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 from pydantic import ValidationError
@@ -92,6 +92,7 @@ EMBEDDED_CAPABILITIES = Capabilities(
 )
 BATCH_CTX = 2 * N_CTX  # cells of the batch context's cache, shared by the sequences of one pass
 
+T = TypeVar("T")
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -450,15 +451,21 @@ class Gate:
         if self._chat is not None and path == CHAT_PATH:
             request = self._schemas[path].model_validate_json(body).model_dump()
             if batchable(request):
-                status, payload = await self._chat.answer(request)
-                await _reply_json(send, status, payload)
+                answered = await _while_connected(self._chat.answer(request), receive)
+                if answered is not None:  # else its client gave up waiting: nothing was decoded for it
+                    await _reply_json(send, *answered)
                 return
-        while not self._busy.acquire(blocking=False):
-            await asyncio.sleep(self.POLL)
+        if not await _while_connected(self._acquire(), receive):
+            return  # its client gave up waiting for the lock: the app never saw it
         try:
             await self.app(scope, _replay(body, receive), send)
         finally:
             self._busy.release()
+
+    async def _acquire(self) -> bool:
+        while not self._busy.acquire(blocking=False):
+            await asyncio.sleep(self.POLL)
+        return True
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -545,6 +552,25 @@ async def _read_body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
+
+
+async def _while_connected(work: Awaitable[T], receive: Receive) -> T | None:
+    """`work`'s result; or None, `work` cancelled, when the client disconnects first (a client that timed out:
+    a request still queued is not decoded for nobody, and the requests behind it get the model sooner)."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnect(receive))
+    await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        gone.cancel()
+        return task.result()
+    task.cancel()
+    return None
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client disconnects (what `receive` gives once the whole body has been read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
