@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 import selfrag
-from selfrag.bench.calibrate import Corpus, Question, answer_spans, calibration_set, held_out, locate
-from selfrag.bench.metrics import normalize_answer
+from selfrag.bench.calibrate import Corpus, Question, answer_spans, calibration_set, held_out, locate, padded
 from selfrag.cli import main
 from selfrag.engine.calibration import load_critic_model
 from selfrag.engine.fitted import place
@@ -390,11 +389,11 @@ def test_a_users_question_goes_to_the_chunk_that_states_its_answer_and_names_mos
         "corin": "In 1901 the Belt family sold a field to the town.",
     }
     chunks = tuple(Chunk(name, 0, text) for name, text in texts.items())
-    padded = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in chunks}
-    found, why = locate("When did the Belt mill open?", ["1901"], chunks, padded)
+    texts = padded(chunks)
+    found, why = locate("When did the Belt mill open?", ["1901"], chunks, texts)
     assert found == Question("belt#0", "When did the Belt mill open?", "1901") and why == ""
-    assert locate("Is the Belt mill open?", ["yes", "no"], chunks, padded) == (None, "no chunk states its answer")
-    found, why = locate("When was it built, in 1901?", ["1901"], chunks, padded)
+    assert locate("Is the Belt mill open?", ["yes", "no"], chunks, texts) == (None, "no chunk states its answer")
+    found, why = locate("When was it built, in 1901?", ["1901"], chunks, texts)
     assert found is None and why == "the question gives its answer away"
 
 

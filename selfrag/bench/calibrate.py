@@ -446,7 +446,7 @@ def placed(
     """A seeded sample of `limit` of the file's questions, each on its chunk (`locate`), one question per chunk,
     in file order, and why those met on the way were left out (how many each, most first); UsageError, saying
     why, when fewer than MIN_QUESTIONS can be placed."""
-    texts = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in corpus.chunks}
+    texts = padded(corpus.chunks)
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
     chosen: dict[str, tuple[int, Question]] = {}
@@ -477,10 +477,10 @@ def placed(
 def locate(
     question: str, answers: Sequence[str], chunks: Sequence[Chunk], texts: Mapping[str, str]
 ) -> tuple[Question | None, str]:
-    """A question of the user's on its chunk: of the chunks that state one of its answers (`texts`: each chunk's
-    text normalised and padded with spaces), the one that names most of what the question asks (the first in the
-    index on a tie), with the first answer it states; or None and why it cannot label candidates (no chunk states
-    an answer: a yes/no question's answer is in no chunk; or the pair is unusable as a written one would be)."""
+    """A question of the user's on its chunk: of the chunks that state one of its answers (`texts`: `padded`), the
+    one that names most of what the question asks (the first in the index on a tie), with the first answer it
+    states; or None and why it cannot label candidates (no chunk states an answer: a yes/no question's answer is in
+    no chunk; or the pair is unusable as a written one would be)."""
     for answer in answers:
         wanted = f" {normalize_answer(answer)} "
         holding = [chunk for chunk in chunks if wanted.strip() and wanted in texts[chunk.key]]
@@ -517,7 +517,7 @@ def held_out(asked: ds.Dataset, questions: Sequence[Question]) -> list[tuple[str
     """The questions again with their chunk out of the corpus, in folds that each take at most 1/HELD_OUT of the
     chunks out (so the corpus stays the corpus); a question that another chunk answers too is left out (asked
     without its chunk, it could still be answered)."""
-    texts = {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in asked.corpus}
+    texts = padded(asked.corpus)
     alone = [
         example
         for example, q in zip(asked.examples, questions, strict=True)
@@ -527,6 +527,12 @@ def held_out(asked: ds.Dataset, questions: Sequence[Question]) -> list[tuple[str
     count = -(-len(alone) // per)
     folds = [replace(asked, examples=tuple(alone[number::count])).without_gold() for number in range(count)]
     return [(f"held-out-{number + 1}", fold) for number, fold in enumerate(folds) if fold.examples]
+
+
+def padded(chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Each chunk's text normalised as answers are and padded with spaces, by chunk key: an answer is stated in a
+    chunk when its own padded form occurs in this."""
+    return {chunk.key: f" {normalize_answer(chunk.text)} " for chunk in chunks}
 
 
 def answered_elsewhere(question: Question, corpus: Sequence[Chunk], texts: Mapping[str, str]) -> bool:

@@ -75,8 +75,7 @@ def chosen_l2(x: np.ndarray, y: np.ndarray, grid: Sequence[float] = L2_GRID, fol
         loss = 0.0
         for k in range(folds):
             head = fit_logistic(x[fold != k], y[fold != k], l2=l2)
-            z = x[fold == k] @ np.array(head.weights) + head.bias
-            p = np.clip(1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))), 1e-6, 1 - 1e-6)
+            p = np.clip([head.probability(row) for row in x[fold == k]], 1e-6, 1 - 1e-6)
             loss -= float(np.sum(y[fold == k] * np.log(p) + (1 - y[fold == k]) * np.log(1 - p)))
         losses.append(loss)
     best = min(losses)
