@@ -420,3 +420,34 @@ def test_a_bad_questions_file_is_refused_in_one_line_before_any_call(corpus_inde
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert digest(out) == before
+
+
+def test_resuming_with_a_larger_limit_keeps_the_answers_both_limits_ask(corpus_index, tmp_path, capsys):
+    """The message of too few right answers says to raise --limit: resumed with a larger one, the questions the
+    smaller limit asked are neither written nor answered with their chunk again; only the held-out runs, whose
+    corpus changes with the questions, are asked afresh. Another seed is still refused."""
+
+    def asked(bodies: list[dict[str, Any]], question: str) -> int:
+        return sum(1 for b in bodies if question in json.dumps(b["messages"]) and "response_format" in b)
+
+    with FakeOpenAIServer(responder=writer()) as server:
+        fresh = tmp_path / "fresh.json"
+        assert main(calibrate(corpus_index, server, "--out", str(fresh))) == 0
+        once = list(server.stats.bodies)
+        out = tmp_path / "w.json"
+        assert main(calibrate(corpus_index, server, "--out", str(out), "--limit", "20")) == 0
+        first = [json.loads(line)["id"] for line in (tmp_path / "w.json.work/questions.jsonl").read_text().splitlines()]
+        capsys.readouterr()
+        seen = len(server.stats.bodies)
+        assert main(calibrate(corpus_index, server, "--out", str(out), "--seed", "1", "--resume")) == 2
+        assert "seed 0 there, 1 now" in capsys.readouterr().err and len(server.stats.bodies) == seen
+        assert main(calibrate(corpus_index, server, "--out", str(out), "--resume")) == 0
+        resumed = server.stats.bodies[seen:]
+    assert "continuing the calibration of --limit 20 with --limit 24: 20 answers kept" in capsys.readouterr().err
+    assert sum(1 for b in resumed if "CalibrateQuestionReply" in json.dumps(b)) == 4  # the 4 chunks not asked before
+    for file, (_, question, _) in DOCS.items():
+        before = any(key.startswith(f"{file}#") for key in first)
+        # asked in the fresh run with and without its chunk; resumed, without it only when the smaller limit asked it
+        assert (asked(resumed, question) < asked(once, question)) is before, file
+    assert load_critic_model(out).fitted_on["sizes"]["questions"] == 24
+    assert load_critic_model(out).fitted_on["sizes"]["unanswerable_questions"] == 24

@@ -34,8 +34,9 @@ Refused in one line (UsageError) before anything is written, existing weights un
 `MIN_DOCUMENTS` documents, fewer than `MIN_QUESTIONS` usable questions, judged candidates of one class for a head,
 a damaged questions file, a work folder of another calibration. An endpoint that fails stops the run (LLMError):
 what finished is kept, and a resumed run goes on from there. A reply that never validates is the chunk's, not the
-endpoint's: the next way of making its question is tried (asked again, the model would write it again). The
-weights are written once, atomically, at the end.
+endpoint's: the next way of making its question is tried (asked again, the model would write it again). A run
+resumed with another limit keeps the answers to the questions both limits ask (`carry_over`). The weights are
+written once, atomically, at the end.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import hashlib
 import json
 import random
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -214,7 +216,7 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
     `calls`: the chat calls already made for it (the probe)."""
     plan.work.mkdir(parents=True, exist_ok=True)
     with folder_lock(plan.work):
-        _check_work(plan)
+        earlier = _check_work(plan)
         if plan.questions is None:
             chunks = sample(plan.corpus, plan.limit, plan.seed)
             print(f"selfrag calibrate: a question for each of {len(chunks)} chunks", file=stream, flush=True)
@@ -225,6 +227,12 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
             outcomes, questions = {}, list(plan.questions.questions)
             said = f"{len(questions)} questions of {plan.questions.path}"
             print(f"selfrag calibrate: {plan.questions.describe()}", file=stream, flush=True)
+        if earlier is not None:
+            kept = carry_over(plan.work, questions)
+            print(f"selfrag calibrate: continuing the calibration of --limit {earlier} with --limit {plan.limit}: "
+                  f"{kept} answers kept; the questions held out are asked again (other chunks are held out now)",
+                  file=stream, flush=True)  # fmt: skip
+            _record(plan)
         asked = calibration_set(plan.corpus, questions)
         runs = [("answerable", asked), *held_out(asked, questions)]
         records: dict[str, list[dict[str, Any]]] = {}
@@ -245,8 +253,10 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
     return Calibrated(model, spent, said)
 
 
-def _check_work(plan: Calibration) -> None:
-    """A work folder is continued only with `resume`, and only for the same plan; the plan is recorded."""
+def _check_work(plan: Calibration) -> int | None:
+    """A work folder is continued only with `resume`, and only for the same plan but perhaps another limit; the
+    earlier limit when it differs (the plan is recorded once the folder is carried over, `carry_over`), else None
+    (the plan is recorded now)."""
     record = plan.work / "calibration.json"
     if record.exists():
         try:
@@ -258,11 +268,36 @@ def _check_work(plan: Calibration) -> None:
                 f"{plan.work} holds an earlier calibration: pass --resume to continue it (or fit again from it), "
                 "or remove the folder to calibrate afresh"
             )
-        differs = [key for key, value in plan.plan().items() if before.get(key) != value]
+        differs = [key for key, value in plan.plan().items() if before.get(key) != value and key != "limit"]
         if differs:
             said = ", ".join(f"{key} {before.get(key)!r} there, {plan.plan()[key]!r} now" for key in differs)
             raise UsageError(f"{plan.work} was made for another calibration ({said}): remove it, or give another --out")
-    write_atomic(record, json.dumps(plan.plan(), indent=1) + "\n")
+        if before.get("limit") != plan.limit:
+            return int(before["limit"])
+    _record(plan)
+    return None
+
+
+def _record(plan: Calibration) -> None:
+    write_atomic(plan.work / "calibration.json", json.dumps(plan.plan(), indent=1) + "\n")
+
+
+def carry_over(work: Path, questions: Sequence[Question]) -> int:
+    """A work folder continued with another limit: the seeded samples of any two limits are one the start of the
+    other, and a question asked with its chunk is asked over the whole index whatever the limit, so the answers
+    of the questions still asked are kept (how many is returned) and the runner takes the folder as its own again;
+    the held-out runs are removed, since the chunks held out change with the questions."""
+    folder, asked = work / "answerable", {q.chunk: q.question for q in questions}
+    records, _ = read_samples(folder / "samples.jsonl", repair=True)
+    kept = [r for key, r in records.items() if asked.get(key) == r.get("question")]
+    if folder.is_dir():
+        lines = (json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in kept)
+        write_atomic(folder / "samples.jsonl", "".join(lines))
+        for name in ("config.json", "results.json", "results.md"):
+            (folder / name).unlink(missing_ok=True)
+    for old in sorted(work.glob("held-out-*")):
+        shutil.rmtree(old)
+    return len(kept)
 
 
 # -- 1. questions --------------------------------------------------------------------------------------------
@@ -350,7 +385,7 @@ async def _written(run: Run, prompt: str, **values: str) -> tuple[Any, str | Non
     """The model's reply, or why it gave none: a reply that does not validate, a refusal or a chunk too long for
     its context is this chunk's (the next way is tried, and asking again would get the same), not the endpoint's."""
     try:
-        return (await run.ask(prompt, logprobs=False, **values)).value, None
+        return (await run.ask(prompt, critic=False, logprobs=False, **values)).value, None
     except (CritiqueError, RefusalError, ContextLengthError) as error:
         return None, f"no usable reply ({type(error).__name__}: {error})"
 

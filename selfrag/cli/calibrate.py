@@ -21,7 +21,9 @@ on questions like the ones you will ask. Each is placed on the chunk that states
 per chunk; a yes/no question, whose answer no chunk states, is left out.
 
 The work is kept in <out>.work/ (the questions, one record per answered question); after a failure, run the same
-command with --resume to go on from there. Calibrating needs at least 2 documents and 20 usable questions, and
+command with --resume to go on from there; --resume with another --limit keeps the answers to the questions both
+limits ask (the seeded sample of the smaller limit is the start of the larger's) and asks the held-out questions
+again. Calibrating needs at least 2 documents and 20 usable questions, and
 candidates of both classes for each head; else it says what is short and writes nothing.
 """
 
@@ -54,7 +56,9 @@ def register(commands: Any) -> None:
     calibrate.add_argument("--questions", help="your own questions and answers (JSON lines) instead of writing them")
     calibrate.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     calibrate.add_argument("--out", help="weights file to write (default: where ask finds them for this model)")
-    calibrate.add_argument("--resume", action="store_true", help="go on from the work an earlier run left")
+    calibrate.add_argument(
+        "--resume", action="store_true", help="go on from the work an earlier run left (with another --limit too)"
+    )
     calibrate.add_argument("--threads", type=int, help="the embedded model's llama.cpp threads (default: as ask)")
     endpoint = calibrate.add_argument_group("endpoint (keys come from SELFRAG_API_KEY or OPENAI_API_KEY, never flags)")
     add_endpoint_options(
@@ -100,7 +104,10 @@ def run(args: argparse.Namespace) -> int:
         f"abstention cut {fitted.abstain_threshold:.4f} on {'the answers head' if fitted.answers else 'P(rel)·P(sup)'}"
     )
     if not fitted.abstain_threshold:
-        cut = "no abstention cut (too few right answers to promise keeping most of them: raise --limit)"
+        cut = (
+            "no abstention cut (too few right answers to promise keeping most of them: raise --limit; --resume "
+            "keeps the answers asked)"
+        )
     print(
         f"wrote {escape_name(str(out))}: weights for {fitted_for.describe()}, fitted on {sizes['rows']} candidates "
         f"of {sizes['questions']} questions and {sizes['unanswerable_questions']} held out; {cut}; confidence map "
