@@ -64,7 +64,7 @@ def ask(index_dir, server, *extra):
         ("no-choices", "every call to the endpoint failed", 30),
         ("error-object", "every call to the endpoint failed", 30),
         ("truncated-json", "every call to the endpoint failed", 30),
-        ("malformed", "every call to the endpoint failed", 30),  # re-asked once, then dropped
+        ("malformed", "no reply of the model could be used", 30),  # re-asked once, then dropped: the model's
         ("500", "every call to the endpoint failed", 40),
         ("cut-prompt", "silently truncated the prompt", 30),  # usage far below the estimate: not trusted
     ],

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from ..errors import BudgetError, LLMError
+from ..errors import BudgetError, CritiqueError, LLMError
 from ..labels import Mode, QuestionKind
 from ..result import Abstention, DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
@@ -53,7 +53,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
         written += [candidate for candidate, _ in step.outcomes]
         children = [child for _, child in step.outcomes if child is not None]
         if not children and not any(c.by_rule for c, _ in step.outcomes):
-            stop, failure = StopReason.LLM_FAILURE, next((c.error for c, _ in step.outcomes if c.error), None)
+            stop, failure = StopReason.LLM_FAILURE, _first_failure(step)
             break
         pool = [*(b for b in frontier if b.final), *_stopped(step), *children]
         if not pool:  # every candidate of every beam was declined before a sentence was written
@@ -266,11 +266,25 @@ def _chunks(step: StepOutcome) -> tuple[Chunk, ...]:
     return tuple({chunk.key: chunk for evidence in step.evidence for chunk in evidence}.values())
 
 
+def _first_failure(step: StepOutcome) -> str | None:
+    """The first failed candidate's error, one of the endpoint's before one of the model's reply (a reply that
+    stayed invalid: asking again gets the same, so it is the question's failure, not the endpoint's)."""
+    errors = [c.error for c, _ in step.outcomes if c.error]
+    return next((e for e in errors if not _of_reply(e)), errors[0] if errors else None)
+
+
+def _of_reply(error: str) -> bool:
+    return error.startswith(f"{CritiqueError.__name__}: ")
+
+
 def _nothing_written(stop: StopReason, run: Run, failure: str | None) -> None:
-    """An answer that ends before its first sentence is an error, not an empty answer; says why it failed."""
+    """An answer that ends before its first sentence is an error, not an empty answer; says why it failed: the
+    endpoint (LLMError), or, when every call was answered but no reply could be used, the model (CritiqueError)."""
     if stop is StopReason.DEADLINE:
         raise BudgetError(f"the deadline of {run.config.deadline:g}s passed before a sentence was written")
     if stop is StopReason.BUDGET:
         raise BudgetError("the answer's budget ran out before a sentence was written")
     reason = f" (first failure: {failure.partition(': ')[2] or failure})" if failure else ""
+    if failure and _of_reply(failure):
+        raise CritiqueError(f"no reply of the model could be used; nothing could be written{reason}")
     raise LLMError(f"every call to the endpoint failed; nothing could be written{reason}")

@@ -170,6 +170,31 @@ def test_questions_that_failed_at_the_endpoint_are_asked_again_on_a_plain_resume
     assert len(chat.calls) == 6 and again.summary["failed"] == 0 and again.exit_code == EXIT_OK
 
 
+@pytest.mark.parametrize(
+    ("error", "failure", "message"),
+    [
+        (CritiqueError("reply still invalid after 2 attempts"), "question", "no reply of the model could be used"),
+        (LLMError("the endpoint answered 503: busy"), "endpoint", "every call to the endpoint failed"),
+    ],
+)
+def test_a_question_whose_every_sentence_the_model_botched_is_its_own_failure_not_the_endpoints(
+    tmp_path, error, failure, message
+):
+    """Every candidate's reply stayed invalid: asking again gets the same, so a plain resume does not ask it
+    again (were it the endpoint's, a calibration resumed after it would never finish)."""
+    script = {
+        "retrieve_decide": {"retrieve": "yes", "query": "capital"},
+        "generate_fused": error,
+        "generate_plain": error,
+    }
+    first = run_benchmark(options(tmp_path, "selfrag", limit=2), chat=ScriptedChatModel(script))
+    assert [r["failure"] for r in samples_of(first)] == [failure] * 2
+    assert all(message in r["error"] for r in samples_of(first))
+    chat = ScriptedChatModel(script)
+    run_benchmark(options(tmp_path, "selfrag", limit=2, resume=True), chat=chat)
+    assert bool(chat.calls) is (failure == "endpoint")
+
+
 def test_consecutive_endpoint_failures_stop_the_run(tmp_path):
     broken = ScriptedChatModel({"answer_direct": LLMError("cannot reach the endpoint")})
     report = run_benchmark(options(tmp_path, max_consecutive_failures=2), chat=broken)
