@@ -293,8 +293,7 @@ def carry_over(work: Path, questions: Sequence[Question]) -> int:
     if folder.is_dir():
         lines = (json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in kept)
         write_atomic(folder / "samples.jsonl", "".join(lines))
-        for name in ("config.json", "results.json", "results.md"):
-            (folder / name).unlink(missing_ok=True)
+        (folder / "config.json").unlink(missing_ok=True)  # the runner's record of the earlier limit's dataset
     for old in sorted(work.glob("held-out-*")):
         shutil.rmtree(old)
     return len(kept)

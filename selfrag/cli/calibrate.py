@@ -23,8 +23,8 @@ per chunk; a yes/no question, whose answer no chunk states, is left out.
 The work is kept in <out>.work/ (the questions, one record per answered question); after a failure, run the same
 command with --resume to go on from there; --resume with another --limit keeps the answers to the questions both
 limits ask (the seeded sample of the smaller limit is the start of the larger's) and asks the held-out questions
-again. Calibrating needs at least 2 documents and 20 usable questions, and
-candidates of both classes for each head; else it says what is short and writes nothing.
+again. Calibrating needs at least 2 documents and 20 usable questions, and candidates of both classes for each
+head; else it says what is short and writes nothing.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ class Searched:
     question only a model that reads can read), and its call if one was sent ahead."""
 
     stop: StopReason
-    failure: str | None
+    failure: Candidate | None
     read: tuple[Chunk, ...]
     written: tuple[Candidate, ...]
     kind: QuestionKind | None
@@ -266,25 +266,22 @@ def _chunks(step: StepOutcome) -> tuple[Chunk, ...]:
     return tuple({chunk.key: chunk for evidence in step.evidence for chunk in evidence}.values())
 
 
-def _first_failure(step: StepOutcome) -> str | None:
-    """The first failed candidate's error, one of the endpoint's before one of the model's reply (a reply that
-    stayed invalid: asking again gets the same, so it is the question's failure, not the endpoint's)."""
-    errors = [c.error for c, _ in step.outcomes if c.error]
-    return next((e for e in errors if not _of_reply(e)), errors[0] if errors else None)
+def _first_failure(step: StepOutcome) -> Candidate | None:
+    """The first failed candidate, one the endpoint failed before one whose reply the model botched (asking again
+    gets the same, so that is the question's failure, not the endpoint's)."""
+    failed = [c for c, _ in step.outcomes if c.error]
+    return next((c for c in failed if not c.botched), failed[0] if failed else None)
 
 
-def _of_reply(error: str) -> bool:
-    return error.startswith(f"{CritiqueError.__name__}: ")
-
-
-def _nothing_written(stop: StopReason, run: Run, failure: str | None) -> None:
+def _nothing_written(stop: StopReason, run: Run, failure: Candidate | None) -> None:
     """An answer that ends before its first sentence is an error, not an empty answer; says why it failed: the
     endpoint (LLMError), or, when every call was answered but no reply could be used, the model (CritiqueError)."""
     if stop is StopReason.DEADLINE:
         raise BudgetError(f"the deadline of {run.config.deadline:g}s passed before a sentence was written")
     if stop is StopReason.BUDGET:
         raise BudgetError("the answer's budget ran out before a sentence was written")
-    reason = f" (first failure: {failure.partition(': ')[2] or failure})" if failure else ""
-    if failure and _of_reply(failure):
+    error = failure.error if failure else None
+    reason = f" (first failure: {error.partition(': ')[2] or error})" if error else ""
+    if failure and failure.botched:
         raise CritiqueError(f"no reply of the model could be used; nothing could be written{reason}")
     raise LLMError(f"every call to the endpoint failed; nothing could be written{reason}")

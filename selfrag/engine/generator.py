@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from ..errors import ContextLengthError, FatalLLMError, LLMError, PromptNotSupportedError
+from ..errors import ContextLengthError, CritiqueError, FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import CriticMode
 from ..llm.replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from, quote_found
 from ..llm.structured import Parsed
@@ -66,7 +66,7 @@ async def _guard(candidate: Candidate, job: Awaitable[Candidate]) -> Candidate:
     except FatalLLMError:
         raise
     except LLMError as error:  # CritiqueError included
-        return replace(candidate, error=f"{type(error).__name__}: {error}")
+        return replace(candidate, error=f"{type(error).__name__}: {error}", botched=isinstance(error, CritiqueError))
 
 
 async def _from_chunk(candidate: Candidate, run: Run) -> Candidate:
