@@ -18,6 +18,8 @@
 
 One candidate's failure never raises out of a step: the stage records it and the beam drops it. Only when
 nothing can go on does the controller raise. Only the command line turns these into one line and an exit code.
+`MODEL_FAILURES` are the call failures the endpoint answered (the model's reply, or the prompt, is at fault): asking
+again gets the same, so they are the question's, never counted against the endpoint.
 """
 
 from __future__ import annotations
@@ -96,3 +98,7 @@ class CritiqueError(LLMError):
 
 class BudgetError(SelfRagError):
     """A per-answer budget (LLM calls, tokens, deadline) ran out."""
+
+
+# the endpoint answered, but the reply cannot be used or the prompt cannot be posed: asking again gets the same
+MODEL_FAILURES = (CritiqueError, RefusalError, ContextLengthError)

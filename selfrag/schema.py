@@ -160,7 +160,7 @@ class Candidate:
     critique: Critique | None = None
     plan: Plan | None = None
     error: str | None = None
-    botched: bool = False  # failed with a reply that stayed invalid (CritiqueError): asking again gets the same
+    botched: bool = False  # failed with a reply that cannot be used (errors.MODEL_FAILURES): asking again gets the same
     flag: Flag | None = None  # why it was declined, cut or replaced
     pooled: bool = False  # written from every chunk of `evidence` at once; `chunk` is the one it cites
     also: tuple[Chunk, ...] = ()  # pooled: the other chunks its words come from; it is rated against all of them

@@ -451,3 +451,29 @@ def test_resuming_with_a_larger_limit_keeps_the_answers_both_limits_ask(corpus_i
         assert (asked(resumed, question) < asked(once, question)) is before, file
     assert load_critic_model(out).fitted_on["sizes"]["questions"] == 24
     assert load_critic_model(out).fitted_on["sizes"]["unanswerable_questions"] == 24
+
+
+def test_the_cut_is_fitted_out_of_fold_and_refitted_with_another_keep_without_asking_again(corpus_index, tmp_path,
+                                                                                          capsys):  # fmt: skip
+    """The abstention cut is fitted on answers rated by heads that never saw their question, and says what it does
+    there; resumed with another --keep, it is fitted again from the answers kept: no question is asked again and
+    the heads stay. A share that is no share is refused before any call."""
+    out = tmp_path / "w.json"
+    with FakeOpenAIServer(responder=writer()) as server:
+        assert main(calibrate(corpus_index, server, "--out", str(out), "--keep", "1.5")) == 2
+        assert "--keep must be a share from 0.5 to below 1, got 1.5" in capsys.readouterr().err
+        assert not server.stats.authorizations
+        assert main(calibrate(corpus_index, server, "--out", str(out))) == 0
+        first = load_critic_model(out)
+        said = capsys.readouterr().out
+        seen = len(server.stats.bodies)
+        assert main(calibrate(corpus_index, server, "--out", str(out), "--resume", "--keep", "0.6")) == 0
+        again = [b for b in server.stats.bodies[seen:] if "messages" in b]
+    cut = first.fitted_on["abstain_cut"]
+    assert cut.startswith("5-fold cross-fitted: keeps ") and "(aim 92%)" in cut and cut in said
+    assert first.abstain_threshold > 0
+    refitted = load_critic_model(out)
+    assert not again  # no chat call: every answer was kept
+    assert (refitted.relevant, refitted.supported, refitted.answers) == (first.relevant, first.supported,
+                                                                         first.answers)  # fmt: skip
+    assert refitted.abstain_threshold > first.abstain_threshold and "(aim 60%)" in refitted.fitted_on["abstain_cut"]

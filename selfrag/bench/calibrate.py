@@ -25,7 +25,8 @@ so its weights are fitted on its own candidates, over the corpus it will answer 
                   of what the question names beside it) is not asked held out.
     3. fit        the candidates labelled against each question's chunk and answer (`bench.judgments`) and fitted
                   as `selfrag critic fit` fits judged rows (`fit.critic.fit_critic`: both heads, the support
-                  threshold, the answers head, the confidence map, the abstention cut); the answer's confidence
+                  threshold, the answers head, the confidence map), but the abstention cut on answers rated out of
+                  fold (`cross_fitted_cut`: heads fitted on the other questions); the answer's confidence
                   on both runs' answers as `selfrag bench fit-confidence` fits it; the short answer's counts as
                   `selfrag bench fit-lead` counts them (the documents' own decisions keep the shipped counts: those
                   count rules, not the model); then the model block and what the weights were fitted on.
@@ -58,18 +59,10 @@ from ..engine.calibration import LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_cr
 from ..engine.context import Deps, Run, run_all
 from ..engine.evidence import sentences, terms
 from ..engine.fitted import FittedFor
-from ..errors import (
-    ContextLengthError,
-    CritiqueError,
-    FatalLLMError,
-    InputError,
-    LLMError,
-    RefusalError,
-    UsageError,
-)
+from ..errors import MODEL_FAILURES, FatalLLMError, InputError, LLMError, UsageError
 from ..files import write_atomic
 from ..fit.answers import answered_all
-from ..fit.critic import fit_answered, fit_critic, with_lead_counts
+from ..fit.critic import KEEP, cross_fitted_cut, fit_answered, fit_critic, with_lead_counts
 from ..fit.lead import lead_counts
 from ..llm.base import ChatModel
 from ..result import DECIDED
@@ -140,6 +133,7 @@ class Calibration:
     seed: int = 0
     resume: bool = False
     questions: QuestionsFile | None = None  # the user's own questions, asked instead of writing one per chunk
+    keep: float = KEEP  # the share of right answers the abstention cut keeps; the fit alone reads it
 
     @property
     def work(self) -> Path:
@@ -385,7 +379,7 @@ async def _written(run: Run, prompt: str, **values: str) -> tuple[Any, str | Non
     its context is this chunk's (the next way is tried, and asking again would get the same), not the endpoint's."""
     try:
         return (await run.ask(prompt, critic=False, logprobs=False, **values)).value, None
-    except (CritiqueError, RefusalError, ContextLengthError) as error:
+    except MODEL_FAILURES as error:
         return None, f"no usable reply ({type(error).__name__}: {error})"
 
 
@@ -614,6 +608,8 @@ def fit(plan: Calibration, questions: Sequence[Question], records: Mapping[str, 
         model = fit_critic(rows, {"source": f"selfrag calibrate over {plan.corpus.path}"})
     except InputError as error:
         raise UsageError(f"cannot fit weights from these runs: {error}") from None
+    cut = cross_fitted_cut(rows, plan.keep)
+    model = replace(model, abstain_threshold=cut.cut, fitted_on={**model.fitted_on, "abstain_cut": cut.describe()})
     model = with_answered(model, [r for found in records.values() for r in found])
     answers = records["answerable"]
     counted = {kind: n for kind, n in lead_counts(answers).items() if kind not in DECIDED}

@@ -39,7 +39,7 @@ from typing import Any, TextIO
 from ..config import Config, redact_url, resolve_endpoint, resolve_scorer
 from ..engine.calibration import SHIPPED, load_critic_model, rater_for
 from ..engine.fitted import scoring
-from ..errors import BudgetError, ConfigError, CritiqueError, FatalLLMError, InputError, LLMError, SelfRagError
+from ..errors import MODEL_FAILURES, BudgetError, ConfigError, FatalLLMError, InputError, LLMError, SelfRagError
 from ..files import write_atomic
 from ..llm.base import ChatModel
 from ..retrieval import Retriever
@@ -383,7 +383,7 @@ async def _answer_all(
                 return
             except (LLMError, BudgetError, InputError, ConfigError) as failure:
                 error = f"{type(failure).__name__}: {failure}"
-                endpoint_level = isinstance(failure, LLMError) and not isinstance(failure, CritiqueError)
+                endpoint_level = isinstance(failure, LLMError) and not isinstance(failure, MODEL_FAILURES)
                 streak["failures"] = streak["failures"] + 1 if endpoint_level else 0
                 kind = "endpoint" if endpoint_level else "question"
             except Exception as failure:  # a bug on one question: recorded, the run goes on

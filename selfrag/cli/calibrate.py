@@ -1,14 +1,16 @@
 """`selfrag calibrate`: fit the evidence scorer for one model, on your own corpus.
 
     selfrag calibrate --index IDX --base-url URL [--model NAME] [--limit 60] [--seed 0] [--out FILE] [--resume]
-                      [--questions FILE]
+                      [--questions FILE] [--keep 0.92]
 
 The model writes one question per sampled chunk, with its short answer copied from the chunk (where it cannot, it is
 given the chunk's own number or name and writes only the question; where it cannot do that either, the chunk's
 sentence with that answer left blank is the question); the engine answers them, then answers them again with each
 question's chunk held out of the corpus; every candidate is labelled against the question's chunk and answer, and
 the evidence scorer (both heads, the support threshold, the answers head, the confidence map, the abstention cut)
-and the short answer's trust are fitted on them, as `selfrag critic fit` and `selfrag bench fit-lead` fit them. The
+and the short answer's trust are fitted on them, as `selfrag critic fit` and `selfrag bench fit-lead` fit them,
+but the abstention cut is fitted on answers rated by heads fitted without their question (five folds): it keeps
+--keep of those right answers and says how many held-out questions it abstains on. The
 weights name the model, the endpoint and the corpus they were fitted for. Without --out they go to <data
 folder>/weights/<model>-<hash of endpoint and model>.json (the data folder: $SELFRAG_HOME, else
 $XDG_CACHE_HOME/selfrag, else ~/.cache/selfrag), where `selfrag ask` and `selfrag chat` find them for that endpoint
@@ -59,6 +61,11 @@ def register(commands: Any) -> None:
     calibrate.add_argument(
         "--resume", action="store_true", help="go on from the work an earlier run left (with another --limit too)"
     )
+    calibrate.add_argument(
+        "--keep",
+        type=float,
+        help="share of right answers the abstention cut keeps, measured on answers rated out of fold (default 0.92)",
+    )
     calibrate.add_argument("--threads", type=int, help="the embedded model's llama.cpp threads (default: as ask)")
     endpoint = calibrate.add_argument_group("endpoint (keys come from SELFRAG_API_KEY or OPENAI_API_KEY, never flags)")
     add_endpoint_options(
@@ -71,11 +78,15 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bench.calibrate import DEFAULT_LIMIT, MIN_QUESTIONS, Calibration, calibrate, given_questions, read_corpus
     from ..engine.fitted import FittedFor, endpoint_name, place
+    from ..fit.critic import KEEP
     from ..settings import load_config
 
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     if limit < MIN_QUESTIONS:
         raise UsageError(f"--limit must be at least {MIN_QUESTIONS} (the fewest usable questions), got {limit}")
+    keep = KEEP if args.keep is None else args.keep
+    if not 0.5 <= keep < 1:
+        raise UsageError(f"--keep must be a share from 0.5 to below 1, got {args.keep}")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be 1 or more, got {args.threads}")
     if args.out:
@@ -91,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     model, identity = asyncio.run(_probe(chat, meter))
     fitted_for = FittedFor(model, endpoint_name(resolved), identity)
     out = Path(args.out) if args.out else place(os.environ, fitted_for.endpoint, config.endpoint.model, model)
-    plan = Calibration(corpus, fitted_for, out, limit, args.seed, args.resume, questions)
+    plan = Calibration(corpus, fitted_for, out, limit, args.seed, args.resume, questions, keep)
     try:
         done = calibrate(plan, chat, calls=meter.llm_calls, stream=sys.stderr)
     except UsageError:
@@ -100,14 +111,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     fitted = done.model
     sizes = fitted.fitted_on["sizes"]
-    cut = (
-        f"abstention cut {fitted.abstain_threshold:.4f} on {'the answers head' if fitted.answers else 'P(rel)·P(sup)'}"
-    )
+    on = "the answers head" if fitted.answers else "P(rel)·P(sup)"
+    cut = f"abstention cut {fitted.abstain_threshold:.4f} on {on} ({fitted.fitted_on['abstain_cut']})"
     if not fitted.abstain_threshold:
-        cut = (
-            "no abstention cut (too few right answers to promise keeping most of them: raise --limit; --resume "
-            "keeps the answers asked)"
-        )
+        cut = f"no abstention cut ({fitted.fitted_on['abstain_cut']}: raise --limit; --resume keeps the answers asked)"
     print(
         f"wrote {escape_name(str(out))}: weights for {fitted_for.describe()}, fitted on {sizes['rows']} candidates "
         f"of {sizes['questions']} questions and {sizes['unanswerable_questions']} held out; {cut}; confidence map "

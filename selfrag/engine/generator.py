@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel
 
-from ..errors import ContextLengthError, CritiqueError, FatalLLMError, LLMError, PromptNotSupportedError
+from ..errors import MODEL_FAILURES, ContextLengthError, FatalLLMError, LLMError, PromptNotSupportedError
 from ..labels import CriticMode
 from ..llm.replies import FusedReply, PlainReply, WriteReply, check_quote, critique_from, plan_from, quote_found
 from ..llm.structured import Parsed
@@ -65,8 +65,8 @@ async def _guard(candidate: Candidate, job: Awaitable[Candidate]) -> Candidate:
         return await job
     except FatalLLMError:
         raise
-    except LLMError as error:  # CritiqueError included
-        return replace(candidate, error=f"{type(error).__name__}: {error}", botched=isinstance(error, CritiqueError))
+    except LLMError as error:  # the model's failures included (MODEL_FAILURES)
+        return replace(candidate, error=f"{type(error).__name__}: {error}", botched=isinstance(error, MODEL_FAILURES))
 
 
 async def _from_chunk(candidate: Candidate, run: Run) -> Candidate:

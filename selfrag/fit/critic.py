@@ -9,6 +9,7 @@ Newton's method in numpy: small, deterministic, no dependency beyond numpy.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,6 +41,9 @@ MIN_UNANSWERABLE = 20  # the answers head is fitted from this many questions mad
 # aimed at is the engine's own: a declined sentence can change the answer, so the engine loses more right answers
 # than the judged candidates show (docs/decisions.md, the abstention cut)
 KEEP, KEEP_CONFIDENCE = 0.92, 0.95
+# `selfrag calibrate` fits its cut on answers rated out of fold (`cross_fitted_cut`): with fewer right answers
+# than this, one lost is over 5 % and the cut would rest on one or two answers
+MIN_CUT_RIGHT = 20
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 50) -> Head:
@@ -391,6 +395,71 @@ def fit_abstain_cut(
     if refit_map:
         fitted = _with_map(fitted, answers, f"{source}: {fit.questions} answers, {fit.right} right")
     return fitted, fit
+
+
+@dataclass(frozen=True, slots=True)
+class CrossCut:
+    """An abstention cut fitted on answers rated out of fold (`cross_fitted_cut`), and what it does there:
+    `kept` of the `right` answers at or over it, `abstained` of the `unanswerable` questions under it; `bound`
+    is the most it loses of right answers with `confidence` (Clopper-Pearson, `lost_bound`)."""
+
+    cut: float
+    keep: float
+    right: int
+    kept: int
+    unanswerable: int
+    abstained: int
+    bound: float
+    confidence: float = KEEP_CONFIDENCE
+    folds: int = FOLDS
+
+    def describe(self) -> str:
+        if not self.cut:
+            return f"none: {self.right} right answers out of {self.folds} folds, fewer than {MIN_CUT_RIGHT}"
+        return (
+            f"{self.folds}-fold cross-fitted: keeps {self.kept} of {self.right} right answers (aim {self.keep:.0%}), "
+            f"abstains on {self.abstained} of {self.unanswerable} unanswerable questions; with {self.confidence:.0%} "
+            f"confidence it loses at most {self.bound:.0%} of right answers"
+        )
+
+
+def cross_fitted_cut(
+    rows: Sequence[JudgedRow], keep: float = KEEP, folds: int = FOLDS, confidence: float = KEEP_CONFIDENCE
+) -> CrossCut:
+    """The abstention cut from answers rated by heads that never saw their question: the questions (each with
+    its unanswerable twin) are dealt into `folds` by a seeded shuffle, each fold's answers rated by the whole fit
+    (`fit_critic`) on the other folds' rows, and the cut is the highest that keeps `keep` of those right answers.
+    Heads rate the answers they were fitted on better than new ones, so a cut fitted in-sample abstains on fewer
+    questions it cannot answer than it seems to; out of fold, the share kept is a plain estimate and needs no
+    margin beyond `keep`'s. 0 (never abstain) with fewer than MIN_CUT_RIGHT right answers or a fold that cannot
+    be fitted."""
+    questions = sorted({row.question for row in rows if row.correct is not None})
+    random.Random(0).shuffle(questions)
+    fold_of = {question: i % folds for i, question in enumerate(questions)}
+    right: list[float] = []
+    unanswerable: list[float] = []
+    for fold in range(folds):
+        held = [row for row in rows if fold_of.get(row.question) == fold]
+        if not held:
+            continue
+        try:
+            model = fit_critic([row for row in rows if fold_of.get(row.question) != fold])
+        except InputError:
+            return CrossCut(0.0, keep, 0, 0, 0, 0, 1.0, confidence, folds)
+        for answer in answers_under(model, held):
+            if answer.answerable and answer.correct:
+                right.append(answer.support)
+            elif not answer.answerable:
+                unanswerable.append(answer.best_support)
+    right.sort()
+    if len(right) < MIN_CUT_RIGHT:
+        return CrossCut(0.0, keep, len(right), len(right), len(unanswerable), 0, 1.0, confidence, folds)
+    lost = math.floor((1 - keep) * len(right) + 1e-9)
+    cut = round(max(0.0, right[lost] - 1e-3), 4)
+    kept = sum(value >= cut for value in right)
+    abstained = sum(value < cut for value in unanswerable)
+    bound = lost_bound(len(right) - kept, len(right), confidence)
+    return CrossCut(cut, keep, len(right), kept, len(unanswerable), abstained, bound, confidence, folds)
 
 
 def fit_map(model: CriticModel, rows: Sequence[JudgedRow], source: str = "judged rows") -> tuple[CriticModel, int, int]:

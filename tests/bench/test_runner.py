@@ -24,7 +24,7 @@ from selfrag.bench.samples import read_samples
 from selfrag.bench.score import calibration_table, score_run
 from selfrag.bench.systems import BENCH_DEFAULTS, LATER_KNOBS
 from selfrag.config import Config
-from selfrag.errors import CritiqueError, FatalLLMError, InputError, LLMError
+from selfrag.errors import ContextLengthError, CritiqueError, FatalLLMError, InputError, LLMError, RefusalError
 from selfrag.testing import ScriptedChatModel
 
 from .fixtures import CAPITALS, PARAGRAPHS, write_hotpot
@@ -174,14 +174,17 @@ def test_questions_that_failed_at_the_endpoint_are_asked_again_on_a_plain_resume
     ("error", "failure", "message"),
     [
         (CritiqueError("reply still invalid after 2 attempts"), "question", "no reply of the model could be used"),
+        (RefusalError("the model refused to answer: no", kind="refusal"), "question", "the model refused"),
+        (ContextLengthError("the prompt is longer than the context"), "question", "longer than the context"),
         (LLMError("the endpoint answered 503: busy"), "endpoint", "every call to the endpoint failed"),
     ],
 )
 def test_a_question_whose_every_sentence_the_model_botched_is_its_own_failure_not_the_endpoints(
     tmp_path, error, failure, message
 ):
-    """Every candidate's reply stayed invalid: asking again gets the same, so a plain resume does not ask it
-    again (were it the endpoint's, a calibration resumed after it would never finish)."""
+    """No candidate's reply could be used (it stayed invalid, the model refused, the prompt was too long for the
+    model): asking again gets the same, so a plain resume does not ask it again (were it the endpoint's, a
+    calibration resumed after it would never finish)."""
     script = {
         "retrieve_decide": {"retrieve": "yes", "query": "capital"},
         "generate_fused": error,
