@@ -412,8 +412,11 @@ class CrossCut:
     bound: float
     confidence: float = KEEP_CONFIDENCE
     folds: int = FOLDS
+    unfitted: str = ""  # why a fold could not be rated (no cut then)
 
     def describe(self) -> str:
+        if self.unfitted:
+            return f"none: without one fold's questions the rows cannot be fitted ({self.unfitted})"
         if not self.cut:
             return f"none: {self.right} right answers out of {self.folds} folds, fewer than {MIN_CUT_RIGHT}"
         return (
@@ -444,8 +447,8 @@ def cross_fitted_cut(
             continue
         try:
             model = fit_critic([row for row in rows if fold_of.get(row.question) != fold])
-        except InputError:
-            return CrossCut(0.0, keep, 0, 0, 0, 0, 1.0, confidence, folds)
+        except InputError as error:
+            return CrossCut(0.0, keep, 0, 0, 0, 0, 1.0, confidence, folds, str(error))
         for answer in answers_under(model, held):
             if answer.answerable and answer.correct:
                 right.append(answer.support)

@@ -59,4 +59,5 @@ def test_a_fold_whose_other_rows_cannot_be_fitted_fits_no_cut():
     alone = rows[0].question  # the only question with a relevant row: the fold holding it leaves one class
     rows = [row if row.question == alone else replace(row, relevant=False) for row in rows]
     assert fit_critic(rows).relevant is not None  # all the rows fit
-    assert cross_fitted_cut(rows, keep=0.9).cut == 0.0
+    cut = cross_fitted_cut(rows, keep=0.9)
+    assert cut.cut == 0.0 and cut.describe().startswith("none: without one fold's questions the rows cannot be fitted")
