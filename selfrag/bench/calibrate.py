@@ -629,10 +629,13 @@ def fit(plan: Calibration, questions: Sequence[Question], records: Mapping[str, 
 
 
 def with_answered(model: CriticModel, records: Sequence[Mapping[str, Any]]) -> CriticModel:
-    """`model` with the answer's confidence fitted on the answers the runs gave, with and without their chunk
-    (`selfrag bench fit-confidence`: the answered head reads an answer's ratings under these heads and its
-    length); the map of P(supported) alone stands where those answers are too few or all right or all wrong."""
+    """`model` with the answer's confidence fitted on the answers the runs gave, with and without their chunk,
+    that its abstention cut lets through (`selfrag bench fit-confidence`: the answered head reads an answer's
+    ratings under these heads and its length). The runs asked with no cut; an answer the cut turns into an
+    abstention is no answer the confidence speaks for, and counting the held-out questions' ones would pull it
+    under the right rate of answers given. The map of P(supported) alone stands where those answers are too few
+    or all right or all wrong, and the weights say so."""
     try:
-        return fit_answered(model, answered_all(records, model), "selfrag calibrate's answers")[0]
-    except InputError:  # too few answers, or all right or all wrong
-        return model
+        return fit_answered(model, answered_all(records, model, given=True), "selfrag calibrate's answers")[0]
+    except InputError as error:  # too few answers, or all right or all wrong
+        return replace(model, fitted_on={**model.fitted_on, "answered": f"none (the map stands): {error}"})

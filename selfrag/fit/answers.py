@@ -21,9 +21,11 @@ from ..engine.evidence import FEATURES
 from .lead import sentences_of
 
 
-def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float], bool] | None:
+def answered(record: Mapping[str, Any], model: CriticModel, *, given: bool = False) -> tuple[list[float], bool] | None:
     """An answered QA record's inputs to the answered head under `model`, and whether its sentences are right;
-    None for a failed question, an abstention, or an answer with a sentence that no rated candidate matches."""
+    None for a failed question, an abstention, or an answer with a sentence that no rated candidate matches, and
+    with `given` for a question none of whose candidates reaches `model`'s abstention cut (the engine would have
+    abstained)."""
     if record.get("status") != "ok" or record.get("abstained") or not record.get("segments"):
         return None
     candidates = [c for c in record.get("candidates") or [] if _estimated(c)]
@@ -34,17 +36,25 @@ def answered(record: Mapping[str, Any], model: CriticModel) -> tuple[list[float]
         match = next((c for c in same if c.get("chunk") == segment.get("chunk")), same[0] if same else None)
         if match is None:
             return None
-        critique = match["critique"]
-        p_rel, p_sup = _rated(critique, model)
-        p_supported.append(p_sup)
-        supports.append(model.support(p_rel, p_sup, critique["features"], bool(match.get("extracted"))))
+        p_supported.append(_rated(match["critique"], model)[1])
+        supports.append(_support(match, model))
+    if given and max(_support(c, model) for c in candidates) < model.abstain_threshold:
+        return None  # the engine abstains when even the best candidate is under the cut
     said = sentences_of(record)
     return answered_inputs(p_supported, supports, len(said.split())), bool(answer_in(said, record.get("answers") or []))
 
 
-def answered_all(records: Iterable[Mapping[str, Any]], model: CriticModel) -> list[tuple[list[float], bool]]:
-    """`answered` of each record that has them."""
-    return [found for found in (answered(record, model) for record in records) if found is not None]
+def answered_all(
+    records: Iterable[Mapping[str, Any]], model: CriticModel, *, given: bool = False
+) -> list[tuple[list[float], bool]]:
+    """`answered` of each record that has them (with `given`, only the answers `model`'s cut lets through)."""
+    return [found for found in (answered(record, model, given=given) for record in records) if found is not None]
+
+
+def _support(candidate: Mapping[str, Any], model: CriticModel) -> float:
+    """A rated candidate's answer support under `model`."""
+    p_rel, p_sup = _rated(candidate["critique"], model)
+    return model.support(p_rel, p_sup, candidate["critique"]["features"], bool(candidate.get("extracted")))
 
 
 def _rated(critique: Mapping[str, Any], model: CriticModel) -> tuple[float, float]:

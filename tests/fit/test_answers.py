@@ -122,3 +122,18 @@ def test_a_run_rated_by_other_weights_is_read_under_the_weights_being_fitted():
     p_rel, p_sup = shipped.relevant.probability(vector(values)), shipped.supported.probability(vector(values))
     assert found[0][:2] == pytest.approx([p_sup, shipped.support(p_rel, p_sup, values, False)])
     assert p_sup != pytest.approx(0.99)
+
+
+def test_the_answers_given_are_those_the_weights_cut_lets_through():
+    """`given`: an answer with a sentence under the abstention cut is one the engine would not give, so the
+    answer's confidence is not fitted on it (`selfrag calibrate` asks with no cut, then fits one)."""
+    shipped = load_critic_model()
+    records = answer_records(30)
+    every = answered_all(records, shipped)
+    supports = sorted({inputs[1] for inputs, _ in every})
+    assert len(supports) == 2  # the well-supported answers and the poorly supported ones
+    cut = replace(shipped, abstain_threshold=(supports[0] + supports[1]) / 2)
+    given = answered_all(records, cut, given=True)
+    assert len(every) == 30 and len(given) == 15
+    assert all(inputs[1] > cut.abstain_threshold for inputs, _ in given)
+    assert len(answered_all(records, replace(shipped, abstain_threshold=0.0), given=True)) == 30  # no cut: all
