@@ -125,8 +125,8 @@ def test_a_run_rated_by_other_weights_is_read_under_the_weights_being_fitted():
 
 
 def test_the_answers_given_are_those_the_weights_cut_lets_through():
-    """`given`: an answer with a sentence under the abstention cut is one the engine would not give, so the
-    answer's confidence is not fitted on it (`selfrag calibrate` asks with no cut, then fits one)."""
+    """`given`: a question none of whose candidates reaches the abstention cut gets no answer from the engine, so
+    the answer's confidence is not fitted on its answer (`selfrag calibrate` asks with no cut, then fits one)."""
     shipped = load_critic_model()
     records = answer_records(30)
     every = answered_all(records, shipped)
