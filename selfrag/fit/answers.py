@@ -29,6 +29,8 @@ def answered(record: Mapping[str, Any], model: CriticModel, *, given: bool = Fal
     if record.get("status") != "ok" or record.get("abstained") or not record.get("segments"):
         return None
     candidates = [c for c in record.get("candidates") or [] if _estimated(c)]
+    if given and max((_support(c, model) for c in candidates), default=0.0) < model.abstain_threshold:
+        return None  # the engine abstains when even the best candidate is under the cut
     p_supported, supports = [], []
     for segment in record["segments"]:
         text = str(segment.get("text", ""))
@@ -38,8 +40,6 @@ def answered(record: Mapping[str, Any], model: CriticModel, *, given: bool = Fal
             return None
         p_supported.append(_rated(match["critique"], model)[1])
         supports.append(_support(match, model))
-    if given and max(_support(c, model) for c in candidates) < model.abstain_threshold:
-        return None  # the engine abstains when even the best candidate is under the cut
     said = sentences_of(record)
     return answered_inputs(p_supported, supports, len(said.split())), bool(answer_in(said, record.get("answers") or []))
 
