@@ -5,6 +5,8 @@
 Writes DIR/docs/ (each of the first LIMIT training questions' gold documents, one file each), DIR/index (built with
 `selfrag index`) and DIR/questions.jsonl (those questions with their gold answers), then prints the calibrate
 command. Only the training split is read (`--split train` of run.py): no question of a reported sample is in it.
+`--dataset halueval_hops` writes each snippet's parts as their own documents, so a question needs two of them, as a
+HotpotQA one does.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def write(dataset: str, limit: int, out: Path) -> tuple[int, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", required=True, help="a QA dataset with a training split (halueval)")
+    parser.add_argument("--dataset", required=True, help="a QA dataset with a training split (halueval, halueval_hops)")
     parser.add_argument("--limit", type=int, default=2000, help="training questions whose documents are written")
     parser.add_argument("--out", required=True, help="a new folder")
     args = parser.parse_args()
