@@ -237,7 +237,7 @@ def _second_hop(best: Beam, written: list[Candidate], steps: list[TraceStep], ru
     hop = hops.second_hop(run.question, best, written)
     if hop is None:
         return best, steps
-    grown = beam.extend(replace(hop, parent=best), 0, _weights(run))
+    grown = beam.extend(replace(hop, parent=best, flag=None), 0, _weights(run))
     return replace(grown, id=best.id, final=True), report.hop_taken(steps, hop)
 
 

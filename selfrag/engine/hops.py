@@ -13,7 +13,8 @@ the search ends, `second_hop` adds it to the answer where the two chunks link up
     covers   the other chunk holds words of the question the kept one lacks ("Sun Belt Conference")
     adds     its sentence says at least two things the kept sentence does not, none of it a repeat of the draft
 
-Only a candidate of the same step and draft, from a chunk of its own, that no rule or cut declined, is taken;
+Only a candidate of the same step and draft, from a chunk of its own, that no rule declined, is taken (one the
+abstention cut alone declined is, unless the model dismissed it: `cut_alone`);
 the one covering the most of the question, then the better ranked, then the one the model wrote over the
 chunk's own sentence extracted beside it (`engine.extract`). What it changed on training and test questions:
 docs/decisions.md (`hops`).
@@ -24,7 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..schema import Beam, Candidate
+from ..labels import Relevance, Support
+from ..schema import Beam, Candidate, Critique, Flag
 from .evidence import terms
 from .filters import degeneracy
 
@@ -44,8 +46,10 @@ def second_hop(question: str, best: Beam, written: Sequence[Candidate]) -> Candi
     found: list[tuple[int, int, Candidate]] = []
     for candidate in written:
         chunk = candidate.chunk
-        usable = candidate.critique is not None and not (candidate.error or candidate.gated or candidate.pooled)
-        if not usable or chunk is None or chunk.key == last.chunk.key or candidate.parent.segments != draft:
+        usable = candidate.critique is not None and not (candidate.error or candidate.pooled)
+        if not usable or (candidate.gated and not cut_alone(candidate)):
+            continue
+        if chunk is None or chunk.key == last.chunk.key or candidate.parent.segments != draft:
             continue
         bridge = subject_named(chunk.text, first, question)
         covers = (asked & terms(chunk.text)) - terms(first)
@@ -55,6 +59,17 @@ def second_hop(question: str, best: Beam, written: Sequence[Candidate]) -> Candi
         if degeneracy(question, candidate.text, before) is None:
             found.append((-len(covers), candidate.index, candidate))
     return min(found, key=lambda item: item[:2])[2] if found else None
+
+
+def cut_alone(candidate: Candidate) -> bool:
+    """Declined only by the abstention cut (no rule flagged it), with a chunk, and not called both irrelevant and
+    unsupported by the model's own critique: a second hop's sentence is about the bridge, not what the question
+    names, so its support for the question is low by construction, and the first sentence cleared the cut."""
+    critique = candidate.critique
+    if candidate.flag is not Flag.UNSUPPORTED or candidate.chunk is None or critique is None:
+        return False
+    irrelevant = Critique.top(critique.relevance) is Relevance.IRRELEVANT
+    return not (irrelevant and Critique.top(critique.support) is Support.NO)
 
 
 def subject_named(text: str, first: str, question: str) -> str | None:

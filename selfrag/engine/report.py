@@ -94,8 +94,9 @@ def hop_taken(steps: Sequence[TraceStep], hop: Candidate) -> list[TraceStep]:
     chunk = hop.chunk.key if hop.chunk else None
 
     def mark(c: TraceCandidate) -> TraceCandidate:
-        taken = c.parent == hop.parent.id and c.chunk == chunk and c.text == hop.text and c.status == "pruned"
-        return c.model_copy(update={"status": "kept", "second_hop": True}) if taken else c
+        same = c.parent == hop.parent.id and c.chunk == chunk and c.text == hop.text
+        taken = same and c.status in ("pruned", "gated")
+        return c.model_copy(update={"status": "kept", "second_hop": True, "flag": None}) if taken else c
 
     return [step.model_copy(update={"candidates": [mark(c) for c in step.candidates]}) for step in steps]
 

@@ -81,3 +81,21 @@ def test_a_subject_is_a_bridge_only_when_the_first_chunk_names_it_and_the_questi
     assert subject_named("Ghana's Bui Dam is large.", "the Bui Dam was built", "Bui National Park?") is None
     assert subject_named("The Bui Dam is a 400 MW project.", "reservoir of the Bui Dam", "Bui Park?") == "bui dam"
     assert subject_named("a lower-case opening", "a lower-case opening", "Who?") is None
+
+
+def test_under_a_cut_the_hop_takes_a_sentence_only_the_cut_declined_unless_the_model_dismissed_it(engine):
+    relevant = fused(
+        "The Georgia State Panthers are a member of the Sun Belt Conference.", relevance="relevant", support="no"
+    )
+    knobs = {"chunks": chunks(LUTZ + PLAYED), "ndocs": 3, "scorer": "evidence", "lead": False}
+    probe = engine(script(relevant), abstain_below=0.0, hops=False, **knobs).answer(QUESTION)
+    rated = {c.chunk: c.critique.answer_support for c in probe.trace.steps[0].candidates if not c.extracted}
+    assert rated["lutz.md#0"] > rated["panthers.md#0"]  # the hop's sentence says little of what the question names
+    cut = (rated["lutz.md#0"] + rated["panthers.md#0"]) / 2
+    result = engine(script(relevant), abstain_below=cut, **knobs).answer(QUESTION)
+    assert result.answer.endswith("The Georgia State Panthers are a member of the Sun Belt Conference [2].")
+    fates = {c.chunk: (c.status, c.second_hop, c.flag) for c in result.trace.steps[0].candidates if not c.extracted}
+    assert fates["panthers.md#0"] == ("kept", True, None)
+    # the cut alone declined it: without the hop it stays out, as does one the model calls irrelevant and unsupported
+    assert "Panthers" not in engine(script(relevant), abstain_below=cut, hops=False, **knobs).answer(QUESTION).answer
+    assert "Panthers" not in engine(script(), abstain_below=cut, **knobs).answer(QUESTION).answer
