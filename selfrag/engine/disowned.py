@@ -22,12 +22,14 @@ def disowned(candidates: Sequence[Candidate], *, gated: Callable[[Candidate], bo
     hard gates drop (`gated`: `critic.gate`'s verdict) is left to them (their beam falls back to a sentence
     written without evidence)."""
     live = [c for c in candidates if generator.usable(c) and not gated(c)]
-    owned = {c.parent.id for c in live if not _disowns(c)}
+    owned = {c.parent.id for c in live if not disowns(c)}
     dropped = {id(c) for c in live if c.parent.id not in owned}
     return [replace(c, flag=Flag.DISOWNED) if id(c) in dropped else c for c in candidates]
 
 
-def _disowns(candidate: Candidate) -> bool:
+def disowns(candidate: Candidate) -> bool:
+    """The model's own critique calls the sentence's chunk irrelevant and the sentence unsupported (the top label
+    of both); never for a sentence written without documents or one whose critic call failed."""
     critique = candidate.critique
     if critique is None or critique.relevance is None or critique.support is None:
         return False  # written without documents: no verdict on any

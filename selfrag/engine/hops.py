@@ -14,7 +14,7 @@ the search ends, `second_hop` adds it to the answer where the two chunks link up
     adds     its sentence says at least two things the kept sentence does not, none of it a repeat of the draft
 
 Only a candidate of the same step and draft, from a chunk of its own, that no rule declined, is taken (one the
-abstention cut alone declined is, unless the model dismissed it: `cut_alone`);
+abstention cut alone declined is, unless the model disowns it: `cut_alone`);
 the one covering the most of the question, then the better ranked, then the one the model wrote over the
 chunk's own sentence extracted beside it (`engine.extract`). What it changed on training and test questions:
 docs/decisions.md (`hops`).
@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..labels import Relevance, Support
-from ..schema import Beam, Candidate, Critique, Flag
+from ..schema import Beam, Candidate, Flag
+from .disowned import disowns
 from .evidence import terms
 from .filters import degeneracy
 
@@ -62,14 +62,10 @@ def second_hop(question: str, best: Beam, written: Sequence[Candidate]) -> Candi
 
 
 def cut_alone(candidate: Candidate) -> bool:
-    """Declined only by the abstention cut (no rule flagged it), with a chunk, and not called both irrelevant and
-    unsupported by the model's own critique: a second hop's sentence is about the bridge, not what the question
-    names, so its support for the question is low by construction, and the first sentence cleared the cut."""
-    critique = candidate.critique
-    if candidate.flag is not Flag.UNSUPPORTED or candidate.chunk is None or critique is None:
-        return False
-    irrelevant = Critique.top(critique.relevance) is Relevance.IRRELEVANT
-    return not (irrelevant and Critique.top(critique.support) is Support.NO)
+    """Declined only by the abstention cut (no rule flagged it), with a chunk, and not disowned by the model's own
+    critique (`disowned.disowns`): a second hop's sentence is about the bridge, not what the question names, so
+    its support for the question is low by construction, and the first sentence cleared the cut."""
+    return candidate.flag is Flag.UNSUPPORTED and candidate.chunk is not None and not disowns(candidate)
 
 
 def subject_named(text: str, first: str, question: str) -> str | None:
