@@ -27,7 +27,7 @@ def pick(data: Dataset, limit: int, distractors: int = 0) -> tuple[dict[str, str
     """The documents (key: text) and questions of `data`'s first `limit` questions, in order.
 
     With `distractors`, each question also brings the `distractors` documents of later questions that BM25 ranks
-    first for it (never another asked question's own document).
+    first for it (never an asked question's own document).
     """
     if data.task != "qa":
         raise SelfRagError(f"{data.name} is not a question-answering dataset")
@@ -38,9 +38,12 @@ def pick(data: Dataset, limit: int, distractors: int = 0) -> tuple[dict[str, str
     if distractors and not later:
         raise SelfRagError(f"{data.name} has no question after the first {limit} to take distractors from")
     questions = [example.question for example in asked]
-    near = Index.build(texts[key] for key in later).find_many(questions, distractors) if distractors else []
+    if distractors:
+        near = Index.build(texts[key] for key in later).find_many(questions, distractors)
+    else:
+        near = [[] for _ in asked]
     docs: dict[str, str] = {}
-    for example, hits in zip(asked, near or [[] for _ in asked], strict=True):
+    for example, hits in zip(asked, near, strict=True):
         for key in (*example.gold_chunks, *(hit.chunk.key for hit in hits)):
             docs.setdefault(key, texts[key].text)
     return docs, [{"question": e.question, "answers": list(e.answers)} for e in asked]
