@@ -33,6 +33,7 @@ _ON = dict.fromkeys(
         "decide",
         "confirm",
         "denials",
+        "check",
     ),
     True,
 )
@@ -113,6 +114,8 @@ class Config:
     # answer. An endpoint's model only: the embedded one where its own counts beat the rule's (engine.confirm)
     denials: bool | None = None  # the model's own "Yes." or chosen option prints as "The documents don't settle
     # it." where a kept sentence or a document read denies it (engine.denials: "X is not waterproof")
+    check: bool | None = None  # the answer's confidence reads the model's verdict that the answer gives what the
+    # question asks (prompts/check_answer.toml; one call), where the weights' answered head reads it (engine.check)
     filters: bool | None = None  # degenerate sentences are declined or cut (restating the question, repeating the
     # draft, about the document, several at once: engine.filters)
     pooled: bool = False  # one more candidate per beam and step, written from all its chunks at once (plain RAG's

@@ -132,6 +132,8 @@ class Trace(_Out):
     lead_clause: str | None = None  # what a short answer the documents decided rests on (the rule: `lead_from`)
     lead_refused: str | None = None  # a short answer the checks refused (a rule's or the model's), by whom, and why
     lead_confirm: str | None = None  # the decision the model was asked to confirm, the clause, and its reply
+    answer_check: float | None = None  # the model's verdict that the sentences give what is asked (engine.check)
+    answer_check_reply: str | None = None  # that call's verdict, or why it gave none (not asked: None)
     policies: str = ""  # which preset, scorer and policies were in force (engine.policies.explain)
     weights_warning: str = ""  # the scorer's weights were fitted for another model than the one that answered
 

@@ -482,3 +482,34 @@ def test_the_cut_is_fitted_out_of_fold_and_refitted_with_another_keep_without_as
     assert (refitted.relevant, refitted.supported, refitted.answers) == (first.relevant, first.supported,
                                                                          first.answers)  # fmt: skip
     assert refitted.abstain_threshold > first.abstain_threshold and "(aim 60%)" in refitted.fitted_on["abstain_cut"]
+
+
+def _is_check(body: dict[str, Any]) -> bool:
+    return "<answer nonce=" in json.dumps(body)  # check_answer's block (`engine.check`)
+
+
+def test_the_model_checks_each_answer_once_and_a_failed_check_is_asked_again_on_resume(corpus_index, capsys):
+    with FakeOpenAIServer(responder=writer()) as server:
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+
+        def failing(body: dict[str, Any]) -> str:
+            if _is_check(body):
+                server.fault = "500"  # the runs are done; the endpoint fails once the checks begin
+            return writer()(body)
+
+        server.responder = failing
+        assert main(calibrate(corpus_index, server)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("selfrag: error:") and "checks failed at the endpoint" in err[-1]
+        assert err[-1].endswith("run again with --resume to ask them") and not weights.exists()
+        server.fault, server.responder = None, writer()
+        seen = len(server.stats.bodies)
+        assert main(calibrate(corpus_index, server, "--resume")) == 0
+        again = [b for b in server.stats.bodies[seen:] if "messages" in b]
+    checks = weights.with_name(weights.name + ".work") / "checks.jsonl"
+    made = [json.loads(line) for line in checks.read_text().splitlines()]
+    assert again and all(map(_is_check, again))  # only the checks are asked again, none of the runs' calls
+    # each answer checked once: the first check was answered before the endpoint failed, the others on resume
+    assert len(made) == len(again) + 1 and {m["answer_check"] for m in made} == {1.0}
+    assert all(m["id"].split("/")[0] in ("answerable", "held-out-1") and m["answer"] for m in made)
+    assert load_critic_model(weights).fitted_for.model == "fake-model"

@@ -68,6 +68,7 @@ def test_every_knob_reaches_the_config_from_the_file_and_the_environment(tmp_pat
         "decide": False,
         "confirm": False,
         "denials": False,
+        "check": False,
         "filters": True,
         "preset": "paper",
         "pooled": True,

@@ -21,6 +21,7 @@ def test_every_prompt_loads_and_declares_its_inputs():
     book = PromptBook()
     assert book.names() == [
         "answer_lead",
+        "check_answer",
         "confirm_decision",
         "critique_candidate",
         "generate_direct",

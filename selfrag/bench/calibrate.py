@@ -27,7 +27,9 @@ so its weights are fitted on its own candidates, over the corpus it will answer 
                   as `selfrag critic fit` fits judged rows (`fit.critic.fit_critic`: both heads, the support
                   threshold, the answers head, the confidence map), but the abstention cut on answers rated out of
                   fold (`cross_fitted_cut`: heads fitted on the other questions); the answer's confidence
-                  on both runs' answers as `selfrag bench fit-confidence` fits it; the short answer's counts as
+                  on both runs' answers as `selfrag bench fit-confidence` fits it, with the model's check of each
+                  answer (`engine.check`, one call each, <work>/checks.jsonl) as an input where it lowers the
+                  held-out log loss (`check_predicts`); the short answer's counts as
                   `selfrag bench fit-lead` counts them (the documents' own decisions keep the shipped counts: those
                   count rules, not the model); then the model block and what the weights were fitted on.
 
@@ -55,6 +57,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Config
+from ..engine import check
 from ..engine.calibration import LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_critic_model
 from ..engine.context import Deps, Run, run_all
 from ..engine.evidence import sentences, terms
@@ -62,7 +65,7 @@ from ..engine.fitted import FittedFor
 from ..errors import MODEL_FAILURES, FatalLLMError, InputError, LLMError, UsageError
 from ..files import write_atomic
 from ..fit.answers import answered_all
-from ..fit.critic import KEEP, cross_fitted_cut, fit_answered, fit_critic, with_lead_counts
+from ..fit.critic import KEEP, check_predicts, cross_fitted_cut, fit_answered, fit_critic, with_lead_counts
 from ..fit.lead import lead_counts
 from ..llm.base import ChatModel
 from ..result import DECIDED
@@ -235,6 +238,10 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
             print(f"selfrag calibrate: answering {len(dataset.examples)} questions{what} ({number}/{len(runs)})",
                   file=stream, flush=True)  # fmt: skip
             records[name] = _answer(dataset, chat, plan.work / name, stream)
+        checks, checked = asyncio.run(_check_all(chat, records, plan.work / "checks.jsonl", stream))
+        records = {
+            name: [{**r, **checks.get(f"{name}/{r['id']}", {})} for r in found] for name, found in records.items()
+        }
         model = fit(plan, questions, records)
         text = model.to_json()
         if len(text) > MAX_FILE_BYTES:
@@ -244,6 +251,7 @@ def calibrate(plan: Calibration, chat: ChatModel, *, calls: int = 0, stream: Tex
         write_atomic(plan.work / "done.json", json.dumps({"weights": str(plan.out), **plan.plan()}) + "\n")
     spent = calls + sum(int(o.get("calls", 0)) for o in outcomes.values())
     spent += sum(int((r.get("usage") or {}).get("requests_sent", 0)) for rs in records.values() for r in rs)
+    spent += checked
     return Calibrated(model, spent, said)
 
 
@@ -593,6 +601,62 @@ def _answer(dataset: ds.Dataset, chat: ChatModel, folder: Path, stream: TextIO) 
     return wanted
 
 
+async def _check_all(
+    chat: ChatModel, records: Mapping[str, Sequence[Mapping[str, Any]]], path: Path, stream: TextIO
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """The model's check of each answer the runs gave (`engine.check`, as the engine asks it where the weights read
+    it), by "<run>/<id>", and the calls made now: read back from `path` where made, asked now (and appended) where
+    not. LLMError when some failed at the endpoint (asked again on resume); a model that cannot pose the prompt
+    gives none, for good."""
+    done, _ = read_samples(path, repair=True)
+    answers = {
+        f"{name}/{r['id']}": r
+        for name, found in records.items()
+        for r in found
+        if r.get("status") == "ok" and not r.get("abstained") and r.get("segments")
+    }
+    said = {key: " ".join(str(segment["text"]) for segment in r["segments"]) for key, r in answers.items()}
+    done = {key: made for key, made in done.items() if key in said and made.get("answer") == said[key]}
+    todo = [key for key in answers if key not in done]  # a run asked again (`carry_over`) gave other answers
+    print(f"selfrag calibrate: the model checks {len(answers)} answers ({len(todo)} to ask)", file=stream, flush=True)
+    progress = Progress(len(answers), len(answers) - len(todo), stream)
+    writer, prompts = SampleWriter(path), BenchPrompts()
+    searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched: the check reads the answer alone
+
+    async def one(key: str) -> dict[str, Any]:
+        record = answers[key]
+        run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), record["question"], "",
+                  Meter(), b"cal")  # fmt: skip
+        checked = await check.check(run, said[key])
+        failed = checked.credit is None and checked.said.startswith("no reply")
+        meter = run.meter
+        outcome = {"id": key, "status": "failed" if failed else "ok", "answer_check": checked.credit}
+        outcome |= {"answer": said[key], "said": checked.said, "calls": meter.llm_calls}
+        outcome["usage"] = {"total_tokens": meter.prompt_tokens + meter.completion_tokens}
+        if not failed:
+            writer.write(outcome)
+        progress.update(outcome)
+        return outcome
+
+    try:
+        asked = await run_all(one(key) for key in todo)
+    finally:
+        progress.close()
+        writer.close()
+        close = getattr(chat, "aclose", None)
+        if close is not None:
+            await close()
+    failed = [outcome for outcome in asked if outcome["status"] == "failed"]
+    if failed:
+        raise LLMError(
+            f"{len(failed)} of {len(answers)} checks failed at the endpoint (last: {failed[-1]['said']}); run again "
+            "with --resume to ask them"
+        )
+    made = {**done, **{outcome["id"]: outcome for outcome in asked}}
+    calls = sum(int(outcome.get("calls", 0)) for outcome in asked)
+    return {key: {"answer_check": outcome.get("answer_check")} for key, outcome in made.items()}, calls
+
+
 # -- 3. fit --------------------------------------------------------------------------------------------------
 
 
@@ -635,7 +699,11 @@ def with_answered(model: CriticModel, records: Sequence[Mapping[str, Any]]) -> C
     abstention is no answer the confidence speaks for, and counting the held-out questions' ones would pull it
     under the right rate of answers given. The map of P(supported) alone stands where those answers are too few
     or all right or all wrong, and the weights say so."""
+    checked = answered_all(records, model, given=True, checked=True)
+    reads, said = check_predicts(checked)
+    answers = checked if reads else answered_all(records, model, given=True)
+    source = f"selfrag calibrate's answers; the model's check {'read' if reads else 'not read'} ({said})"
     try:
-        return fit_answered(model, answered_all(records, model, given=True), "selfrag calibrate's answers")[0]
+        return fit_answered(model, answers, source)[0]
     except InputError as error:  # too few answers, or all right or all wrong
         return replace(model, fitted_on={**model.fitted_on, "answered": f"none (the map stands): {error}"})

@@ -56,8 +56,14 @@ class NoisyOracle:
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
 
-    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+    def answer_confidence(
+        self, supported: Sequence[float], supports: Sequence[float], words: int, check: float | None = None
+    ) -> float:
         return self.confidence(supported)  # the gold-derived support of the answer's sentences
+
+    @property
+    def reads_check(self) -> bool:
+        return False  # the diagnostic critic asks the model nothing of its own
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         return confidence  # the diagnostic critic speaks of the sentences only

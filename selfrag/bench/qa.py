@@ -113,6 +113,7 @@ async def qa_selfrag(system: System, example: Example, ctx: Context) -> Outcome:
         lead_from=result.lead_from,
         lead_reply=result.trace.lead_reply,
         lead_held=result.trace.lead_held,
+        answer_check=result.trace.answer_check,
         usage={
             "llm_calls": usage.llm_calls,
             "prompt_tokens": usage.prompt_tokens,

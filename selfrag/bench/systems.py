@@ -63,6 +63,7 @@ LATER_KNOBS: dict[str, Any] = {
     "extract": True,
     "ask_plainly": True,
     "disowned": True,
+    "check": True,
 }
 
 
@@ -180,6 +181,7 @@ class Outcome:
     lead_from: str | None = None  # selfrag QA with a short answer: "model" (one call), or `result.DECIDED` (no call)
     lead_reply: str | None = None  # selfrag QA: the short-answer call's reply, printed or not (`Trace.lead_reply`)
     lead_held: str | None = None  # selfrag QA: that reply as checked where it was held back (`Trace.lead_held`)
+    answer_check: float | None = None  # selfrag QA: the model's check of the sentences (`Trace.answer_check`)
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -42,6 +42,7 @@ ENGINE_FLAGS = (
     "decide",
     "confirm",
     "denials",
+    "check",
     "pooled",
     "hops",
     "ground",
@@ -122,6 +123,12 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="the model's own yes or chosen option is withheld (\"The documents don't settle it.\") where a kept "
         "sentence or a document read denies it (no call; default on, --preset paper: off)",
+    )
+    search.add_argument(
+        "--check",
+        action=argparse.BooleanOptionalAction,
+        help="the answer's confidence reads the model's verdict that the answer gives what the question asks, "
+        "where the weights read it (`selfrag calibrate` fits them so; one call; default on, --preset paper: off)",
     )
     search.add_argument(
         "--pooled",

@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from ..config import Config, EndpointConfig, ResolvedEndpoint, redact_url, resolve_endpoint
-from ..engine.fitted import FittedFor
 from ..errors import ConfigError, CritiqueError, LLMError, SelfRagError, UsageError
 from ..llm.base import Capabilities, ChatModel, ChatRequest, Message
 from ..llm.local_weights import WeightsChoice
@@ -45,6 +45,9 @@ from ..llm.openai_chat import OpenAIChatModel
 from ..llm.structured import ask
 from ..schema import Meter
 from ..settings import config_location
+
+if TYPE_CHECKING:
+    from ..engine.calibration import CriticModel
 
 PING_PROMPT = 'Is the sky blue? Reply as JSON: {"answer": "yes"} or {"answer": "no"}.'
 
@@ -177,8 +180,11 @@ def check_policies(config: Config, environ: Mapping[str, str]) -> Check:
     why = f" (scorer auto: {writer})" if config.scorer == "auto" else ""
     if config.confirm and config.decide and config.lead and embedded:
         why += " (confirm: the embedded model only where its own counts beat the rule's)"
-    described = fitted.describe() if fitted else ""
-    return Check("policies", True, explain(resolved, evidence=fitted is not None, fitted_for=described) + why)
+    described = fitted.made_for.describe() if fitted else ""
+    checks = fitted is not None and fitted.reads_check
+    return Check(
+        "policies", True, explain(resolved, evidence=fitted is not None, fitted_for=described, checks=checks) + why
+    )
 
 
 def check_weights(config: Config, environ: Mapping[str, str], model: str) -> Check | None:
@@ -190,20 +196,20 @@ def check_weights(config: Config, environ: Mapping[str, str], model: str) -> Che
         resolved, fitted = _rating(config, environ)
     except ConfigError:
         return None  # the policies check said why
-    warning = other_model(fitted, model, resolved.scorer_weights or "shipped") if fitted else ""
+    warning = other_model(fitted.made_for, model, resolved.scorer_weights or "shipped") if fitted else ""
     return Check("weights", True, warning, "selfrag calibrate fits weights for it", warn=True) if warning else None
 
 
-def _rating(config: Config, environ: Mapping[str, str]) -> tuple[Config, FittedFor | None]:
-    """The config as the engine would rate with it (`engine.fitted.scoring`) and, with the evidence scorer, the model
-    its weights were fitted for (the file read and checked); ConfigError as the engine would raise it."""
+def _rating(config: Config, environ: Mapping[str, str]) -> tuple[Config, CriticModel | None]:
+    """The config as the engine would rate with it (`engine.fitted.scoring`) and, with the evidence scorer, its
+    weights (the file read and checked); ConfigError as the engine would raise it."""
     from ..engine.calibration import load_critic_model
     from ..engine.fitted import scoring
 
     resolved = scoring(config, environ)
     if resolved.scorer != "evidence":
         return resolved, None
-    return resolved, load_critic_model(resolved.scorer_weights).made_for
+    return resolved, load_critic_model(resolved.scorer_weights)
 
 
 # -- endpoint ---------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@
     confidence   = sigmoid(a · logit(mean P(supported) of the answer's sentences) + c)   (Platt scaling), or, where
                    the weights have an `answered` head, sigmoid(w · v + b), v = (mean P(supported), mean answer
                    support, log(1 + words)) of the answer's sentences, fitted on the answers training runs gave
-                   (`selfrag bench fit-confidence`; the map's one input does not rank a 135M model's answers); an
+                   (`selfrag bench fit-confidence`; the map's one input does not rank a 135M model's answers), and
+                   where `selfrag calibrate` found it predicts, the model's check of the answer (`engine.check`); an
                    abstention stays on the map of its best candidate's P(relevant)·P(supported);
                    with a short answer (`engine.lead`) stated first: c + (1 - c) · q_kind, q_kind = (right + 1) /
                    (of + 2) from training answers whose sentences were wrong (`lead`: how often the short answer
@@ -52,6 +53,7 @@ SHIPPED = "critic-v1.json"
 MIN_LEAD_ANSWERS = 20  # the short answer's rate of a kind is used from this many training answers on
 COIN_Z = 1.645  # one-sided 95 %: how sure the training counts must be that the model's short answer beats a coin
 MAX_FILE_BYTES = 1 << 20
+NO_CHECK = 0.5  # the check's input where the check was not made (its call failed, or the deadline passed)
 LEAD_RUNS, LEAD_POOL = "lead", "lead_decided"  # `fitted_on` keys: where the short answer's counts were counted
 HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states only on its training counts
 # what the answers head reads of a candidate: its two probabilities, the share of its words the question does not
@@ -60,8 +62,10 @@ HELD_KINDS = ("yes_no", "factoid")  # kinds whose short answer the model states 
 # the weights' text is part of a bench run's hash, so the old name is kept for the files and runs already made
 ANSWER_FEATURES = ("p_relevant", "p_supported", "novelty", "offered")
 # what the answered head reads of an answer: the mean P(supported) and answer support of its sentences, and how much
-# they state (log(1 + words))
+# they state (log(1 + words)); a head fitted with the model's check also reads its verdict that the sentences give
+# what the question asks (`engine.check`: P(agree) + P(unclear) / 2), one call per answer
 ANSWERED_FEATURES = ("p_supported", "answer_support", "log_words")
+CHECKED_FEATURES = (*ANSWERED_FEATURES, "model_check")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +102,7 @@ class CriticModel:
     lead: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (right, of): see lead_rate
     refutes: Head | None = None  # over evidence.POLARITY: P(a chunk that settles a claim refutes it); claims only
     answers: Head | None = None  # over ANSWER_FEATURES: the answer support (see the module docstring); else r · s
-    answered: Head | None = None  # over ANSWERED_FEATURES: an answer's confidence; else the map of its P(supported)
+    answered: Head | None = None  # over ANSWERED_FEATURES (or CHECKED_FEATURES): an answer's confidence; else the map
     fitted_for: FittedFor | None = None  # the model block (`selfrag calibrate`); None: a file from before it
 
     @property
@@ -127,15 +131,24 @@ class CriticModel:
             return answer_support(p_relevant, p_supported)
         return self.answers.probability(answer_inputs(p_relevant, p_supported, values, extracted))
 
-    def answer_confidence(self, p_supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+    @property
+    def reads_check(self) -> bool:
+        """The answered head reads the model's check of the answer (`CHECKED_FEATURES`): the engine asks it."""
+        return self.answered is not None and len(self.answered.weights) == len(CHECKED_FEATURES)
+
+    def answer_confidence(
+        self, p_supported: Sequence[float], supports: Sequence[float], words: int, check: float | None = None
+    ) -> float:
         """The confidence of an answer whose sentences have these P(supported) and answer supports and state
-        `words` words: the answered head where the weights have one, else the map of the mean P(supported); 0 for
-        an answer of no rated sentence."""
+        `words` words: the answered head where the weights have one (with the model's `check` where it reads one;
+        None, a check not made, reads as NO_CHECK), else the map of the mean P(supported); 0 for an answer of no
+        rated sentence."""
         if not p_supported:
             return 0.0
         if self.answered is None or len(supports) != len(p_supported):
             return self.confidence.probability(sum(p_supported) / len(p_supported))
-        return self.answered.probability(answered_inputs(p_supported, supports, words))
+        checked = (NO_CHECK if check is None else check) if self.reads_check else None
+        return self.answered.probability(answered_inputs(p_supported, supports, words, checked))
 
     def to_json(self) -> str:
         body = {
@@ -152,7 +165,7 @@ class CriticModel:
         for name, head, names in (
             ("refutes", self.refutes, POLARITY),
             ("answers", self.answers, ANSWER_FEATURES),
-            ("answered", self.answered, ANSWERED_FEATURES),
+            ("answered", self.answered, CHECKED_FEATURES if self.reads_check else ANSWERED_FEATURES),
         ):  # the optional heads carry the names of their own features (read back by `_named_head`)
             if head is not None:
                 body[name] = {"features": list(names), "weights": list(head.weights), "bias": head.bias}
@@ -174,9 +187,13 @@ def answer_inputs(p_relevant: float, p_supported: float, values: Mapping[str, fl
     return [p_relevant, p_supported, float(values["novelty"]), float(extracted)]
 
 
-def answered_inputs(p_supported: Sequence[float], supports: Sequence[float], words: int) -> list[float]:
-    """The answered head's inputs, in `ANSWERED_FEATURES` order, from an answer's sentences."""
-    return [sum(p_supported) / len(p_supported), sum(supports) / len(supports), math.log1p(max(words, 0))]
+def answered_inputs(
+    p_supported: Sequence[float], supports: Sequence[float], words: int, check: float | None = None
+) -> list[float]:
+    """The answered head's inputs, in `ANSWERED_FEATURES` order, from an answer's sentences; with the model's
+    `check`, in `CHECKED_FEATURES` order."""
+    inputs = [sum(p_supported) / len(p_supported), sum(supports) / len(supports), math.log1p(max(words, 0))]
+    return inputs if check is None else [*inputs, check]
 
 
 def _sigmoid(z: float) -> float:
@@ -231,7 +248,8 @@ def parse_critic_model(text: str, where: str) -> CriticModel:
     lead = _lead_counts(body.get("lead", {}), where)
     refutes = _named_head(body, "refutes", POLARITY, where)
     answers = _named_head(body, "answers", ANSWER_FEATURES, where)
-    answered = _named_head(body, "answered", ANSWERED_FEATURES, where)
+    checked = isinstance(body.get("answered"), dict) and body["answered"].get("features") == list(CHECKED_FEATURES)
+    answered = _named_head(body, "answered", CHECKED_FEATURES if checked else ANSWERED_FEATURES, where)
     model = CriticModel(
         heads[0], heads[1], Platt(a, c), float(threshold), float(abstain), fitted, lead, refutes, answers, answered
     )
@@ -367,7 +385,12 @@ class Rater(Protocol):
 
     def confidence(self, supported: Sequence[float]) -> float: ...
 
-    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float: ...
+    def answer_confidence(
+        self, supported: Sequence[float], supports: Sequence[float], words: int, check: float | None = None
+    ) -> float: ...
+
+    @property
+    def reads_check(self) -> bool: ...
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float: ...
 
@@ -402,8 +425,14 @@ class PaperRater:
     def confidence(self, supported: Sequence[float]) -> float:
         return sum(supported) / len(supported) if supported else 0.0
 
-    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float:
+    def answer_confidence(
+        self, supported: Sequence[float], supports: Sequence[float], words: int, check: float | None = None
+    ) -> float:
         return self.confidence(supported)  # the paper's: the mean support credit of the answer's sentences
+
+    @property
+    def reads_check(self) -> bool:
+        return False  # the paper's confidence reads the critique only
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         return confidence  # the paper's confidence speaks of the sentences' critique only
@@ -462,8 +491,14 @@ class EvidenceRater:
     def confidence(self, supported: Sequence[float]) -> float:
         return self.model.confidence.probability(sum(supported) / len(supported)) if supported else 0.0
 
-    def answer_confidence(self, supported: Sequence[float], supports: Sequence[float], words: int) -> float:
-        return self.model.answer_confidence(supported, supports, words)
+    def answer_confidence(
+        self, supported: Sequence[float], supports: Sequence[float], words: int, check: float | None = None
+    ) -> float:
+        return self.model.answer_confidence(supported, supports, words, check)
+
+    @property
+    def reads_check(self) -> bool:
+        return self.model.reads_check
 
     def with_lead(self, confidence: float, kind: str | None, alone: bool = False) -> float:
         """The answer is right if its sentences are or, where they are not, its short answer is. A short answer

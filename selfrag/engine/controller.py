@@ -20,9 +20,9 @@ from ..errors import BudgetError, CritiqueError, LLMError
 from ..labels import Mode, QuestionKind
 from ..result import Abstention, DoneEvent, Event, LeadEvent, StepEvent, TraceStep
 from ..schema import Beam, Candidate, Chunk, Plan
-from . import beam, confirm, critic, generator, hops, lead, questions, report, retriever
+from . import beam, check, confirm, critic, generator, hops, lead, questions, report, retriever
 from .context import Run
-from .state import Evidence, Lead, RunInfo, StepOutcome, StopReason
+from .state import Checked, Evidence, Lead, RunInfo, StepOutcome, StopReason
 
 T = TypeVar("T")
 
@@ -96,7 +96,7 @@ async def search(run: Run, info: RunInfo, deadline: float | None = None) -> Asyn
     counted = lead.counted_kind(read_as, said, [segment.text for segment in best.segments], source)
     result = report.build_result(
         run.question, best, stop, steps, run.meter, wall, run.config, info, rater=run.deps.rater,
-        abstention=abstention, short=short, short_kind=counted,
+        abstention=abstention, short=short, short_kind=counted, checked=done.checked,
     )  # fmt: skip
     yield DoneEvent(result=result)
 
@@ -121,12 +121,13 @@ class Searched:
 @dataclass(frozen=True, slots=True)
 class Finished:
     """The answer as each finishing policy hands it on: the best beam, the trace's steps, the abstention (None:
-    an answer) and the short answer."""
+    an answer), the short answer and the model's check of the answer's sentences."""
 
     best: Beam
     steps: list[TraceStep]
     abstention: Abstention | None
     short: Lead | None = None
+    checked: Checked | None = None
 
 
 async def _standing(done: Finished, searched: Searched, run: Run) -> Finished:
@@ -184,9 +185,17 @@ async def _said_once(done: Finished, searched: Searched, run: Run) -> Finished:
     return replace(done, best=lead.without_opening_answers(done.best, said))
 
 
+async def _checked(done: Finished, searched: Searched, run: Run) -> Finished:
+    """check: the model's verdict that the answer's sentences give what the question asks, for the confidence."""
+    if done.abstention is not None or not done.best.segments or not check.asks(run):
+        return done
+    said = " ".join(segment.text for segment in done.best.segments)
+    return replace(done, checked=await check.check(run, said, searched.deadline))
+
+
 # the finishing policies, in the order they run after the paper's loop (engine.policies)
 FINISHING: tuple[Callable[[Finished, Searched, Run], Awaitable[Finished]], ...] = (
-    _standing, _hop, _written, _short_answer, _said_once,
+    _standing, _hop, _written, _short_answer, _said_once, _checked,
 )  # fmt: skip
 
 

@@ -73,27 +73,34 @@ POLICIES: tuple[Policy, ...] = (
         "the model's own \"Yes.\" or chosen option that a sentence denies prints as \"The documents don't settle "
         "it.\" (no call)",
     ),
+    Policy(
+        "check", "finish", "the answer and the question",
+        "the answer's confidence reads the model's verdict that it gives what the question asks, where the "
+        "weights read it (one call); the answer itself is unchanged", True,
+    ),
 )  # fmt: skip
 NAMES = tuple(policy.name for policy in POLICIES)
 
 
-def in_force(config: Config, *, evidence: bool) -> tuple[str, ...]:
+def in_force(config: Config, *, evidence: bool, checks: bool = False) -> tuple[str, ...]:
     """The policies that act on an answer: switched on, and (for those fitted on its ratings) under the evidence
     scorer (`evidence`); deciding only under the short answer, confirming only a decision and only with an
-    endpoint's model (the embedded one confirms where its counts beat a rule's: none with the shipped weights)."""
+    endpoint's model (the embedded one confirms where its counts beat a rule's: none with the shipped weights);
+    checking only where the weights read the check (`checks`: `CriticModel.reads_check`)."""
     on = [
         p.name
         for p in POLICIES
         if getattr(config, p.name) and (evidence or not p.evidence_only) and not (evidence and p.paper_only)
     ]
     on = [name for name in on if name not in ("decide", "denials") or "lead" in on]
+    on = [name for name in on if name != "check" or checks]
     return tuple(name for name in on if name != "confirm" or ("decide" in on and not config.embedded))
 
 
-def explain(config: Config, *, evidence: bool, fitted_for: str = "") -> str:
+def explain(config: Config, *, evidence: bool, fitted_for: str = "", checks: bool = False) -> str:
     """Which preset, scorer and policies are in force, in one line; with the evidence scorer, its weights file and
     the model it was fitted for (`fitted_for`, `engine.fitted.FittedFor.describe`)."""
-    policies = ", ".join(in_force(config, evidence=evidence)) or "none (the paper's algorithm only)"
+    policies = ", ".join(in_force(config, evidence=evidence, checks=checks)) or "none (the paper's algorithm only)"
     weights = config.scorer_weights or "shipped"
     scorer = (
         f"evidence (weights {weights}{f', fitted for {fitted_for}' if fitted_for else ''})" if evidence else "paper"

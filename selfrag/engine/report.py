@@ -30,7 +30,7 @@ from ..text import looks_like_injection
 from .beam import s_sup
 from .calibration import PaperRater, Rater, answer_support
 from .policies import explain
-from .state import Lead, RunInfo, StepOutcome, StopReason
+from .state import Checked, Lead, RunInfo, StepOutcome, StopReason
 
 
 def critique_out(critique: Critique) -> CritiqueOut:
@@ -228,10 +228,12 @@ def build_result(
     abstention: Abstention | None = None,
     short: Lead | None = None,
     short_kind: str | None = None,
+    checked: Checked | None = None,
 ) -> Result:
     """The answer and its trace. `short`: the short answer as the finishing policies left it (printed first where
     it has text; its call's reply, held answer, clause and refusal go to the trace either way); `short_kind`:
-    the kind whose rate the confidence takes for it (`lead.counted_kind`)."""
+    the kind whose rate the confidence takes for it (`lead.counted_kind`); `checked`: the model's check of the
+    sentences, which the confidence reads where the weights do (`engine.check`)."""
     citations = Citations()
     said = short.text if short is not None and short.text else None
     shown = citations.marked(said, short.cites) if short is not None and said else None  # alone, it cites its clause
@@ -262,7 +264,8 @@ def build_result(
         rated = [s.critique for s in best.segments]
         words = sum(len(s.text.split()) for s in best.segments)
         supports = [_answer_support(c) for c in rated if c.p_relevant is not None and c.p_supported is not None]
-        sure = rater.answer_confidence([_support(c) for c in rated], supports, words)
+        credit = checked.credit if checked else None
+        sure = rater.answer_confidence([_support(c) for c in rated], supports, words, credit)
     confidence = rater.with_lead(sure, short_kind, alone=bool(said) and not best.segments)
     usage = Usage(
         llm_calls=meter.llm_calls,
@@ -294,7 +297,9 @@ def build_result(
         lead_clause=short.clause if short and said else None,
         lead_refused=short.refused if short else None,
         lead_confirm=short.confirm if short else None,
-        policies=explain(config, evidence=rater.from_documents, fitted_for=info.fitted_for),
+        answer_check=checked.credit if checked else None,
+        answer_check_reply=checked.said if checked else None,
+        policies=explain(config, evidence=rater.from_documents, fitted_for=info.fitted_for, checks=rater.reads_check),
         weights_warning=info.weights_warning,
     )
     return Result(

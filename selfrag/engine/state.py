@@ -94,3 +94,13 @@ class Lead:
     refused: str | None = None  # a short answer the checks refused (`refuted`, `denial`, the model's disagreement): why
     kind: QuestionKind | None = None  # the question's kind as the model read it (None: not read, or the embedded model)
     confirm: str | None = None  # the decision the model was asked to confirm, and its reply (`Config.confirm`)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """The model's verdict that an answer's sentences give what the question asks: P(agree) + P(unclear) / 2
+    (`llm.replies.verdict_credit`), None where none was had; and what was asked and replied, for the trace.
+    Written by `engine.check`, read by the confidence."""
+
+    credit: float | None
+    said: str

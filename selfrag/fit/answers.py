@@ -4,7 +4,8 @@ The shipped confidence map reads one input, the mean P(supported) of the answer'
 not rank a small model's answers, so the map can only sit near one right rate (docs/decisions.md, the calibrated
 confidence). The answered head
 (`engine.calibration`) reads the answer as the engine gave it: the mean P(supported) and the mean answer support
-of its sentences, and how many words they state. This module reads those inputs back from run records, each
+of its sentences, and how many words they state, and where it was fitted with it the model's check of the
+answer (`engine.check`). This module reads those inputs back from run records, each
 sentence matched to the candidate it was kept from, the answer support recomputed under the weights being fitted
 (runs made before the weights had an answers head recorded P(relevant)·P(supported) there), and whether the
 sentences hold a gold answer (the short answer's share is counted apart: `fit.lead`).
@@ -16,16 +17,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..bench.metrics import answer_in
-from ..engine.calibration import CriticModel, answered_inputs
+from ..engine.calibration import NO_CHECK, CriticModel, answered_inputs
 from ..engine.evidence import FEATURES
 from .lead import sentences_of
 
 
-def answered(record: Mapping[str, Any], model: CriticModel, *, given: bool = False) -> tuple[list[float], bool] | None:
+def answered(
+    record: Mapping[str, Any], model: CriticModel, *, given: bool = False, checked: bool = False
+) -> tuple[list[float], bool] | None:
     """An answered QA record's inputs to the answered head under `model`, and whether its sentences are right;
     None for a failed question, an abstention, or an answer with a sentence that no rated candidate matches, and
     with `given` for a question none of whose candidates reaches `model`'s abstention cut (the engine would have
-    abstained)."""
+    abstained). With `checked`, the model's check of the answer (`answer_check`; `NO_CHECK` where none was had)
+    is the last input, as `CHECKED_FEATURES` orders them."""
     if record.get("status") != "ok" or record.get("abstained") or not record.get("segments"):
         return None
     candidates = [c for c in record.get("candidates") or [] if _estimated(c)]
@@ -41,14 +45,19 @@ def answered(record: Mapping[str, Any], model: CriticModel, *, given: bool = Fal
         p_supported.append(_rated(match["critique"], model)[1])
         supports.append(_support(match, model))
     said = sentences_of(record)
-    return answered_inputs(p_supported, supports, len(said.split())), bool(answer_in(said, record.get("answers") or []))
+    check = record.get("answer_check") if checked else None
+    credit = (float(check) if check is not None else NO_CHECK) if checked else None
+    inputs = answered_inputs(p_supported, supports, len(said.split()), credit)
+    return inputs, bool(answer_in(said, record.get("answers") or []))
 
 
 def answered_all(
-    records: Iterable[Mapping[str, Any]], model: CriticModel, *, given: bool = False
+    records: Iterable[Mapping[str, Any]], model: CriticModel, *, given: bool = False, checked: bool = False
 ) -> list[tuple[list[float], bool]]:
-    """`answered` of each record that has them (with `given`, only the answers `model`'s cut lets through)."""
-    return [found for found in (answered(record, model, given=given) for record in records) if found is not None]
+    """`answered` of each record that has them (with `given`, only the answers `model`'s cut lets through; with
+    `checked`, the model's check of each as the last input)."""
+    found = (answered(record, model, given=given, checked=checked) for record in records)
+    return [inputs for inputs in found if inputs is not None]
 
 
 def _support(candidate: Mapping[str, Any], model: CriticModel) -> float:

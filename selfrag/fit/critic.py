@@ -18,6 +18,7 @@ import numpy as np
 
 from ..engine.calibration import (
     ANSWERED_FEATURES,
+    CHECKED_FEATURES,
     LEAD_POOL,
     LEAD_RUNS,
     CandidateView,
@@ -36,6 +37,7 @@ MIN_MAP_ANSWERS = 20  # fewer answered questions than this cannot fit the confid
 # the answered head's regularisation is chosen among these by held-out log loss over FOLDS folds: where its inputs
 # do not rank answers it was not fitted on, the strongest flattens it to the answers' right rate
 L2_GRID, FOLDS = (0.1, 1.0, 10.0, 100.0, 1000.0), 5
+CHECK_GAIN = 0.01  # the model's check is read where it lowers the answers' held-out log loss by this much each
 MIN_UNANSWERABLE = 20  # the answers head is fitted from this many questions made unanswerable on
 # the abstention cut keeps 92 % of the judged right answers, promised at 95 % confidence. The margin over the 90 %
 # aimed at is the engine's own: a declined sentence can change the answer, so the engine loses more right answers
@@ -68,9 +70,21 @@ def chosen_l2(x: np.ndarray, y: np.ndarray, grid: Sequence[float] = L2_GRID, fol
     """The regularisation of `grid` whose fits predict held-out rows best (summed log loss over `folds` folds,
     each class dealt round the folds so every fold's training rows hold both); the middle of the grid where a
     class has fewer rows than folds. Ties go to the stronger regularisation."""
+    losses = held_out_losses(x, y, grid, folds)
+    if losses is None:
+        return 1.0
+    best = min(losses)
+    return max(l2 for l2, loss in zip(grid, losses, strict=True) if loss <= best + 1e-9)
+
+
+def held_out_losses(
+    x: np.ndarray, y: np.ndarray, grid: Sequence[float] = L2_GRID, folds: int = FOLDS
+) -> list[float] | None:
+    """For each regularisation of `grid`, the summed log loss of fits on the other folds over each fold's rows
+    (`chosen_l2`'s folds); None where a class has fewer rows than folds."""
     labels = y.astype(bool)
     if min(int(labels.sum()), int((~labels).sum())) < folds:
-        return 1.0
+        return None
     fold = np.empty(len(y), dtype=int)
     for members in (np.flatnonzero(labels), np.flatnonzero(~labels)):
         fold[members] = np.arange(len(members)) % folds
@@ -82,8 +96,7 @@ def chosen_l2(x: np.ndarray, y: np.ndarray, grid: Sequence[float] = L2_GRID, fol
             p = np.clip([head.probability(row) for row in x[fold == k]], 1e-6, 1 - 1e-6)
             loss -= float(np.sum(y[fold == k] * np.log(p) + (1 - y[fold == k]) * np.log(1 - p)))
         losses.append(loss)
-    best = min(losses)
-    return max(l2 for l2, loss in zip(grid, losses, strict=True) if loss <= best + 1e-9)
+    return losses
 
 
 def fit_platt(p: Sequence[float], y: Sequence[bool]) -> Platt:
@@ -509,13 +522,32 @@ def fit_answered(
         said = "right" if right else "wrong"
         raise InputError(f"every one of the {len(answers)} answers is {said}; the answer confidence needs both")
     x = np.array([list(v) for v, _ in answers], dtype=float)
-    if x.shape[1:] != (len(ANSWERED_FEATURES),) or not np.isfinite(x).all():
-        raise InputError(f"each answer needs {len(ANSWERED_FEATURES)} finite inputs ({', '.join(ANSWERED_FEATURES)})")
+    if x.shape[1:] not in ((len(ANSWERED_FEATURES),), (len(CHECKED_FEATURES),)) or not np.isfinite(x).all():
+        raise InputError(
+            f"each answer needs {len(ANSWERED_FEATURES)} finite inputs ({', '.join(ANSWERED_FEATURES)}), or "
+            f"{len(CHECKED_FEATURES)} with the model's check"
+        )
     target = np.array([float(bool(y)) for _, y in answers])
     l2 = chosen_l2(x, target)
     head = fit_logistic(x, target, l2=l2)
     fitted_on = {**model.fitted_on, "answered": f"{source}: {len(answers)} answers, {right} right, L2 {l2:g}"}
     return replace(model, answered=head, fitted_on=fitted_on), len(answers), right
+
+
+def check_predicts(answers: Sequence[tuple[Sequence[float], bool]]) -> tuple[bool, str]:
+    """Whether the model's check (the last of `CHECKED_FEATURES`) makes the answered head predict answers it was
+    not fitted on better: the best held-out log loss (`held_out_losses`) with it under the one without it, by
+    at least `CHECK_GAIN` per answer (the check costs a call per answer); and the two losses, said."""
+    x = np.array([list(v) for v, _ in answers], dtype=float)
+    target = np.array([float(bool(y)) for _, y in answers])
+    if x.ndim != 2 or x.shape[1] != len(CHECKED_FEATURES):
+        return False, "no check to weigh"
+    with_check, without = held_out_losses(x, target), held_out_losses(x[:, : len(ANSWERED_FEATURES)], target)
+    if with_check is None or without is None:
+        return False, "too few right or wrong answers to weigh the check"
+    gain = (min(without) - min(with_check)) / len(answers)
+    said = f"held-out log loss {min(with_check) / len(answers):.3f} with it, {min(without) / len(answers):.3f} without"
+    return gain >= CHECK_GAIN, said
 
 
 def answers_under(model: CriticModel, rows: Sequence[JudgedRow]) -> list[KeptAnswer]:

@@ -127,7 +127,7 @@ class VariantsReply(Reply):
 
 
 QUESTION_KINDS = tuple(kind.value for kind in QuestionKind)  # as the model reads a question (a Literal: the schema)
-VERDICTS = ("agree", "disagree", "unclear")  # confirm_decision's closed set
+VERDICTS = ("agree", "disagree", "unclear")  # confirm_decision's and check_answer's closed set
 
 
 class LeadReply(Reply):
@@ -139,7 +139,8 @@ class LeadReply(Reply):
 
 
 class ConfirmReply(Reply):
-    """confirm_decision: does the proposed short answer follow from the clause that decided it?"""
+    """confirm_decision: does the proposed short answer follow from the clause that decided it? check_answer: does
+    the answer give what the question asks?"""
 
     verdict: Literal[VERDICTS]  # type: ignore[valid-type]
 
@@ -154,6 +155,17 @@ def agreed(parsed: Parsed) -> tuple[bool, float | None]:
             p_agree = found.probs.get("agree", 0.0)
             return p_agree > 0.5, p_agree
     return getattr(value, "verdict", None) == "agree", None
+
+
+def verdict_credit(parsed: Parsed) -> float:
+    """A closed-set verdict as one number: P(agree) + P(unclear) / 2 where the reply has logprobs, else 1, 0 or
+    1/2 for the label written ("agree", "disagree", "unclear")."""
+    value, response = parsed.value, parsed.response
+    if response.tokens is not None:
+        found = label_distribution(response.text, response.tokens, "verdict", list(VERDICTS))
+        if found is not None:
+            return found.probs.get("agree", 0.0) + found.probs.get("unclear", 0.0) / 2
+    return {"agree": 1.0, "disagree": 0.0}.get(str(getattr(value, "verdict", "")), 0.5)
 
 
 @cache

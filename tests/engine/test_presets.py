@@ -38,8 +38,11 @@ def test_every_policy_has_its_own_switch_and_every_preset_sets_them_all():
 def test_the_paper_preset_puts_no_policy_in_force_whatever_the_scorer(scorer):
     assert in_force(Config(preset="paper", scorer=scorer), evidence=scorer == "evidence") == ()
     assert Config(preset="paper").scorer == "paper"
-    assert set(in_force(Config(), evidence=True)) == set(NAMES) - {"disowned"}  # the evidence scorer has its cut
-    assert set(in_force(Config(), evidence=False)) == set(NAMES) - {"ground", "extract", "hops"}
+    # the evidence scorer has its cut; the check acts only where the weights read it
+    assert set(in_force(Config(), evidence=True)) == set(NAMES) - {"disowned", "check"}
+    assert set(in_force(Config(), evidence=True, checks=True)) == set(NAMES) - {"disowned"}
+    assert set(in_force(Config(), evidence=False)) == set(NAMES) - {"ground", "extract", "hops", "check"}
+    assert "check" not in in_force(Config(), evidence=False, checks=True)  # the paper's scorer reads no check
 
 
 def test_the_paper_preset_runs_the_papers_algorithm_and_nothing_else(engine):

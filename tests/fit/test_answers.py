@@ -4,16 +4,18 @@ head fitted and written into the weights, and what the command refuses."""
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 
 import pytest
 from factories import write_run
 
 from selfrag.cli import main
-from selfrag.engine.calibration import answer_support, load_critic_model
+from selfrag.engine.calibration import NO_CHECK, answer_support, load_critic_model
 from selfrag.engine.evidence import FEATURES as ALL
 from selfrag.engine.evidence import vector
 from selfrag.fit.answers import answered, answered_all
+from selfrag.fit.critic import check_predicts, fit_answered
 
 FEATURES = {"novelty": 0.5}
 
@@ -137,3 +139,33 @@ def test_the_answers_given_are_those_the_weights_cut_lets_through():
     assert len(every) == 30 and len(given) == 15
     assert all(inputs[1] > cut.abstain_threshold for inputs, _ in given)
     assert len(answered_all(records, replace(shipped, abstain_threshold=0.0), given=True)) == 30  # no cut: all
+
+
+def test_the_models_check_is_the_last_input_and_no_verdict_reads_as_none_had():
+    shipped = load_critic_model()
+    sentences = [("Raging Bull was directed by Martin Scorsese.", 0.8, 0.4)]
+    plain = answered(record(sentences, ["Martin Scorsese"]), shipped)
+    checked = answered({**record(sentences, ["Martin Scorsese"]), "answer_check": 0.9}, shipped, checked=True)
+    unchecked = answered(record(sentences, ["Martin Scorsese"]), shipped, checked=True)
+    assert plain is not None and checked is not None and unchecked is not None
+    assert checked[0] == [*plain[0], 0.9] and unchecked[0] == [*plain[0], NO_CHECK]
+
+
+def _answers(check_of):  # type: ignore[no-untyped-def]
+    """60 answers whose ratings say little of which are right (a third are), each with the check `check_of` gives."""
+    rng = random.Random(3)
+    out = []
+    for n in range(60):
+        right = n % 3 == 0
+        inputs = [rng.uniform(0.3, 0.7), rng.uniform(0.2, 0.6), math.log1p(rng.randint(8, 20))]
+        out.append(([*inputs, check_of(right, rng)], right))
+    return out
+
+
+def test_the_check_is_read_only_where_it_predicts_answers_held_out():
+    reads, said = check_predicts(_answers(lambda right, rng: float(right) if rng.random() < 0.9 else 1 - right))
+    assert reads and "held-out log loss" in said
+    noise, _ = check_predicts(_answers(lambda right, rng: float(rng.random() < 0.5)))
+    assert not noise  # a check that says nothing of the answers is not worth its call
+    model, count, _ = fit_answered(load_critic_model(), _answers(lambda right, rng: float(right)))
+    assert count == 60 and model.reads_check and model.answered is not None and model.answered.weights[3] > 0
