@@ -630,7 +630,7 @@ async def _check_all(
         checked = await check.check(run, said[key])
         failed = checked.credit is None and checked.said.startswith("no reply")
         meter = run.meter
-        outcome = {"id": key, "status": "failed" if failed else "ok", "answer_check": checked.credit}
+        outcome: dict[str, Any] = {"id": key, "status": "failed" if failed else "ok", "answer_check": checked.credit}
         outcome |= {"answer": said[key], "said": checked.said, "calls": meter.llm_calls}
         outcome["usage"] = {"total_tokens": meter.prompt_tokens + meter.completion_tokens}
         if not failed:

@@ -369,7 +369,8 @@ class Rater(Protocol):
     The claim benchmarks' verdict members (`verdict_cut`, `refutes`) are `bench.systems.ClaimRater`'s.
     """
 
-    threshold: float
+    @property
+    def threshold(self) -> float: ...
 
     @property
     def from_documents(self) -> bool: ...
