@@ -376,10 +376,11 @@ def fit_confidence_command(args: argparse.Namespace) -> int:
 
     records, datasets = _training_records(args.runs)
     model = load_critic_model(args.weights)
-    answers = answered_all(records, model)
+    answers = answered_all(records, model, checked=model.reads_check)  # weights that read the check keep it
     if not answers:
         raise InputError("no answer in these runs has sentences rated by the evidence scorer; nothing to fit")
     source = f"{', '.join(datasets)} training answers of {len(args.runs)} run(s)"
+    source += " with the model's check" if model.reads_check else ""
     model, n, right = fit_answered(model, answers, source)
     write_atomic(Path(args.out), model.to_json())
     print(f"wrote {args.out}: answer confidence fitted on {n} answers, {right} right", file=sys.stderr)

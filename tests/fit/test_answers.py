@@ -11,7 +11,7 @@ import pytest
 from factories import write_run
 
 from selfrag.cli import main
-from selfrag.engine.calibration import NO_CHECK, answer_support, load_critic_model
+from selfrag.engine.calibration import NO_CHECK, Head, answer_support, load_critic_model
 from selfrag.engine.evidence import FEATURES as ALL
 from selfrag.engine.evidence import vector
 from selfrag.fit.answers import answered, answered_all
@@ -169,3 +169,15 @@ def test_the_check_is_read_only_where_it_predicts_answers_held_out():
     assert not noise  # a check that says nothing of the answers is not worth its call
     model, count, _ = fit_answered(load_critic_model(), _answers(lambda right, rng: float(right)))
     assert count == 60 and model.reads_check and model.answered is not None and model.answered.weights[3] > 0
+
+
+def test_fit_confidence_keeps_the_check_where_the_weights_read_it(tmp_path, capsys):
+    weights = tmp_path / "checked.json"
+    weights.write_text(replace(load_critic_model(), answered=Head((0.0, 0.0, 0.0, 1.0), 0.0)).to_json())
+    runs = [{**r, "answer_check": float(n % 2 == 0)} for n, r in enumerate(answer_records(40))]  # agrees when right
+    out = tmp_path / "w.json"
+    train = write_run(tmp_path / "train", runs)
+    assert main(["bench", "fit-confidence", str(train), "--weights", str(weights), "--out", str(out)]) == 0
+    fitted = load_critic_model(out)
+    assert fitted.reads_check and fitted.answered is not None and fitted.answered.weights[3] > 0
+    assert fitted.fitted_on["answered"].startswith("halueval training answers of 1 run(s) with the model's check: 40")
