@@ -513,3 +513,19 @@ def test_the_model_checks_each_answer_once_and_a_failed_check_is_asked_again_on_
     assert len(made) == len(again) + 1 and {m["answer_check"] for m in made} == {1.0}
     assert all(re.match(r"(answerable|held-out-\d+)/\w+\.md#0$", m["id"]) and m["answer"] for m in made)
     assert load_critic_model(weights).fitted_for.model == "fake-model"
+
+
+def test_a_check_reply_that_never_validates_is_no_verdict_and_is_not_asked_again(corpus_index, capsys):
+    def garbled(body: dict[str, Any]) -> str:
+        return "agree, I think" if _is_check(body) else writer()(body)  # no JSON: the model is at fault
+
+    with FakeOpenAIServer(responder=garbled) as server:
+        assert main(calibrate(corpus_index, server)) == 0
+        weights = place(dict(os.environ), server.base_url, None, "fake-model")
+        seen = len(server.stats.bodies)
+        assert main(calibrate(corpus_index, server, "--resume")) == 0
+        again = [b for b in server.stats.bodies[seen:] if "messages" in b]
+    checks = weights.with_name(weights.name + ".work") / "checks.jsonl"
+    made = [json.loads(line) for line in checks.read_text().splitlines()]
+    assert made and all(m["answer_check"] is None and m["said"].startswith("no usable reply") for m in made)
+    assert not again

@@ -628,7 +628,7 @@ async def _check_all(
         run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), record["question"], "",
                   Meter(), b"cal")  # fmt: skip
         checked = await check.check(run, said[key])
-        failed = checked.credit is None and checked.said.startswith("no reply")
+        failed = checked.outage
         meter = run.meter
         outcome: dict[str, Any] = {"id": key, "status": "failed" if failed else "ok", "answer_check": checked.credit}
         outcome |= {"answer": said[key], "said": checked.said, "calls": meter.llm_calls}

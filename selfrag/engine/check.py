@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..errors import BudgetError, FatalLLMError, LLMError, PromptNotSupportedError
+from ..errors import MODEL_FAILURES, BudgetError, FatalLLMError, LLMError, PromptNotSupportedError
 from ..llm.replies import verdict_credit
 from ..schema import Chunk
 from ..text import neutralise_document
@@ -26,8 +26,9 @@ def asks(run: Run) -> bool:
 
 
 async def check(run: Run, answer: str, deadline: float | None = None) -> Checked:
-    """One closed-set call: does `answer` give what the question asks? A failed call, a spent budget or deadline,
-    or a model that cannot pose the prompt gives no verdict (the confidence reads `calibration.NO_CHECK`)."""
+    """One closed-set call: does `answer` give what the question asks? A failed call ("no reply"), a reply that
+    never validates ("no usable reply"), a spent budget or deadline, or a model that cannot pose the prompt gives
+    no verdict (the confidence reads `calibration.NO_CHECK`)."""
     nonce = run.document_values("check", Chunk("answer", 0, answer))["nonce"]
     try:
         async with asyncio.timeout_at(deadline):
@@ -40,7 +41,9 @@ async def check(run: Run, answer: str, deadline: float | None = None) -> Checked
         return Checked(None, "not asked (the model cannot pose check_answer)")
     except (BudgetError, TimeoutError):
         return Checked(None, "no reply (budget or deadline)")
+    except MODEL_FAILURES as unusable:  # asking again gets the same: the model's, not the endpoint's
+        return Checked(None, f"no usable reply ({type(unusable).__name__})")
     except LLMError as failed:
-        return Checked(None, f"no reply ({type(failed).__name__})")
+        return Checked(None, f"no reply ({type(failed).__name__})", outage=True)
     credit = verdict_credit(parsed)
     return Checked(credit, f"{getattr(parsed.value, 'verdict', '?')} (credit {credit:.2f})")

@@ -99,8 +99,9 @@ class Lead:
 @dataclass(frozen=True, slots=True)
 class Checked:
     """The model's verdict that an answer's sentences give what the question asks: P(agree) + P(unclear) / 2
-    (`llm.replies.verdict_credit`), None where none was had; and what was asked and replied, for the trace.
-    Written by `engine.check`, read by the confidence."""
+    (`llm.replies.verdict_credit`), None where none was had; what was asked and replied, for the trace; and whether
+    the endpoint failed it. Written by `engine.check`, read by the confidence."""
 
     credit: float | None
     said: str
+    outage: bool = False  # the call failed at the endpoint (asked again later, it may be answered)
