@@ -1,8 +1,8 @@
 """The `ground` policy: a sentence states only what its documents hold (evidence scorer, no call).
 
     unstated          what a sentence states of its own: the numbers, dates and names its source does not hold
-                      ("born in 1985" from a chunk that says 1850), or, where the source holds none of the words
-                      it adds, those words
+                      ("born in 1985" from a chunk that says 1850), or, where the source lacks more than half of
+                      the words it adds, those words
     source_sentence   the sentence of the chunk a written sentence was drawn from, which replaces it
     grounded          a candidate stating what its documents do not is replaced by that sentence (`quoted`), or
                       declined (`unstated`) where the chunk has none
@@ -23,19 +23,22 @@ from .evidence import FACT, asks_yes_no, drawn_on, facts_held, sentences, share,
 from .filters import degeneracy
 
 DRAWN_SHARE = 0.5  # a sentence holding less of a written one's words was not its source
+UNHELD_SHARE = 0.5  # a sentence whose source lacks more than this share of the words it adds states them itself
 
 
 def unstated(sentence: str, source: str, question: str = "", *, words: bool = True) -> tuple[str, ...]:
     """What a sentence states of its own: the numbers, dates and names that neither its source nor the question
     holds, in the sentence's order ("born in 1985" from a chunk that says 1850); with `words`, also the words it
-    adds to the question when the source holds none of them ("jerde"). Empty for a sentence drawn from its
-    source."""
-    added = terms(sentence) - terms(question)
-    if words and added and not added & terms(source):
-        return tuple(sorted(added))
+    adds to the question that the source lacks, when they are more than `UNHELD_SHARE` of those it adds ("jerde";
+    "Dolvaren Forte 400 mg, a medication that can help prevent blood clots" from a chunk that names only the
+    Forte). Empty for a sentence drawn from its source."""
     stated = [key for key in dict.fromkeys(map(_fact_key, FACT.findall(sentence.strip()))) if key]
     held = facts_held(stated, _dashes(source)) | facts_held(stated, _dashes(question))
-    return tuple(fact for fact in stated if fact not in held)
+    if unheld := tuple(fact for fact in stated if fact not in held):
+        return unheld
+    added = terms(sentence) - terms(question)
+    lacked = added - terms(source)
+    return tuple(sorted(lacked)) if words and added and len(lacked) > UNHELD_SHARE * len(added) else ()
 
 
 def _fact_key(fact: str) -> str:
@@ -63,8 +66,8 @@ def source_sentence(question: str, sentence: str, text: str, draft: Sequence[str
 
 
 def grounded(candidate: Candidate, question: str, draft: Sequence[str]) -> tuple[Candidate, Flag | None]:
-    """A sentence stating a number, date or name its documents do not hold, or adding to the question only words
-    they do not hold (`unstated`: "Her father was born in 1985." from a chunk that says 1850), is
+    """A sentence stating a number, date or name its documents do not hold, or adding to the question words they
+    mostly do not hold (`unstated`: "Her father was born in 1985." from a chunk that says 1850), is
     replaced by the sentence of its chunk it was drawn from, as the chunk words it (`quoted`: "Her father,
     Frederik Madigan, was born in 1850 in Copenhagen."), or declined (`unstated`) when no sentence of the chunk
     holds half its words. A pooled sentence's documents are the chunks it cites (`evidence.drawn_on`: the one its

@@ -33,6 +33,17 @@ def test_what_a_sentence_states_that_its_source_does_not():
     assert unstated("jerde", MADIGAN, "Who was Elvira Madigan?", words=False) == ()  # facts alone
 
 
+def test_a_sentence_whose_source_lacks_most_of_the_words_it_adds_states_them_itself():
+    question = "Who was Elvira Madigan's father?"
+    # a half-invented tail: of the words added to the question (walker, tightrope, dane, ...), the chunk lacks most
+    invented = "Elvira Madigan's father was a tightrope walker who fought pirates and sailed ships across oceans."
+    assert unstated(invented, MADIGAN, question) == ("across", "fought", "ocean", "pirat", "sail", "ship")
+    # a sentence whose added words the chunk mostly holds, with one word of its own (kept: "mostly" is not "only")
+    assert unstated("Her father Frederik was born in Copenhagen, a capital city.", MADIGAN, question) == ()
+    # the share is of the words it adds: half lacking is not more than half
+    assert unstated("Her father was a famous tightrope walker.", MADIGAN, question) == ()
+
+
 def test_the_sentence_a_written_one_was_drawn_from():
     question = "When was Elvira Madigan's father born?"
     wrong = "Elvira Madigan's father was born in 1985."
