@@ -45,8 +45,8 @@ def answered(
         p_supported.append(_rated(match["critique"], model)[1])
         supports.append(_support(match, model))
     said = sentences_of(record)
-    check = record.get("answer_check") if checked else None
-    credit = (float(check) if check is not None else NO_CHECK) if checked else None
+    check = record.get("answer_check")
+    credit = (NO_CHECK if check is None else float(check)) if checked else None
     inputs = answered_inputs(p_supported, supports, len(said.split()), credit)
     return inputs, bool(answer_in(said, record.get("answers") or []))
 
