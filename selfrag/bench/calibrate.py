@@ -51,7 +51,7 @@ import json
 import random
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -324,14 +324,7 @@ async def _ask_all(chat: ChatModel, chunks: Sequence[Chunk], path: Path, stream:
         progress.update({**record, "status": "failed" if record["status"] == "failed" else "ok"})
         return record
 
-    try:
-        asked = await run_all(one(chunk) for chunk in todo)
-    finally:
-        progress.close()
-        writer.close()
-        close = getattr(chat, "aclose", None)
-        if close is not None:
-            await close()
+    asked = await _each(chat, [one(chunk) for chunk in todo], progress, writer)
     outcomes = {chunk.key: done[chunk.key] for chunk in chunks if chunk.key in done}
     outcomes |= {record["id"]: record for record in asked}
     failed = [record for record in outcomes.values() if record["status"] == "failed"]
@@ -341,6 +334,21 @@ async def _ask_all(chat: ChatModel, chunks: Sequence[Chunk], path: Path, stream:
             "run again with --resume to ask them"
         )
     return {chunk.key: outcomes[chunk.key] for chunk in chunks}
+
+
+async def _each(
+    chat: ChatModel, asking: Sequence[Coroutine[Any, Any, dict[str, Any]]], progress: Progress, writer: SampleWriter
+) -> list[dict[str, Any]]:
+    """The outcomes of `asking`, all in flight at once; the progress line, the writer and the chat closed after,
+    however it ends."""
+    try:
+        return await run_all(asking)
+    finally:
+        progress.close()
+        writer.close()
+        close = getattr(chat, "aclose", None)
+        if close is not None:
+            await close()
 
 
 async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> dict[str, Any]:
@@ -638,14 +646,7 @@ async def _check_all(
         progress.update(outcome)
         return outcome
 
-    try:
-        asked = await run_all(one(key) for key in todo)
-    finally:
-        progress.close()
-        writer.close()
-        close = getattr(chat, "aclose", None)
-        if close is not None:
-            await close()
+    asked = await _each(chat, [one(key) for key in todo], progress, writer)
     failed = [outcome for outcome in asked if outcome["status"] == "failed"]
     if failed:
         raise LLMError(
