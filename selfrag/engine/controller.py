@@ -4,8 +4,8 @@ Each step: every live beam decides (②), fetches chunks (②), writes one candi
 (③ ④, all beams' candidates in flight at once), and the best `beam_width` drafts survive (⑤). The loop stops when
 every kept beam is final or has `max_depth` sentences, or a budget or the deadline runs out; then the finishing
 policies (`FINISHING`, in order: an answer the documents decide instead of an abstention, the second hop, the
-short answer) hand on the best beam's answer. Sentences that every kept beam shares are streamed as soon as they
-are settled.
+short answer, the model's check for the confidence) hand on the best beam's answer. Sentences that every kept beam
+shares are streamed as soon as they are settled.
 """
 
 from __future__ import annotations
