@@ -58,7 +58,7 @@ from typing import Any, TextIO
 
 from ..config import Config
 from ..engine import check
-from ..engine.calibration import LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_critic_model
+from ..engine.calibration import ANSWERED_FEATURES, LEAD_RUNS, MAX_FILE_BYTES, CriticModel, load_critic_model
 from ..engine.context import Deps, Run, run_all
 from ..engine.evidence import sentences, terms
 from ..engine.fitted import FittedFor
@@ -351,12 +351,18 @@ async def _each(
             await close()
 
 
+def bare_run(chat: ChatModel, prompts: BenchPrompts, question: str = "") -> Run:
+    """A run that searches nothing, for one call about a text calibrate holds (a chunk to ask about, an answer to
+    check), with calibrate's fixed document delimiters."""
+    searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched
+    return Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), question, "", Meter(), b"cal")
+
+
 async def ask_question(chat: ChatModel, prompts: BenchPrompts, chunk: Chunk) -> dict[str, Any]:
     """One chunk's record: "ok" with its question and answer, "unusable" with why (not asked again), or "failed"
     at the endpoint (asked again on resume). A fatal endpoint error is raised. The three ways a question is made
     are tried in turn (the module docstring); `made` says which one gave it, and why the ones before did not."""
-    searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched: a question is asked of its chunk
-    run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), "", "", Meter(), b"cal")
+    run = bare_run(chat, prompts)
     block = run.document_values("calibrate", chunk)
     spans = answer_spans(chunk.text)
     random.Random(chunk.key).shuffle(spans)
@@ -629,12 +635,9 @@ async def _check_all(
     print(f"selfrag calibrate: the model checks {len(answers)} answers ({len(todo)} to ask)", file=stream, flush=True)
     progress = Progress(len(answers), len(answers) - len(todo), stream)
     writer, prompts = SampleWriter(path), BenchPrompts()
-    searcher = as_searcher(None)  # type: ignore[arg-type]  # nothing is searched: the check reads the answer alone
 
     async def one(key: str) -> dict[str, Any]:
-        record = answers[key]
-        run = Run(Deps(chat, searcher, prompts), Config(nonce_seed="selfrag-calibrate"), record["question"], "",
-                  Meter(), b"cal")  # fmt: skip
+        run = bare_run(chat, prompts, answers[key]["question"])
         checked = await check.check(run, said[key])
         failed = checked.outage
         meter = run.meter
@@ -702,7 +705,7 @@ def with_answered(model: CriticModel, records: Sequence[Mapping[str, Any]]) -> C
     or all right or all wrong, and the weights say so."""
     checked = answered_all(records, model, given=True, checked=True)
     reads, said = check_predicts(checked)
-    answers = checked if reads else answered_all(records, model, given=True)
+    answers = checked if reads else [(inputs[: len(ANSWERED_FEATURES)], right) for inputs, right in checked]
     source = f"selfrag calibrate's answers; the model's check {'read' if reads else 'not read'} ({said})"
     try:
         return fit_answered(model, answers, source)[0]

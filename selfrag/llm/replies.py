@@ -145,27 +145,33 @@ class ConfirmReply(Reply):
     verdict: Literal[VERDICTS]  # type: ignore[valid-type]
 
 
+def verdict_probs(parsed: Parsed) -> Mapping[str, float] | None:
+    """P(label) for each of a closed-set reply's `VERDICTS`, read at the verdict's first token; None where the reply
+    has no logprobs there."""
+    response = parsed.response
+    if response.tokens is None:
+        return None
+    found = label_distribution(response.text, response.tokens, "verdict", list(VERDICTS))
+    return found.probs if found is not None else None
+
+
 def agreed(parsed: Parsed) -> tuple[bool, float | None]:
     """Whether the model agrees with a proposed short answer, and P(agree) where the reply has logprobs (then
     agreement is P(agree) over one half; else the label written)."""
-    value, response = parsed.value, parsed.response
-    if response.tokens is not None:
-        found = label_distribution(response.text, response.tokens, "verdict", list(VERDICTS))
-        if found is not None:
-            p_agree = found.probs.get("agree", 0.0)
-            return p_agree > 0.5, p_agree
-    return getattr(value, "verdict", None) == "agree", None
+    probs = verdict_probs(parsed)
+    if probs is not None:
+        p_agree = probs.get("agree", 0.0)
+        return p_agree > 0.5, p_agree
+    return getattr(parsed.value, "verdict", None) == "agree", None
 
 
 def verdict_credit(parsed: Parsed) -> float:
     """A closed-set verdict as one number: P(agree) + P(unclear) / 2 where the reply has logprobs, else 1, 0 or
     1/2 for the label written ("agree", "disagree", "unclear")."""
-    value, response = parsed.value, parsed.response
-    if response.tokens is not None:
-        found = label_distribution(response.text, response.tokens, "verdict", list(VERDICTS))
-        if found is not None:
-            return found.probs.get("agree", 0.0) + found.probs.get("unclear", 0.0) / 2
-    return {"agree": 1.0, "disagree": 0.0}.get(str(getattr(value, "verdict", "")), 0.5)
+    probs = verdict_probs(parsed)
+    if probs is not None:
+        return probs.get("agree", 0.0) + probs.get("unclear", 0.0) / 2
+    return {"agree": 1.0, "disagree": 0.0}.get(str(getattr(parsed.value, "verdict", "")), 0.5)
 
 
 @cache
